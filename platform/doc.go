@@ -1,0 +1,3 @@
+// Package platform holds everything OS-specific cairn needs: default paths,
+// file locks, durable writes and filesystem flushes. It imports nothing of cairn.
+package platform

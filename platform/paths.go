@@ -1,0 +1,26 @@
+package platform
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+)
+
+// DefaultStateDir is where a daemon or command run by this user keeps stores of
+// plain-layout workspaces and its own state, following the OS's conventions.
+func DefaultStateDir() string {
+	if v := os.Getenv("CAIRN_STATE_DIR"); v != "" {
+		return v
+	}
+	if os.Geteuid() == 0 && runtime.GOOS == "linux" {
+		return "/var/lib/cairn"
+	}
+	home, _ := os.UserHomeDir()
+	if runtime.GOOS == "darwin" {
+		return filepath.Join(home, "Library", "Application Support", "cairn")
+	}
+	if v := os.Getenv("XDG_STATE_HOME"); v != "" {
+		return filepath.Join(v, "cairn")
+	}
+	return filepath.Join(home, ".local", "state", "cairn")
+}

@@ -1,0 +1,233 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// MinGitVersion is the oldest git cairn runs with: 2.28 brought `init --initial-branch`.
+var MinGitVersion = Version{2, 28, 0}
+
+// ErrGitNotFound means no git executable is on PATH.
+var ErrGitNotFound = errors.New("git not found; checkpoints disabled")
+
+// Version is a git release number.
+type Version [3]int
+
+func (v Version) String() string { return fmt.Sprintf("%d.%d.%d", v[0], v[1], v[2]) }
+
+// AtLeast reports whether v is o or newer.
+func (v Version) AtLeast(o Version) bool {
+	for i := range v {
+		if v[i] != o[i] {
+			return v[i] > o[i]
+		}
+	}
+	return true
+}
+
+var versionRE = regexp.MustCompile(`git version (\d+)\.(\d+)(?:\.(\d+))?`)
+
+// ParseVersion reads the output of `git version`.
+func ParseVersion(out string) (Version, error) {
+	m := versionRE.FindStringSubmatch(out)
+	if m == nil {
+		return Version{}, fmt.Errorf("cannot parse git version from %q", strings.TrimSpace(out))
+	}
+	var v Version
+	for i := 0; i < 3; i++ {
+		v[i], _ = strconv.Atoi(m[i+1])
+	}
+	return v, nil
+}
+
+var gitProbe struct {
+	once    sync.Once
+	path    string
+	version Version
+	err     error
+}
+
+// FindGit locates git on PATH once per process and checks its version.
+func FindGit(ctx context.Context) (path string, v Version, err error) {
+	gitProbe.once.Do(func() {
+		p, err := exec.LookPath("git")
+		if err != nil {
+			gitProbe.err = ErrGitNotFound
+			return
+		}
+		cmd := exec.CommandContext(ctx, p, "version")
+		cmd.Env = []string{"LC_ALL=C", "PATH=" + filepath.Dir(p), "GIT_CONFIG_NOSYSTEM=1", "HOME=" + os.TempDir()}
+		out, err := cmd.Output()
+		if err != nil {
+			gitProbe.err = fmt.Errorf("run %s version: %w", p, err)
+			return
+		}
+		v, err := ParseVersion(string(out))
+		if err != nil {
+			gitProbe.err = err
+			return
+		}
+		if !v.AtLeast(MinGitVersion) {
+			gitProbe.err = fmt.Errorf("git %s at %s is too old: cairn needs git %s or newer", v, p, MinGitVersion)
+			return
+		}
+		gitProbe.path, gitProbe.version = p, v
+	})
+	return gitProbe.path, gitProbe.version, gitProbe.err
+}
+
+// GitError is a git command that failed: its arguments, exit code and stderr.
+type GitError struct {
+	Args     []string
+	ExitCode int
+	Stderr   string
+	Err      error
+}
+
+func (e *GitError) Error() string {
+	msg := strings.TrimSpace(e.Stderr)
+	if msg == "" && e.Err != nil {
+		msg = e.Err.Error()
+	}
+	return fmt.Sprintf("git %s: exit %d: %s", strings.Join(e.Args, " "), e.ExitCode, msg)
+}
+
+func (e *GitError) Unwrap() error { return e.Err }
+
+// Git runs git for one store. Every git call cairn makes goes through Run, with
+// an environment built from scratch: nothing of the caller's GIT_*, config,
+// hooks, pager or credentials reaches git.
+type Git struct {
+	Path     string // the git executable
+	Version  Version
+	Dir      string // GIT_DIR
+	WorkTree string // GIT_WORK_TREE; empty for commands that need none
+	Index    string // GIT_INDEX_FILE: cairn's own index, never the shared one
+	Home     string // HOME and XDG_CONFIG_HOME: the folder holding the store's .gitconfig
+	// Cred, when set, runs git as another user (a root daemon acting for a workspace owner).
+	Cred *SysCred
+}
+
+// env is the whole environment of a git process.
+func (g *Git) env() []string {
+	env := []string{
+		"PATH=" + filepath.Dir(g.Path) + ":/usr/bin:/bin",
+		"LC_ALL=C",
+		"LANG=C",
+		"GIT_DIR=" + g.Dir,
+		"HOME=" + g.Home,
+		"XDG_CONFIG_HOME=" + g.Home,
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_PAGER=cat",
+		"PAGER=cat",
+		"GIT_OPTIONAL_LOCKS=0",
+		"GIT_AUTO_GC=0",
+		// update-index frees every file buffer it read; glibc then trims the heap
+		// after each file. These keep the heap, halving system time on a first
+		// seal of 100k files (measured: 13.6 s -> 7.2 s).
+		"MALLOC_TOP_PAD_=67108864",
+		"MALLOC_TRIM_THRESHOLD_=134217728",
+		"MALLOC_MMAP_THRESHOLD_=134217728",
+	}
+	if g.WorkTree != "" {
+		env = append(env, "GIT_WORK_TREE="+g.WorkTree)
+	}
+	if g.Index != "" {
+		env = append(env, "GIT_INDEX_FILE="+g.Index)
+	}
+	return env
+}
+
+// baseArgs are prepended to every command: no hooks, no signing, no fsmonitor,
+// and no git-side gc.
+var baseArgs = []string{
+	"-c", "core.hooksPath=/dev/null",
+	"-c", "commit.gpgSign=false",
+	"-c", "tag.gpgSign=false",
+	"-c", "core.fsmonitor=false",
+	"-c", "gc.auto=0",
+	"-c", "maintenance.auto=false",
+}
+
+// Run runs git with args, feeding stdin (may be nil), and returns stdout.
+func (g *Git) Run(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error) {
+	var out bytes.Buffer
+	err := g.RunTo(ctx, &out, stdin, args...)
+	return out.Bytes(), err
+}
+
+// RunTo is Run with stdout streamed to w.
+func (g *Git) RunTo(ctx context.Context, w io.Writer, stdin io.Reader, args ...string) error {
+	full := append(append([]string(nil), baseArgs...), args...)
+	cmd := exec.CommandContext(ctx, g.Path, full...)
+	cmd.Env = g.env()
+	cmd.Dir = g.Dir
+	if g.WorkTree != "" {
+		cmd.Dir = g.WorkTree
+	}
+	cmd.Stdin = stdin
+	cmd.Stdout = w
+	var stderr bytes.Buffer
+	cmd.Stderr = &limitedWriter{w: &stderr, n: 64 << 10}
+	g.Cred.apply(cmd)
+	if err := cmd.Run(); err != nil {
+		code := -1
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		}
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+		}
+		return &GitError{Args: args, ExitCode: code, Stderr: stderr.String(), Err: err}
+	}
+	return nil
+}
+
+// limitedWriter keeps the first n bytes: enough to explain a failure, never
+// unbounded memory for a chatty git.
+type limitedWriter struct {
+	w io.Writer
+	n int
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if l.n > 0 {
+		k := min(len(p), l.n)
+		l.w.Write(p[:k])
+		l.n -= k
+	}
+	return len(p), nil
+}
+
+// splitNul splits -z output into fields, dropping the empty tail.
+func splitNul(b []byte) []string {
+	if len(b) == 0 {
+		return nil
+	}
+	s := string(b)
+	s = strings.TrimSuffix(s, "\x00")
+	return strings.Split(s, "\x00")
+}
+
+// nulJoin is the stdin of a `-z --stdin` command.
+func nulJoin(paths []string) io.Reader {
+	var b bytes.Buffer
+	for _, p := range paths {
+		b.WriteString(p)
+		b.WriteByte(0)
+	}
+	return &b
+}
