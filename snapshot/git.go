@@ -21,6 +21,9 @@ var MinGitVersion = Version{2, 28, 0}
 // ErrGitNotFound means no git executable is on PATH.
 var ErrGitNotFound = errors.New("git not found; checkpoints disabled")
 
+// ErrGitTooOld means the git on PATH is older than MinGitVersion.
+var ErrGitTooOld = errors.New("git too old; checkpoints disabled")
+
 // Version is a git release number.
 type Version [3]int
 
@@ -79,7 +82,7 @@ func FindGit(ctx context.Context) (path string, v Version, err error) {
 			return
 		}
 		if !v.AtLeast(MinGitVersion) {
-			gitProbe.err = fmt.Errorf("git %s at %s is too old: cairn needs git %s or newer", v, p, MinGitVersion)
+			gitProbe.err = fmt.Errorf("%w: git %s at %s, cairn needs git %s or newer", ErrGitTooOld, v, p, MinGitVersion)
 			return
 		}
 		gitProbe.path, gitProbe.version = p, v
@@ -117,6 +120,8 @@ type Git struct {
 	Home     string // HOME and XDG_CONFIG_HOME: the folder holding the store's .gitconfig
 	// Cred, when set, runs git as another user (a root daemon acting for a workspace owner).
 	Cred *SysCred
+	// Extra adds variables a call needs (commit dates); never GIT_DIR and the like.
+	Extra []string
 }
 
 // env is the whole environment of a git process.
@@ -147,7 +152,7 @@ func (g *Git) env() []string {
 	if g.Index != "" {
 		env = append(env, "GIT_INDEX_FILE="+g.Index)
 	}
-	return env
+	return append(env, g.Extra...)
 }
 
 // baseArgs are prepended to every command: no hooks, no signing, no fsmonitor,
@@ -173,7 +178,9 @@ func (g *Git) RunTo(ctx context.Context, w io.Writer, stdin io.Reader, args ...s
 	full := append(append([]string(nil), baseArgs...), args...)
 	cmd := exec.CommandContext(ctx, g.Path, full...)
 	cmd.Env = g.env()
-	cmd.Dir = g.Dir
+	// Paths are relative to the top of the work tree; commands without one
+	// run beside the store (GIT_DIR may not exist yet, for init).
+	cmd.Dir = g.Home
 	if g.WorkTree != "" {
 		cmd.Dir = g.WorkTree
 	}

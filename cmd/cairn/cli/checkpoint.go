@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/cairn-dev/cairn/snapshot"
+)
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// storeFlags are how a command finds a workspace's store without a daemon.
+type storeFlags struct {
+	layout   string
+	stateDir string
+	maxSize  int64
+}
+
+func (f *storeFlags) register(fs interface {
+	StringVar(*string, string, string, string)
+	Int64Var(*int64, string, int64, string)
+}) {
+	fs.StringVar(&f.layout, "layout", "auto", "workspace layout: auto, hankweave or plain")
+	fs.StringVar(&f.stateDir, "state-dir", "", "where plain-layout stores live (default: per-user state directory)")
+	fs.Int64Var(&f.maxSize, "max-file-size", 100<<20, "files larger than this many bytes are skipped and named")
+}
+
+func (f *storeFlags) open(ctx context.Context, dir string, patterns []string) (*snapshot.Store, error) {
+	return snapshot.Open(ctx, dir, snapshot.Options{
+		Layout: snapshot.Layout(f.layout), StateDir: f.stateDir, MaxFileSize: f.maxSize, Patterns: patterns,
+	})
+}
+
+func init() {
+	register("checkpoint", "seal one checkpoint of a workspace", runCheckpoint)
+}
+
+func runCheckpoint(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("checkpoint", "checkpoint <dir> [--label L] [--codon ID --status S --codon-name N --run R] [--json]", e)
+	var sf storeFlags
+	sf.register(fs)
+	label := fs.String("label", "", "label of the checkpoint")
+	codon := fs.String("codon", "", "codon id (with --status)")
+	codonName := fs.String("codon-name", "", "codon name (default: the codon id)")
+	status := fs.String("status", "", "lifecycle status: rig-setup, completed, error, skipped or exit (default: a manual checkpoint)")
+	run := fs.String("run", "", "run id; the checkpoint goes on branch run-<id>")
+	asJSON := fs.Bool("json", false, "print the ledger record as JSON")
+	var patterns, paths stringList
+	fs.Var(&patterns, "pattern", "select files by this pattern (repeatable; default **)")
+	fs.Var(&paths, "path", "seal incrementally: only these paths changed (repeatable; default: a full reconcile)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return usageErr("checkpoint takes one workspace directory")
+	}
+	req := snapshot.SealRequest{Kind: snapshot.KindManual, Label: *label, RunID: *run}
+	if *status != "" {
+		req.Kind = snapshot.Kind(*status)
+		if !req.Kind.IsLifecycle() {
+			return usageErr("--status %q: want rig-setup, completed, error, skipped or exit", *status)
+		}
+		if *codon == "" || *run == "" {
+			return usageErr("--status needs --codon and --run")
+		}
+		req.CodonID, req.CodonName = *codon, *codonName
+		if req.CodonName == "" {
+			req.CodonName = *codon
+		}
+	} else if *codon != "" {
+		return usageErr("--codon needs --status")
+	}
+	if len(patterns) > 0 {
+		req.Patterns = patterns
+	}
+	if len(paths) > 0 {
+		req.Changed = paths
+	}
+	st, err := sf.open(ctx, pos[0], nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rec, err := st.Seal(ctx, req)
+	if *asJSON && rec.ID != "" {
+		b, _ := json.MarshalIndent(rec, "", "  ")
+		fmt.Fprintln(e.stdout, string(b))
+	} else if err == nil {
+		fmt.Fprintf(e.stdout, "%s %s %s %s (+%d ~%d -%d) %s\n", mark(rec.Kind), rec.ID, short(rec.SHA), rec.Kind,
+			rec.Added, rec.Changed, rec.Removed, rec.State)
+		for _, is := range rec.Issues {
+			fmt.Fprintf(e.stdout, "  %s: %q: %s\n", rec.State, is.Path, is.Reason)
+		}
+		for _, is := range rec.Skipped {
+			fmt.Fprintf(e.stdout, "  skipped: %q: %s\n", is.Path, is.Reason)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if rec.State == snapshot.StatePartial || rec.State == snapshot.StateRacy {
+		return &exitError{ExitIncomplete, fmt.Errorf("checkpoint %s is %s", rec.ID, rec.State)}
+	}
+	return nil
+}
+
+func short(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}

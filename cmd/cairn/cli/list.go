@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/cairn-dev/cairn/snapshot"
+)
+
+func init() {
+	register("list", "list a workspace's checkpoints, newest first", runList)
+}
+
+// mark is the listing's sign for a kind (after the second seed).
+func mark(k snapshot.Kind) string {
+	switch k {
+	case snapshot.KindBaseline:
+		return "─"
+	case snapshot.KindCompleted:
+		return "✔"
+	case snapshot.KindError:
+		return "✗"
+	case snapshot.KindSkipped:
+		return "⊘"
+	case snapshot.KindExit:
+		return "⏻"
+	case snapshot.KindRigSetup:
+		return "◆"
+	case snapshot.KindAutosave:
+		return "·"
+	case snapshot.KindPreRestore:
+		return "⤿"
+	case snapshot.KindManual:
+		return "+"
+	}
+	return "?"
+}
+
+func runList(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("list", "list <dir> [--json]", e)
+	var sf storeFlags
+	sf.register(fs)
+	asJSON := fs.Bool("json", false, "print the ledger records as JSON, newest first")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return usageErr("list takes one workspace directory")
+	}
+	st, err := sf.open(ctx, pos[0], nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	recs := st.Records()
+	for i, j := 0, len(recs)-1; i < j; i, j = i+1, j-1 {
+		recs[i], recs[j] = recs[j], recs[i]
+	}
+	if *asJSON {
+		if recs == nil {
+			recs = []snapshot.Record{}
+		}
+		b, _ := json.MarshalIndent(recs, "", "  ")
+		fmt.Fprintln(e.stdout, string(b))
+		return nil
+	}
+	printList(e.stdout, recs, time.Now())
+	return nil
+}
+
+func printList(w io.Writer, recs []snapshot.Record, now time.Time) {
+	if len(recs) == 0 {
+		fmt.Fprintln(w, "no checkpoints yet")
+		return
+	}
+	for _, r := range recs {
+		label := r.Label
+		if label == "" && r.CodonName != "" {
+			label = r.CodonName
+		}
+		if label == "" {
+			label = "—"
+		}
+		where := "—"
+		switch {
+		case r.CodonID != "":
+			where = r.CodonID + "/" + r.RunID
+		case r.RunID != "":
+			where = "run " + r.RunID
+		}
+		line := fmt.Sprintf("%s %-4s %s   %s · %s · %s · %s", mark(r.Kind), r.ID, label, where, orDash(short(r.SHA)), r.Kind, age(now.Sub(r.Time)))
+		if r.State != snapshot.StateOK {
+			line += " · " + string(r.State)
+			if r.Error != "" {
+				line += ": " + r.Error
+			}
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+func age(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+}

@@ -1,0 +1,729 @@
+package snapshot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/cairn-dev/cairn/platform"
+)
+
+// FaultEnv names the environment variable that makes a seal exit the process
+// right after the named step (stage, write-tree, commit-tree, update-ref,
+// ledger): crash-safety tests use it to kill a seal at every point.
+const FaultEnv = "CAIRN_FAULT_AFTER"
+
+// FaultExitCode is the exit code of a process stopped by FaultEnv.
+const FaultExitCode = 86
+
+func faultPoint(step string) {
+	if os.Getenv(FaultEnv) == step {
+		os.Exit(FaultExitCode)
+	}
+}
+
+// indexMeta records what cairn's index was last staged under, so an
+// incremental seal under other patterns becomes a full reconcile.
+type indexMeta struct {
+	Selection string `json:"selection"`
+	MaxSize   int64  `json:"maxSize"`
+}
+
+// Seal seals one checkpoint and records it in the ledger. A seal that cannot
+// complete is recorded as failed and its error returned with the record.
+func (s *Store) Seal(ctx context.Context, req SealRequest) (Record, error) {
+	var rec Record
+	err := s.withLock(ctx, func() error {
+		if err := s.refreshIfChanged(ctx); err != nil {
+			return err
+		}
+		var err error
+		rec, err = s.sealLocked(ctx, req)
+		return err
+	})
+	return rec, err
+}
+
+func (s *Store) sealLocked(ctx context.Context, req SealRequest) (Record, error) {
+	start := time.Now()
+	now := req.Time
+	if now.IsZero() {
+		now = start
+	}
+	rec := Record{ID: s.nextID(), Kind: req.Kind, Label: oneLine(req.Label), CodonID: oneLine(req.CodonID),
+		CodonName: oneLine(req.CodonName), RunID: oneLine(req.RunID), Time: now.UTC()}
+	fail := func(err error) (Record, error) {
+		rec.State, rec.Error = StateFailed, err.Error()
+		rec.DurationMS = time.Since(start).Milliseconds()
+		if aerr := s.appendRecord(rec); aerr != nil {
+			err = errors.Join(err, aerr)
+		}
+		return rec, err
+	}
+	if err := validateRequest(req); err != nil {
+		return fail(err)
+	}
+	patterns := req.Patterns
+	if patterns == nil {
+		patterns = s.opts.Patterns
+	}
+	sel, err := NewSelector(patterns)
+	if err != nil {
+		return fail(err)
+	}
+	ref, parent, oldTip, err := s.target(ctx, req, rec.ID)
+	if err != nil {
+		return fail(err)
+	}
+	rec.Ref = ref
+
+	st, err := s.stage(ctx, sel, req.Changed)
+	if err != nil {
+		return fail(fmt.Errorf("stage: %w", err))
+	}
+	rec.Issues, rec.Skipped = st.issues, st.skipped
+	faultPoint("stage")
+
+	treeOut, err := s.git.Run(ctx, nil, "write-tree")
+	if err != nil {
+		return fail(err)
+	}
+	tree := strings.TrimSpace(string(treeOut))
+	faultPoint("write-tree")
+
+	msg := message(req, rec, now)
+	ts := isoTime(now)
+	commitOut, err := s.git.withEnv("GIT_AUTHOR_DATE="+ts, "GIT_COMMITTER_DATE="+ts).
+		Run(ctx, strings.NewReader(msg), "commit-tree", tree, "-p", parent, "-F", "-")
+	if err != nil {
+		return fail(err)
+	}
+	sha := strings.TrimSpace(string(commitOut))
+	faultPoint("commit-tree")
+
+	// Objects must be on disk before a ref names them.
+	if err := platform.SyncFS(s.gitDir); err != nil {
+		return fail(err)
+	}
+	if _, err := s.git.Run(ctx, nil, "update-ref", "-m", "cairn: "+string(req.Kind)+" "+rec.ID, ref, sha, oldTip); err != nil {
+		return fail(fmt.Errorf("ref %s moved while sealing (another writer?); not overwritten: %w", ref, err))
+	}
+	if !s.git.Version.AtLeast(Version{2, 36, 0}) {
+		if err := platform.SyncFS(s.gitDir); err != nil {
+			return fail(err)
+		}
+	}
+	faultPoint("update-ref")
+
+	rec.SHA, rec.Parent = sha, parent
+	rec.Added, rec.Changed, rec.Removed, err = s.diffCounts(ctx, parent, sha)
+	if err != nil {
+		return fail(err)
+	}
+	rec.State = StateOK
+	if len(rec.Issues) > 0 {
+		rec.State = StatePartial
+	}
+	rec.DurationMS = time.Since(start).Milliseconds()
+	if err := s.appendRecord(rec); err != nil {
+		return rec, err
+	}
+	faultPoint("ledger")
+	return rec, nil
+}
+
+func validateRequest(req SealRequest) error {
+	known := false
+	for _, k := range Kinds {
+		known = known || k == req.Kind
+	}
+	if !known {
+		return fmt.Errorf("unknown checkpoint kind %q", req.Kind)
+	}
+	if req.Kind.IsLifecycle() && (req.CodonID == "" || req.RunID == "") {
+		return fmt.Errorf("a %s checkpoint needs a codon id and a run id", req.Kind)
+	}
+	if req.RunID != "" && !validRefPart(req.RunID) {
+		return fmt.Errorf("run id %q cannot name a branch", req.RunID)
+	}
+	return nil
+}
+
+// validRefPart accepts what git accepts in one ref component, conservatively.
+func validRefPart(s string) bool {
+	if s == "" || strings.HasPrefix(s, ".") || strings.HasSuffix(s, ".lock") || strings.Contains(s, "..") {
+		return false
+	}
+	for _, c := range s {
+		if c <= ' ' || c == 0x7f || strings.ContainsRune("~^:?*[\\/@{", c) {
+			return false
+		}
+	}
+	return true
+}
+
+// target picks the ref a checkpoint is sealed on, its parent, and the value
+// the ref must still hold for the compare-and-swap.
+func (s *Store) target(ctx context.Context, req SealRequest, id string) (ref, parent, old string, err error) {
+	switch {
+	case req.Ref != "":
+		ref = req.Ref
+	case req.RunID != "":
+		ref = "refs/heads/run-" + req.RunID
+	default:
+		// One ref per checkpoint outside runs, so a retention policy can drop them one by one.
+		ref = "refs/cairn/" + string(req.Kind) + "/" + id
+	}
+	if tip, ok := s.resolve(ctx, ref); ok {
+		return ref, tip, tip, nil
+	}
+	switch {
+	case req.StartSHA != "":
+		p, ok := s.resolve(ctx, req.StartSHA+"^{commit}")
+		if !ok {
+			return "", "", "", fmt.Errorf("start checkpoint %s is not a commit of the store", req.StartSHA)
+		}
+		parent = p
+	case req.RunID == "" && req.Ref == "" && s.position() != "":
+		parent = s.position()
+	default:
+		p, ok := s.resolve(ctx, "refs/heads/main")
+		if !ok {
+			return "", "", "", errors.New("store has no main branch")
+		}
+		parent = p
+	}
+	return ref, parent, zeroSHA, nil
+}
+
+// position is the newest checkpoint in the ledger: the parent of a checkpoint outside runs.
+func (s *Store) position() string {
+	for i := len(s.records) - 1; i >= 0; i-- {
+		if s.records[i].SHA != "" {
+			return s.records[i].SHA
+		}
+	}
+	return ""
+}
+
+func (s *Store) resolve(ctx context.Context, rev string) (string, bool) {
+	out, err := s.git.Run(ctx, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", rev)
+	if err != nil {
+		return "", false
+	}
+	return strings.TrimSpace(string(out)), true
+}
+
+// message is the seed's commit message, then cairn's trailers.
+func message(req SealRequest, rec Record, now time.Time) string {
+	status := req.Status
+	if status == "" {
+		status = string(req.Kind)
+	}
+	var b strings.Builder
+	if req.CodonID != "" {
+		fmt.Fprintf(&b, "%s:%s [run:%s] %s\n\n", status, rec.CodonID, rec.RunID, rec.CodonName)
+		fmt.Fprintf(&b, "Codon: %s\n", rec.CodonName)
+	} else {
+		first := string(req.Kind)
+		if rec.Label != "" {
+			first += ": " + rec.Label
+		}
+		fmt.Fprintf(&b, "%s\n\n", first)
+	}
+	fmt.Fprintf(&b, "Status: %s\n", status)
+	fmt.Fprintf(&b, "Timestamp: %s\n", isoTime(now))
+	if req.Duration > 0 {
+		fmt.Fprintf(&b, "Duration: %dms\n", req.Duration.Milliseconds())
+	}
+	b.WriteString("\n")
+	fmt.Fprintf(&b, "%s: %s\n", trailerID, rec.ID)
+	fmt.Fprintf(&b, "%s: %s\n", trailerKind, req.Kind)
+	if rec.Label != "" {
+		fmt.Fprintf(&b, "%s: %s\n", trailerLabel, rec.Label)
+	}
+	if rec.RunID != "" {
+		fmt.Fprintf(&b, "%s: %s\n", trailerRun, rec.RunID)
+	}
+	if rec.CodonID != "" {
+		fmt.Fprintf(&b, "%s: %s\n", trailerCodon, rec.CodonID)
+	}
+	return b.String()
+}
+
+// oneLine keeps a label or id on one line of a commit message.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// diffCounts counts paths added, modified and removed from parent to commit.
+func (s *Store) diffCounts(ctx context.Context, parent, commit string) (added, changed, removed int, err error) {
+	out, err := s.git.Run(ctx, nil, "diff-tree", "-r", "-z", "--no-renames", "--name-status", parent, commit)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	f := splitNul(out)
+	for i := 0; i+1 < len(f); i += 2 {
+		switch f[i] {
+		case "A":
+			added++
+		case "D":
+			removed++
+		default:
+			changed++
+		}
+	}
+	return added, changed, removed, nil
+}
+
+// staged is what staging found beside the index it wrote.
+type staged struct {
+	issues  []PathIssue // could not be read as on disk: the checkpoint is partial
+	skipped []PathIssue // left out by policy (size)
+}
+
+// stage brings cairn's index to the disk for the selected paths: all of them
+// (changed == nil) or just the ones named.
+func (s *Store) stage(ctx context.Context, sel *Selector, changed []string) (staged, error) {
+	meta := indexMeta{Selection: sel.Key(), MaxSize: s.opts.MaxFileSize}
+	var prev indexMeta
+	metaPath := filepath.Join(s.gitDir, cairnSubdir, "index.json")
+	if b, err := os.ReadFile(metaPath); err == nil {
+		_ = json.Unmarshal(b, &prev)
+	}
+	if _, err := os.Stat(s.git.Index); err != nil || prev != meta {
+		changed = nil // the index was built under another selection, or is gone
+	}
+	var plan *stagePlan
+	var err error
+	if changed == nil {
+		plan, err = s.planFull(ctx, sel, prev != meta)
+	} else {
+		plan, err = s.planPaths(ctx, sel, changed)
+	}
+	if err != nil {
+		return staged{}, err
+	}
+	if err := s.apply(ctx, plan); err != nil {
+		return staged{}, err
+	}
+	if prev != meta {
+		b, _ := json.Marshal(meta)
+		if err := platform.WriteFileAtomic(metaPath, b, 0o644); err != nil {
+			return staged{}, err
+		}
+	}
+	sortIssues(plan.issues)
+	sortIssues(plan.skipped)
+	return staged{issues: plan.issues, skipped: plan.skipped}, nil
+}
+
+func sortIssues(v []PathIssue) { sort.Slice(v, func(i, j int) bool { return v[i].Path < v[j].Path }) }
+
+// stagePlan is the work for one staging: paths to add or refresh, and paths
+// to drop from the index.
+type stagePlan struct {
+	add     []string
+	stat    map[string]fileID // what each added path looked like before git read it
+	remove  []string          // present on disk but not to be held (symlink, ignored, unselected…)
+	gone    []string          // missing on disk
+	issues  []PathIssue
+	skipped []PathIssue
+}
+
+type fileID struct {
+	size  int64
+	mtime int64
+	ino   uint64
+	mode  fs.FileMode
+}
+
+func idOf(fi fs.FileInfo) fileID {
+	id := fileID{size: fi.Size(), mtime: fi.ModTime().UnixNano(), mode: fi.Mode()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		id.ino = uint64(st.Ino)
+	}
+	return id
+}
+
+// consider classifies one present-or-missing path that passed ignore rules.
+func (s *Store) consider(p *stagePlan, sel *Selector, rel string, links *linkCache) {
+	if Excluded(rel) || !sel.Match(rel) {
+		p.remove = append(p.remove, rel)
+		return
+	}
+	if links.underLink(s.workTree, rel) {
+		p.remove = append(p.remove, rel)
+		return
+	}
+	fi, err := os.Lstat(filepath.Join(s.workTree, filepath.FromSlash(rel)))
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		p.gone = append(p.gone, rel)
+	case err != nil:
+		p.issues = append(p.issues, PathIssue{rel, err.Error()})
+	case fi.Mode().IsRegular():
+		if fi.Size() > s.opts.MaxFileSize {
+			p.remove = append(p.remove, rel)
+			p.skipped = append(p.skipped, PathIssue{rel, fmt.Sprintf("larger than the %d-byte limit (%d bytes)", s.opts.MaxFileSize, fi.Size())})
+			return
+		}
+		p.add = append(p.add, rel)
+		p.stat[rel] = idOf(fi)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		p.remove = append(p.remove, rel) // symlinks are not checkpointed (SPEC §3)
+	case fi.IsDir():
+		// a directory where a file was: its files arrive on their own
+		p.remove = append(p.remove, rel)
+	default:
+		p.remove = append(p.remove, rel)
+		p.issues = append(p.issues, PathIssue{rel, "not a regular file (" + fi.Mode().Type().String() + ")"})
+	}
+}
+
+// linkCache remembers which folders of the work tree are symlinks, so paths
+// under a symlinked parent are never followed.
+type linkCache struct{ m map[string]bool }
+
+func (c *linkCache) underLink(root, rel string) bool {
+	dir := path.Dir(rel)
+	if dir == "." {
+		return false
+	}
+	if v, ok := c.m[dir]; ok {
+		return v
+	}
+	v := c.underLink(root, dir)
+	if !v {
+		fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(dir)))
+		v = err == nil && fi.Mode()&fs.ModeSymlink != 0
+	}
+	if c.m == nil {
+		c.m = map[string]bool{}
+	}
+	c.m[dir] = v
+	return v
+}
+
+// planFull finds, in one pass of git's stat cache and untracked scan, every
+// selected path that differs from the index. With all set (selection changed
+// or first seal) every tracked path is re-checked against the selection too.
+func (s *Store) planFull(ctx context.Context, sel *Selector, all bool) (*stagePlan, error) {
+	args := []string{"ls-files", "-z", "-t", "-o", "-m", "-d", "--exclude-standard"}
+	if all {
+		args = append(args, "-c")
+	}
+	var ignoredOut []byte
+	var ignoredErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // tracked files that an ignore rule now covers leave the checkpoint
+		defer wg.Done()
+		ignoredOut, ignoredErr = s.git.Run(ctx, nil, "ls-files", "-z", "-c", "-i", "--exclude-standard")
+	}()
+	out, err := s.git.Run(ctx, nil, args...)
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	if ignoredErr != nil {
+		return nil, ignoredErr
+	}
+	p := &stagePlan{stat: map[string]fileID{}}
+	links := &linkCache{}
+	seen := map[string]bool{}
+	var nested []string
+	for _, e := range splitNul(out) {
+		if len(e) < 3 || e[1] != ' ' {
+			continue
+		}
+		tag, rel := e[0], e[2:]
+		if seen[rel] { // -t prints a tracked path once per matching category
+			continue
+		}
+		seen[rel] = true
+		switch tag {
+		case '?':
+			if strings.HasSuffix(rel, "/") { // a repository cloned inside the work tree
+				nested = append(nested, strings.TrimSuffix(rel, "/"))
+				continue
+			}
+			s.consider(p, sel, rel, links)
+		case 'H', 'C', 'R', 'S':
+			s.consider(p, sel, rel, links)
+		}
+	}
+	for _, rel := range splitNul(ignoredOut) {
+		p.remove = append(p.remove, rel)
+	}
+	if len(nested) > 0 {
+		var files []string
+		for _, n := range nested {
+			files = append(files, s.walkFiles(n, p)...)
+		}
+		if err := s.considerUnignored(ctx, p, sel, files, links); err != nil {
+			return nil, err
+		}
+	}
+	// A path both ignored and otherwise classified is dropped.
+	p.add = minus(p.add, p.remove)
+	return p, nil
+}
+
+// planPaths classifies exactly the named paths (and what lies under any of them).
+func (s *Store) planPaths(ctx context.Context, sel *Selector, changed []string) (*stagePlan, error) {
+	p := &stagePlan{stat: map[string]fileID{}}
+	links := &linkCache{}
+	uniq := map[string]bool{}
+	var files, missing []string
+	for _, raw := range changed {
+		rel, err := cleanRel(raw)
+		if err != nil {
+			p.issues = append(p.issues, PathIssue{raw, err.Error()})
+			continue
+		}
+		if uniq[rel] || Excluded(rel) {
+			continue
+		}
+		uniq[rel] = true
+		if links.underLink(s.workTree, rel) {
+			missing = append(missing, rel) // whatever was tracked under it leaves
+			continue
+		}
+		fi, err := os.Lstat(filepath.Join(s.workTree, filepath.FromSlash(rel)))
+		switch {
+		case err != nil && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)):
+			missing = append(missing, rel)
+		case err == nil && fi.IsDir():
+			missing = append(missing, rel) // tracked paths under it that are gone
+			files = append(files, s.walkFiles(rel, p)...)
+		default:
+			files = append(files, rel)
+		}
+	}
+	// Tracked entries at or under a missing path (a removed folder).
+	if len(missing) > 0 {
+		tracked, err := s.trackedUnder(ctx, missing)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range tracked {
+			if !uniq[t] {
+				uniq[t] = true
+				files = append(files, t)
+			}
+		}
+	}
+	if err := s.considerUnignored(ctx, p, sel, files, links); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// considerUnignored asks git which of files its ignore rules cover (those
+// leave the index), and classifies the rest.
+func (s *Store) considerUnignored(ctx context.Context, p *stagePlan, sel *Selector, files []string, links *linkCache) error {
+	if len(files) == 0 {
+		return nil
+	}
+	out, err := s.git.Run(ctx, nulJoin(files), "check-ignore", "--no-index", "-z", "--stdin")
+	var ge *GitError
+	if err != nil && !(errors.As(err, &ge) && ge.ExitCode == 1) { // 1: nothing ignored
+		return err
+	}
+	ignored := map[string]bool{}
+	for _, f := range splitNul(out) {
+		ignored[f] = true
+	}
+	for _, f := range files {
+		if ignored[f] {
+			p.remove = append(p.remove, f)
+			continue
+		}
+		s.consider(p, sel, f, links)
+	}
+	return nil
+}
+
+// trackedUnder lists index entries at or under the given paths, in batches
+// bounded by count and argv bytes.
+func (s *Store) trackedUnder(ctx context.Context, paths []string) ([]string, error) {
+	var all []string
+	for _, batch := range batches(paths, s.opts.BatchSize, 64<<10) {
+		args := []string{"ls-files", "-z", "--"}
+		for _, b := range batch {
+			args = append(args, ":(literal)"+b)
+		}
+		out, err := s.git.Run(ctx, nil, args...)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, splitNul(out)...)
+	}
+	return all, nil
+}
+
+// batches splits paths into groups of at most n paths and about max argv bytes.
+func batches(paths []string, n, maxBytes int) [][]string {
+	var out [][]string
+	var cur []string
+	size := 0
+	for _, p := range paths {
+		if len(cur) > 0 && (len(cur) >= n || size+len(p)+12 > maxBytes) {
+			out = append(out, cur)
+			cur, size = nil, 0
+		}
+		cur = append(cur, p)
+		size += len(p) + 12
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// walkFiles lists the files under a work-tree folder, leaving out any `.git`
+// and never following symlinks. Unreadable folders become issues.
+func (s *Store) walkFiles(rel string, p *stagePlan) []string {
+	var files []string
+	root := filepath.Join(s.workTree, filepath.FromSlash(rel))
+	filepath.WalkDir(root, func(abs string, d fs.DirEntry, err error) error {
+		r, _ := filepath.Rel(s.workTree, abs)
+		r = filepath.ToSlash(r)
+		if err != nil {
+			p.issues = append(p.issues, PathIssue{r, err.Error()})
+			return nil
+		}
+		if d.IsDir() {
+			if Excluded(r) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !Excluded(r) {
+			files = append(files, r)
+		}
+		return nil
+	})
+	return files
+}
+
+func minus(a, b []string) []string {
+	if len(b) == 0 {
+		return a
+	}
+	drop := make(map[string]bool, len(b))
+	for _, x := range b {
+		drop[x] = true
+	}
+	out := a[:0]
+	for _, x := range a {
+		if !drop[x] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// apply writes the plan into cairn's index. Paths go through stdin, never as
+// pathspecs: no magic, no argv limit. A file that cannot be read (or changes
+// while git reads it) is retried, then named, and never aborts the checkpoint.
+func (s *Store) apply(ctx context.Context, p *stagePlan) error {
+	if len(p.remove) > 0 {
+		sort.Strings(p.remove)
+		if _, err := s.git.Run(ctx, nulJoin(p.remove), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
+			return err
+		}
+	}
+	// Sorted in index order, git appends instead of inserting.
+	todo := append(append([]string(nil), p.add...), p.gone...)
+	sort.Strings(todo)
+	for attempt := 0; len(todo) > 0; attempt++ {
+		bad, err := s.updateIndex(ctx, todo)
+		if err != nil {
+			return err
+		}
+		for _, b := range bad {
+			p.issues = append(p.issues, PathIssue{b.path, b.reason})
+		}
+		// Anything that changed while git read it is read again.
+		todo = todo[:0]
+		for _, rel := range p.add {
+			was, ok := p.stat[rel]
+			if !ok {
+				continue
+			}
+			fi, err := os.Lstat(filepath.Join(s.workTree, filepath.FromSlash(rel)))
+			if err == nil && idOf(fi) == was {
+				continue
+			}
+			if attempt == 2 {
+				p.issues = append(p.issues, PathIssue{rel, "changed while the checkpoint was sealed"})
+				continue
+			}
+			if err == nil && fi.Mode().IsRegular() {
+				p.stat[rel] = idOf(fi)
+			} else {
+				delete(p.stat, rel)
+			}
+			todo = append(todo, rel)
+		}
+		p.add = todo
+	}
+	return nil
+}
+
+type badPath struct{ path, reason string }
+
+// updateIndex adds or refreshes paths (removing the missing ones). When git
+// refuses the batch because of one file, the batch is split until the
+// unreadable files are isolated; the others are staged.
+func (s *Store) updateIndex(ctx context.Context, paths []string) ([]badPath, error) {
+	_, err := s.git.Run(ctx, nulJoin(paths), "update-index", "-z", "--add", "--remove", "--stdin")
+	if err == nil {
+		return nil, nil
+	}
+	var ge *GitError
+	if !errors.As(err, &ge) || ctx.Err() != nil {
+		return nil, err
+	}
+	if len(paths) == 1 {
+		return []badPath{{paths[0], firstLine(ge.Stderr)}}, nil
+	}
+	half := len(paths) / 2
+	a, err := s.updateIndex(ctx, paths[:half])
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.updateIndex(ctx, paths[half:])
+	if err != nil {
+		return nil, err
+	}
+	return append(a, b...), nil
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if strings.HasPrefix(s, "error: ") {
+		s = s[len("error: "):]
+	}
+	return s
+}

@@ -1,0 +1,51 @@
+package sealbench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/cairn-dev/cairn/snapshot"
+)
+
+// cairnStore is cairn's own store over a work tree, as the benchmark drives
+// it: through the snapshot package's public API only.
+type cairnStore struct {
+	st *snapshot.Store
+}
+
+// openCairn opens (creating it if need be) the plain-layout store of
+// workTree under stateDir. Opening is never timed: a store is opened once per
+// workspace, sealed many times.
+func openCairn(ctx context.Context, workTree, stateDir string) (*cairnStore, error) {
+	st, err := snapshot.Open(ctx, workTree, snapshot.Options{Layout: snapshot.LayoutPlain, StateDir: stateDir})
+	if err != nil {
+		return nil, err
+	}
+	return &cairnStore{st: st}, nil
+}
+
+// seal seals one checkpoint: incremental over changed, or a full reconcile
+// when changed is nil.
+func (c *cairnStore) seal(ctx context.Context, label string, changed []string) (snapshot.Record, error) {
+	rec, err := c.st.Seal(ctx, snapshot.SealRequest{Kind: snapshot.KindManual, Label: label, Changed: changed})
+	if err != nil {
+		return rec, err
+	}
+	if rec.State == snapshot.StateFailed {
+		return rec, fmt.Errorf("sealbench: cairn seal failed: %s", rec.Error)
+	}
+	return rec, nil
+}
+
+func (c *cairnStore) close() error { return c.st.Close() }
+
+// treeOf returns the tree of a checkpoint cairn sealed, so the benchmark can
+// check cairn and the references recorded the same thing.
+func (c *cairnStore) treeOf(ctx context.Context, sha string) (string, error) {
+	out, err := c.st.Git().Run(ctx, nil, "rev-parse", "--verify", sha+"^{tree}")
+	if err != nil {
+		return "", fmt.Errorf("sealbench: tree of cairn's %s: %w", sha, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}

@@ -1,0 +1,385 @@
+package snapshot
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cairn-dev/cairn/platform"
+)
+
+// Seed-exact names and contents (FORMATS.md).
+const (
+	hankStoreName   = ".hankweavecheckpoints"
+	hankGitconfig   = "[user]\n  name = Hankweave Runtime\n  email = froggie@southbridge.ai\n[commit]\n  gpgsign = false\n"
+	plainGitconfig  = "[user]\n  name = cairn\n  email = cairn@localhost\n[commit]\n  gpgsign = false\n"
+	infoExclude     = "/read_only_data_source/\n/rigArchive/\n/.hankweave/\n/.hankweave.backup-*/\n"
+	initialMessage  = "Initial checkpoint setup"
+	zeroSHA         = "0000000000000000000000000000000000000000"
+	defaultMaxSize  = 100 << 20
+	cairnSubdir     = "cairn" // inside GIT_DIR: cairn's index, its meta and the lock
+	hankLedgerName  = "cairn-ledger.jsonl"
+	plainLedgerName = "ledger.jsonl"
+)
+
+// infoAttributes keeps blobs byte-exact: no in-tree .gitattributes may turn
+// on eol conversion or filters for the store (info/attributes wins over them).
+const infoAttributes = "* -text -filter -ident -working-tree-encoding\n"
+
+// Options configure how a workspace's store is opened.
+type Options struct {
+	Layout      Layout   // default auto
+	StateDir    string   // where plain-layout stores live; default platform.DefaultStateDir()
+	MaxFileSize int64    // files larger are skipped and named; default 100 MiB
+	Patterns    []string // default selection; default ["**"]
+	// BatchSize bounds the paths of one pathspec-bearing git call (ls-files
+	// of removed folders); default 100. Paths cairn stages go through stdin.
+	BatchSize int
+	Cred      *SysCred // run git as this user (a root daemon acting for the owner)
+}
+
+// Store is one workspace's shadow repository and ledger. Its methods are safe
+// for concurrent use; every write holds the store's file lock, so two processes
+// never seal into the same store at once.
+type Store struct {
+	dir      string // the workspace, as given (absolute)
+	layout   Layout
+	workTree string
+	home     string // folder holding .gitconfig (and, for Hankweave, the store)
+	gitDir   string
+	ledger   string
+	opts     Options
+	git      *Git
+
+	mu         sync.Mutex
+	records    []Record
+	ledgerSize int64
+}
+
+// Open finds or creates the store of the workspace at dir.
+func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
+	gitPath, ver, err := FindGit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("workspace %s is not a directory", abs)
+	}
+	if opts.MaxFileSize <= 0 {
+		opts.MaxFileSize = defaultMaxSize
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 100
+	}
+	if opts.Patterns == nil {
+		opts.Patterns = []string{"**"}
+	}
+	if _, err := NewSelector(opts.Patterns); err != nil {
+		return nil, err
+	}
+	s := &Store{dir: abs, opts: opts, layout: opts.Layout}
+	if s.layout == "" || s.layout == LayoutAuto {
+		s.layout = LayoutPlain
+		if fi, err := os.Stat(filepath.Join(abs, ".hankweave")); err == nil && fi.IsDir() {
+			s.layout = LayoutHankweave
+		}
+	}
+	switch s.layout {
+	case LayoutHankweave:
+		s.workTree = abs
+		if fi, err := os.Stat(filepath.Join(abs, "agentRoot")); err == nil && fi.IsDir() {
+			s.workTree = filepath.Join(abs, "agentRoot")
+		}
+		s.home = filepath.Join(abs, ".hankweave", "checkpoints")
+		s.gitDir = filepath.Join(s.home, hankStoreName)
+		s.ledger = filepath.Join(s.home, hankLedgerName)
+	case LayoutPlain:
+		real, err := filepath.EvalSymlinks(abs)
+		if err != nil {
+			return nil, err
+		}
+		state := opts.StateDir
+		if state == "" {
+			state = platform.DefaultStateDir()
+		}
+		sum := sha256.Sum256([]byte(real))
+		s.workTree = real
+		s.home = filepath.Join(state, "stores", filepath.Base(real)+"-"+hex.EncodeToString(sum[:8]))
+		s.gitDir = filepath.Join(s.home, "store.git")
+		s.ledger = filepath.Join(s.home, plainLedgerName)
+		if rel, err := filepath.Rel(real, s.home); err == nil && !strings.HasPrefix(rel, "..") {
+			return nil, fmt.Errorf("state directory %s lies inside the workspace %s", state, real)
+		}
+	default:
+		return nil, fmt.Errorf("unknown layout %q (want auto, hankweave or plain)", s.layout)
+	}
+	s.git = &Git{Path: gitPath, Version: ver, Dir: s.gitDir, WorkTree: s.workTree,
+		Index: filepath.Join(s.gitDir, cairnSubdir, "index"), Home: s.home, Cred: opts.Cred}
+
+	if err := os.MkdirAll(s.home, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", s.home, err)
+	}
+	if s.layout == LayoutPlain {
+		_ = os.WriteFile(filepath.Join(s.home, "workspace"), []byte(s.workTree+"\n"), 0o644)
+	}
+	// Creating, migrating and sweeping happen under a lock beside the store,
+	// since the store's own folder may not exist yet.
+	lk, err := lockCtx(ctx, filepath.Join(s.home, ".cairn-init.lock"))
+	if err != nil {
+		return nil, err
+	}
+	err = s.ensure(ctx)
+	lk.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.withLock(ctx, func() error { return s.loadLedger(ctx) }); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close releases nothing today; it exists so callers have one place to stop using a store.
+func (s *Store) Close() error { return nil }
+
+// WorkTree is the folder whose files are checkpointed.
+func (s *Store) WorkTree() string { return s.workTree }
+
+// GitDir is the store's GIT_DIR.
+func (s *Store) GitDir() string { return s.gitDir }
+
+// Dir is the workspace.
+func (s *Store) Dir() string { return s.dir }
+
+// Layout is the workspace's resolved layout.
+func (s *Store) Layout() Layout { return s.layout }
+
+// LedgerPath is the ledger's file.
+func (s *Store) LedgerPath() string { return s.ledger }
+
+// Git is the store's runner, for packages that read the store (restore, diff).
+func (s *Store) Git() *Git { return s.git }
+
+// lockCtx takes a file lock, waiting until ctx is done.
+func lockCtx(ctx context.Context, path string) (*platform.FileLock, error) {
+	delay := 5 * time.Millisecond
+	for {
+		lk, err := platform.TryLock(path)
+		if err == nil {
+			return lk, nil
+		}
+		if !errors.Is(err, platform.ErrLocked) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for store lock: %w (%v)", ctx.Err(), err)
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 200*time.Millisecond)
+	}
+}
+
+// withLock runs fn holding the in-process mutex and the store's file lock.
+func (s *Store) withLock(ctx context.Context, fn func() error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lk, err := lockCtx(ctx, filepath.Join(s.gitDir, cairnSubdir, "lock"))
+	if err != nil {
+		return err
+	}
+	defer lk.Unlock()
+	return fn()
+}
+
+// ensure creates, migrates or completes the store. Callers hold the init lock.
+func (s *Store) ensure(ctx context.Context) error {
+	s.sweepTemp()
+	if s.layout == LayoutHankweave {
+		if err := s.migrateLegacy(); err != nil {
+			return err
+		}
+	}
+	gc := filepath.Join(s.home, ".gitconfig")
+	if _, err := os.Lstat(gc); errors.Is(err, fs.ErrNotExist) {
+		content := plainGitconfig
+		if s.layout == LayoutHankweave {
+			content = hankGitconfig
+		}
+		if err := platform.WriteFileAtomic(gc, []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	if _, err := os.Stat(filepath.Join(s.gitDir, "HEAD")); err != nil {
+		if err := s.create(ctx); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(s.gitDir, cairnSubdir), 0o755); err != nil {
+		return err
+	}
+	return s.configure(ctx, s.git)
+}
+
+// tempPrefix names folders a store is built in before it is renamed into place.
+func (s *Store) tempPrefix() string { return filepath.Base(s.gitDir) + "-tmp-" }
+
+// sweepTemp removes stores left half-built by a crash.
+func (s *Store) sweepTemp() {
+	ents, _ := os.ReadDir(s.home)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), s.tempPrefix()) {
+			_ = os.RemoveAll(filepath.Join(s.home, e.Name()))
+		}
+	}
+}
+
+// migrateLegacy renames a pre-0.10 `checkpoints/.git` into place, or
+// quarantines it when a current store already exists.
+func (s *Store) migrateLegacy() error {
+	legacy := filepath.Join(s.home, ".git")
+	if fi, err := os.Lstat(legacy); err != nil || !fi.IsDir() {
+		return nil
+	}
+	if _, err := os.Lstat(s.gitDir); errors.Is(err, fs.ErrNotExist) {
+		if err := os.Rename(legacy, s.gitDir); err != nil {
+			return fmt.Errorf("migrate legacy store %s: %w", legacy, err)
+		}
+		return platform.SyncDir(s.home)
+	}
+	q := filepath.Join(s.home, hankStoreName+"-quarantine-"+stamp19(time.Now()))
+	if err := os.Rename(legacy, q); err != nil {
+		return fmt.Errorf("quarantine legacy store %s: %w", legacy, err)
+	}
+	return platform.SyncDir(s.home)
+}
+
+// stamp19 is the seed's timestamp for quarantine and backup names.
+func stamp19(t time.Time) string {
+	r := strings.NewReplacer(":", "-", ".", "-")
+	return r.Replace(isoTime(t))[:19]
+}
+
+// isoTime formats like JavaScript's toISOString, as the runtime does.
+func isoTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// create builds a new store in a temporary folder and renames it into place,
+// so a crash never leaves half a store.
+func (s *Store) create(ctx context.Context) error {
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := filepath.Join(s.home, s.tempPrefix()+hex.EncodeToString(rnd[:]))
+	g := *s.git
+	g.Dir, g.WorkTree, g.Index = tmp, "", filepath.Join(tmp, cairnSubdir, "index")
+	if _, err := g.Run(ctx, nil, "init", "-q", "--initial-branch=main"); err != nil {
+		os.RemoveAll(tmp)
+		return fmt.Errorf("create store %s: %w", s.gitDir, err)
+	}
+	err := func() error {
+		if err := os.MkdirAll(filepath.Join(tmp, cairnSubdir), 0o755); err != nil {
+			return err
+		}
+		if err := s.configure(ctx, &g); err != nil {
+			return err
+		}
+		tree, err := g.Run(ctx, nil, "mktree")
+		if err != nil {
+			return err
+		}
+		now := isoTime(time.Now())
+		c, err := g.withEnv("GIT_AUTHOR_DATE="+now, "GIT_COMMITTER_DATE="+now).
+			Run(ctx, strings.NewReader(initialMessage+"\n"), "commit-tree", strings.TrimSpace(string(tree)), "-F", "-")
+		if err != nil {
+			return err
+		}
+		if _, err := g.Run(ctx, nil, "update-ref", "refs/heads/main", strings.TrimSpace(string(c)), zeroSHA); err != nil {
+			return err
+		}
+		return platform.SyncFS(tmp)
+	}()
+	if err == nil {
+		err = os.Rename(tmp, s.gitDir)
+	}
+	if err != nil {
+		os.RemoveAll(tmp)
+		return fmt.Errorf("create store %s: %w", s.gitDir, err)
+	}
+	return platform.SyncDir(s.home)
+}
+
+// configure sets the store's config for durability and quiet. Only the
+// store's own config file is written.
+func (s *Store) configure(ctx context.Context, g *Git) error {
+	sets := [][2]string{
+		{"core.bare", "false"},
+		{"core.autocrlf", "false"},
+		{"core.safecrlf", "false"},
+		{"core.symlinks", "true"},
+		{"core.ignoreCase", "false"},
+		{"core.hooksPath", "/dev/null"},
+		{"core.untrackedCache", "false"},
+		{"gc.auto", "0"},
+		{"maintenance.auto", "false"},
+		{"commit.gpgSign", "false"},
+	}
+	// Refs are fsynced by git where it can (2.36+). Loose objects are not,
+	// one by one: cairn flushes the filesystem once before a ref moves
+	// (measured: per-object fsync tripled a 100k-file first seal).
+	if g.Version.AtLeast(Version{2, 36, 0}) {
+		sets = append(sets, [2]string{"core.fsync", "reference"})
+	}
+	cfg := filepath.Join(g.Dir, "config")
+	have, _ := os.ReadFile(cfg)
+	for _, kv := range sets {
+		if hasConfig(string(have), kv[0], kv[1]) {
+			continue
+		}
+		if _, err := g.Run(ctx, nil, "config", "--file", cfg, kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	for name, content := range map[string]string{"exclude": infoExclude, "attributes": infoAttributes} {
+		p := filepath.Join(g.Dir, "info", name)
+		if b, err := os.ReadFile(p); err == nil && string(b) == content {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := platform.WriteFileAtomic(p, []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hasConfig is a cheap check that spares a git call per key on every open;
+// a false "no" only costs a redundant `git config`.
+func hasConfig(cfg, key, val string) bool {
+	_, name, _ := strings.Cut(key, ".")
+	return strings.Contains(strings.ToLower(cfg), strings.ToLower("\t"+name+" = "+val+"\n"))
+}
+
+// withEnv returns a copy of g that adds env to every call.
+func (g *Git) withEnv(env ...string) *Git {
+	c := *g
+	c.Extra = append(append([]string(nil), g.Extra...), env...)
+	return &c
+}
