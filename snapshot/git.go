@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/rs/zerolog"
 )
 
 // MinGitVersion is the oldest git cairn runs with: 2.28 brought `init --initial-branch`.
@@ -238,3 +240,6 @@ func nulJoin(paths []string) io.Reader {
 	}
 	return &b
 }
+
+// zerologCtx is the logger the caller put in ctx, or a silent one.
+func zerologCtx(ctx context.Context) *zerolog.Logger { return zerolog.Ctx(ctx) }

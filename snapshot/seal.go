@@ -26,6 +26,9 @@ const FaultEnv = "CAIRN_FAULT_AFTER"
 // FaultExitCode is the exit code of a process stopped by FaultEnv.
 const FaultExitCode = 86
 
+// hookBeforeUpdateRef lets a test act as another writer just before the ref moves.
+var hookBeforeUpdateRef func()
+
 func faultPoint(step string) {
 	if os.Getenv(FaultEnv) == step {
 		os.Exit(FaultExitCode)
@@ -111,6 +114,9 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (Record, error)
 	sha := strings.TrimSpace(string(commitOut))
 	faultPoint("commit-tree")
 
+	if hookBeforeUpdateRef != nil {
+		hookBeforeUpdateRef()
+	}
 	// Objects must be on disk before a ref names them.
 	if err := platform.SyncFS(s.gitDir); err != nil {
 		return fail(err)
@@ -306,6 +312,10 @@ func (s *Store) stage(ctx context.Context, sel *Selector, changed []string) (sta
 	if b, err := os.ReadFile(metaPath); err == nil {
 		_ = json.Unmarshal(b, &prev)
 	}
+	// Under the store lock no other cairn runs: an index.lock is a killed seal's.
+	if err := os.Remove(s.git.Index + ".lock"); err == nil {
+		zerologCtx(ctx).Warn().Str("store", s.gitDir).Msg("removed a stale index lock left by an interrupted seal")
+	}
 	if _, err := os.Stat(s.git.Index); err != nil || prev != meta {
 		changed = nil // the index was built under another selection, or is gone
 	}
@@ -468,9 +478,7 @@ func (s *Store) planFull(ctx context.Context, sel *Selector, all bool) (*stagePl
 			s.consider(p, sel, rel, links)
 		}
 	}
-	for _, rel := range splitNul(ignoredOut) {
-		p.remove = append(p.remove, rel)
-	}
+	p.remove = append(p.remove, splitNul(ignoredOut)...)
 	if len(nested) > 0 {
 		var files []string
 		for _, n := range nested {
@@ -722,8 +730,5 @@ func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
-	if strings.HasPrefix(s, "error: ") {
-		s = s[len("error: "):]
-	}
-	return s
+	return strings.TrimPrefix(s, "error: ")
 }

@@ -1,0 +1,75 @@
+package cairn_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/cairn-dev/cairn"
+
+// allowed says which of our packages each room may import: imports run one way,
+// cmd → agent → {watcher, snapshot, restore} → platform, and agent/api depends
+// on nothing of ours.
+var allowed = map[string][]string{
+	"platform":     {},
+	"agent/api":    {},
+	"watcher":      {"platform"},
+	"snapshot":     {"platform"},
+	"restore":      {"platform"},
+	"agent/client": {"agent/api", "platform"},
+	"agent":        {"agent/api", "watcher", "snapshot", "restore", "platform"},
+	"cmd":          {"agent", "agent/api", "agent/client", "watcher", "snapshot", "restore", "platform"},
+}
+
+// room is the top folder (or agent/api, agent/client) a package belongs to.
+func room(pkg string) string {
+	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
+	for _, r := range []string{"agent/api", "agent/client"} {
+		if rel == r || strings.HasPrefix(rel, r+"/") {
+			return r
+		}
+	}
+	top, _, _ := strings.Cut(rel, "/")
+	return top
+}
+
+func TestImportsRunOneWay(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		from := room(f[0])
+		if f[0] == module {
+			continue // this test's own package
+		}
+		ok, known := allowed[from]
+		if !known {
+			t.Errorf("package %s is in no known room; add it to the layout", f[0])
+			continue
+		}
+		for _, imp := range f[1:] {
+			if !strings.HasPrefix(imp, module+"/") {
+				continue
+			}
+			to := room(imp)
+			if to == from {
+				continue
+			}
+			if !contains(ok, to) {
+				t.Errorf("%s imports %s: %s may not depend on %s", f[0], imp, from, to)
+			}
+		}
+	}
+}
+
+func contains(v []string, s string) bool {
+	for _, x := range v {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

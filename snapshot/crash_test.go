@@ -1,0 +1,120 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A child process of this test binary seals one checkpoint and is killed by
+// the fault point named in its environment.
+const childEnv = "CAIRN_TEST_SEAL_CHILD"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(childEnv); dir != "" {
+		st, err := Open(context.Background(), dir, Options{Layout: LayoutPlain, StateDir: os.Getenv("CAIRN_TEST_STATE")})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if _, err := st.Seal(context.Background(), SealRequest{Kind: KindManual, Label: "child"}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func gitOut(t *testing.T, st *Store, args ...string) string {
+	t.Helper()
+	out, err := st.Git().Run(context.Background(), nil, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestCrashAtEveryStep kills a seal after each pipeline step and checks that
+// the store stays sound, the ref moved completely or not at all, and the
+// ledger agrees with the refs after the next open.
+func TestCrashAtEveryStep(t *testing.T) {
+	for _, step := range []string{"stage", "write-tree", "commit-tree", "update-ref", "ledger"} {
+		t.Run(step, func(t *testing.T) {
+			ctx := context.Background()
+			ws, state := t.TempDir(), t.TempDir()
+			writeFile(t, filepath.Join(ws, "a.txt"), "one\n")
+			st, err := Open(ctx, ws, Options{Layout: LayoutPlain, StateDir: state})
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, err := st.Seal(ctx, SealRequest{Kind: KindBaseline})
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, filepath.Join(ws, "a.txt"), "two\n")
+			writeFile(t, filepath.Join(ws, "b/c.txt"), "new\n")
+
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), childEnv+"="+ws, "CAIRN_TEST_STATE="+state, FaultEnv+"="+step)
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != FaultExitCode {
+				t.Fatalf("child: want exit %d at %s, got %v: %s", FaultExitCode, step, err, out)
+			}
+
+			if fsck, err := st.Git().Run(ctx, nil, "fsck", "--no-progress", "--no-dangling"); err != nil {
+				t.Fatalf("git fsck after crash at %s: %v\n%s", step, err, fsck)
+			}
+			st2, err := Open(ctx, ws, Options{Layout: LayoutPlain, StateDir: state})
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs := st2.Records()
+			tip, moved := st2.resolve(ctx, "refs/cairn/manual/c2")
+			movedWant := step == "update-ref" || step == "ledger"
+			if moved != movedWant {
+				t.Fatalf("crash after %s: ref moved=%v, want %v", step, moved, movedWant)
+			}
+			if moved {
+				if len(recs) != 2 || recs[1].ID != "c2" || recs[1].SHA != tip {
+					t.Fatalf("ledger does not agree with refs after crash at %s: %+v", step, recs)
+				}
+				if step == "update-ref" && !recs[1].Recovered {
+					t.Errorf("record c2 should be marked recovered: %+v", recs[1])
+				}
+				if got := gitOut(t, st2, "show", tip+":a.txt"); got != "two" {
+					t.Errorf("recovered checkpoint holds a.txt=%q", got)
+				}
+			} else if len(recs) != 1 || recs[0].SHA != first.SHA {
+				t.Fatalf("ledger after crash at %s: %+v", step, recs)
+			}
+			// The next seal works and takes a fresh id.
+			rec, err := st2.Seal(ctx, SealRequest{Kind: KindManual})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf("c%d", len(recs)+1); rec.ID != want {
+				t.Errorf("next id %s, want %s", rec.ID, want)
+			}
+			if got := gitOut(t, st2, "show", rec.SHA+":b/c.txt"); got != "new" {
+				t.Errorf("next checkpoint holds b/c.txt=%q", got)
+			}
+		})
+	}
+}

@@ -1,0 +1,117 @@
+package snapshot
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func sealN(t *testing.T, st *Store, ws string, n int) []Record {
+	t.Helper()
+	var recs []Record
+	for i := 0; i < n; i++ {
+		writeFile(t, filepath.Join(ws, "f.txt"), strings.Repeat("x", i+1))
+		rec, err := st.Seal(context.Background(), SealRequest{Kind: KindManual, Label: "step"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec)
+	}
+	return recs
+}
+
+func TestLedgerRebuiltFromGit(t *testing.T) {
+	ctx := context.Background()
+	ws, state := t.TempDir(), t.TempDir()
+	st, err := Open(ctx, ws, Options{StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sealN(t, st, ws, 3)
+	if err := os.Remove(st.LedgerPath()); err != nil {
+		t.Fatal(err)
+	}
+	st2, err := Open(ctx, ws, Options{StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := st2.Records()
+	if len(got) != len(want) {
+		t.Fatalf("rebuilt %d records, want %d", len(got), len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.ID != w.ID || g.SHA != w.SHA || g.Kind != w.Kind || g.Label != w.Label || g.Parent != w.Parent || !g.Recovered {
+			t.Errorf("record %d: got %+v, want %+v", i, g, w)
+		}
+	}
+	rec, err := st2.Seal(ctx, SealRequest{Kind: KindManual})
+	if err != nil || rec.ID != "c4" {
+		t.Fatalf("after rebuild: %+v, %v", rec, err)
+	}
+}
+
+func TestLedgerTornLineDropped(t *testing.T) {
+	ctx := context.Background()
+	ws, state := t.TempDir(), t.TempDir()
+	st, err := Open(ctx, ws, Options{StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealN(t, st, ws, 2)
+	b, _ := os.ReadFile(st.LedgerPath())
+	// Tear the last record in half, as a crash during the append would.
+	if err := os.WriteFile(st.LedgerPath(), b[:len(b)-20], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st2, err := Open(ctx, ws, Options{StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := st2.Records()
+	if len(recs) != 2 || recs[1].ID != "c2" || !recs[1].Recovered {
+		t.Fatalf("records after torn line: %+v", recs)
+	}
+	b, _ = os.ReadFile(st2.LedgerPath())
+	if lines := strings.Count(string(b), "\n"); lines != 2 || !strings.HasSuffix(string(b), "\n") {
+		t.Errorf("ledger has %d lines: %q", lines, b)
+	}
+}
+
+// TestForeignRefMoveNotOverwritten: a ref moved by a writer that is not this
+// seal is never overwritten; the seal fails, recorded as failed.
+func TestForeignRefMoveNotOverwritten(t *testing.T) {
+	ctx := context.Background()
+	exec := hankweaveWorkspace(t)
+	st, err := Open(ctx, exec, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := SealRequest{Kind: KindCompleted, CodonID: "a", CodonName: "A", RunID: "1-abcde"}
+	if _, err := st.Seal(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	// Another writer (the runtime, say) moves the branch between cairn's read and its update.
+	main := gitOut(t, st, "rev-parse", "main")
+	moved := false
+	hookBeforeUpdateRef = func() {
+		if !moved {
+			gitOut(t, st, "update-ref", "refs/heads/run-1-abcde", main)
+			moved = true
+		}
+	}
+	defer func() { hookBeforeUpdateRef = nil }()
+	rec, err := st.Seal(ctx, req)
+	if err == nil || rec.State != StateFailed || !strings.Contains(rec.Error, "not overwritten") {
+		t.Fatalf("seal over a moved ref: %+v, %v", rec, err)
+	}
+	if got := gitOut(t, st, "rev-parse", "refs/heads/run-1-abcde"); got != main {
+		t.Errorf("foreign ref value overwritten: %s", got)
+	}
+	last := st.Records()[len(st.Records())-1]
+	if last.ID != rec.ID || last.State != StateFailed {
+		t.Errorf("failed seal not in the ledger: %+v", last)
+	}
+}
