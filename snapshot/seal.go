@@ -524,15 +524,19 @@ func (s *Store) planPaths(ctx context.Context, sel *Selector, changed []string) 
 			files = append(files, rel)
 		}
 	}
-	// Tracked entries at or under a missing path (a removed folder).
+	// Tracked entries at or under a missing path (a removed file or folder).
 	if len(missing) > 0 {
 		tracked, err := s.trackedUnder(ctx, missing)
 		if err != nil {
 			return nil, err
 		}
+		inFiles := make(map[string]bool, len(files))
+		for _, f := range files {
+			inFiles[f] = true
+		}
 		for _, t := range tracked {
-			if !uniq[t] {
-				uniq[t] = true
+			if !inFiles[t] {
+				inFiles[t] = true
 				files = append(files, t)
 			}
 		}
