@@ -177,6 +177,19 @@ func (g *Git) Run(ctx context.Context, stdin io.Reader, args ...string) ([]byte,
 
 // RunTo is Run with stdout streamed to w.
 func (g *Git) RunTo(ctx context.Context, w io.Writer, stdin io.Reader, args ...string) error {
+	_, err := g.run(ctx, w, stdin, args)
+	return err
+}
+
+// RunWarn is Run that also returns what git printed on stderr when it
+// succeeded: some commands report unreadable paths only as warnings.
+func (g *Git) RunWarn(ctx context.Context, stdin io.Reader, args ...string) ([]byte, string, error) {
+	var out bytes.Buffer
+	warn, err := g.run(ctx, &out, stdin, args)
+	return out.Bytes(), warn, err
+}
+
+func (g *Git) run(ctx context.Context, w io.Writer, stdin io.Reader, args []string) (string, error) {
 	full := append(append([]string(nil), baseArgs...), args...)
 	cmd := exec.CommandContext(ctx, g.Path, full...)
 	cmd.Env = g.env()
@@ -200,9 +213,9 @@ func (g *Git) RunTo(ctx context.Context, w io.Writer, stdin io.Reader, args ...s
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 		}
-		return &GitError{Args: args, ExitCode: code, Stderr: stderr.String(), Err: err}
+		return "", &GitError{Args: args, ExitCode: code, Stderr: stderr.String(), Err: err}
 	}
-	return nil
+	return stderr.String(), nil
 }
 
 // limitedWriter keeps the first n bytes: enough to explain a failure, never

@@ -446,7 +446,7 @@ func (s *Store) planFull(ctx context.Context, sel *Selector, all bool) (*stagePl
 		defer wg.Done()
 		ignoredOut, ignoredErr = s.git.Run(ctx, nil, "ls-files", "-z", "-c", "-i", "--exclude-standard")
 	}()
-	out, err := s.git.Run(ctx, nil, args...)
+	out, warn, err := s.git.RunWarn(ctx, nil, args...)
 	wg.Wait()
 	if err != nil {
 		return nil, err
@@ -454,7 +454,7 @@ func (s *Store) planFull(ctx context.Context, sel *Selector, all bool) (*stagePl
 	if ignoredErr != nil {
 		return nil, ignoredErr
 	}
-	p := &stagePlan{stat: map[string]fileID{}}
+	p := &stagePlan{stat: map[string]fileID{}, issues: unreadableDirs(warn)}
 	links := &linkCache{}
 	seen := map[string]bool{}
 	var nested []string
@@ -735,4 +735,23 @@ func firstLine(s string) string {
 		s = s[:i]
 	}
 	return strings.TrimPrefix(s, "error: ")
+}
+
+// unreadableDirs turns git's "could not open directory" warnings into issues:
+// git skips such a folder and still succeeds, so the checkpoint is partial.
+func unreadableDirs(stderr string) []PathIssue {
+	var out []PathIssue
+	for _, l := range strings.Split(stderr, "\n") {
+		const pre = "warning: could not open directory '"
+		if !strings.HasPrefix(l, pre) {
+			continue
+		}
+		rest := l[len(pre):]
+		i := strings.LastIndex(rest, "': ")
+		if i < 0 {
+			continue
+		}
+		out = append(out, PathIssue{strings.TrimSuffix(rest[:i], "/"), "folder not readable: " + rest[i+3:]})
+	}
+	return out
 }
