@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func writeFile(t *testing.T, path, content string) {
+func putFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
-func gitOut(t *testing.T, st *Store, args ...string) string {
+func gitStr(t *testing.T, st *Store, args ...string) string {
 	t.Helper()
 	out, err := st.Git().Run(context.Background(), nil, args...)
 	if err != nil {
@@ -58,7 +58,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 		t.Run(step, func(t *testing.T) {
 			ctx := context.Background()
 			ws, state := t.TempDir(), t.TempDir()
-			writeFile(t, filepath.Join(ws, "a.txt"), "one\n")
+			putFile(t, filepath.Join(ws, "a.txt"), "one\n")
 			st, err := Open(ctx, ws, Options{Layout: LayoutPlain, StateDir: state})
 			if err != nil {
 				t.Fatal(err)
@@ -67,8 +67,8 @@ func TestCrashAtEveryStep(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			writeFile(t, filepath.Join(ws, "a.txt"), "two\n")
-			writeFile(t, filepath.Join(ws, "b/c.txt"), "new\n")
+			putFile(t, filepath.Join(ws, "a.txt"), "two\n")
+			putFile(t, filepath.Join(ws, "b/c.txt"), "new\n")
 
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), childEnv+"="+ws, "CAIRN_TEST_STATE="+state, FaultEnv+"="+step)
@@ -98,7 +98,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 				if step == "update-ref" && !recs[1].Recovered {
 					t.Errorf("record c2 should be marked recovered: %+v", recs[1])
 				}
-				if got := gitOut(t, st2, "show", tip+":a.txt"); got != "two" {
+				if got := gitStr(t, st2, "show", tip+":a.txt"); got != "two" {
 					t.Errorf("recovered checkpoint holds a.txt=%q", got)
 				}
 			} else if len(recs) != 1 || recs[0].SHA != first.SHA {
@@ -112,7 +112,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 			if want := fmt.Sprintf("c%d", len(recs)+1); rec.ID != want {
 				t.Errorf("next id %s, want %s", rec.ID, want)
 			}
-			if got := gitOut(t, st2, "show", rec.SHA+":b/c.txt"); got != "new" {
+			if got := gitStr(t, st2, "show", rec.SHA+":b/c.txt"); got != "new" {
 				t.Errorf("next checkpoint holds b/c.txt=%q", got)
 			}
 		})

@@ -18,11 +18,12 @@ import (
 // Trailers cairn adds after the seed's message, enough to rebuild the ledger
 // from git alone.
 const (
-	trailerID    = "Cairn-Ledger-Id"
-	trailerKind  = "Cairn-Kind"
-	trailerLabel = "Cairn-Label"
-	trailerRun   = "Cairn-Run"
-	trailerCodon = "Cairn-Codon"
+	trailerID      = "Cairn-Ledger-Id"
+	trailerKind    = "Cairn-Kind"
+	trailerLabel   = "Cairn-Label"
+	trailerRun     = "Cairn-Run"
+	trailerCodon   = "Cairn-Codon"
+	trailerAttempt = "Cairn-Attempt"
 )
 
 // Records returns the ledger, oldest first.
@@ -166,6 +167,8 @@ func recordFromMessage(msg string) (Record, bool) {
 			r.RunID = v
 		case trailerCodon:
 			r.CodonID = v
+		case trailerAttempt:
+			r.Attempt, _ = strconv.Atoi(v)
 		case "Codon":
 			r.CodonName = v
 		case "Duration":

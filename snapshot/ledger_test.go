@@ -12,7 +12,7 @@ func sealN(t *testing.T, st *Store, ws string, n int) []Record {
 	t.Helper()
 	var recs []Record
 	for i := 0; i < n; i++ {
-		writeFile(t, filepath.Join(ws, "f.txt"), strings.Repeat("x", i+1))
+		putFile(t, filepath.Join(ws, "f.txt"), strings.Repeat("x", i+1))
 		rec, err := st.Seal(context.Background(), SealRequest{Kind: KindManual, Label: "step"})
 		if err != nil {
 			t.Fatal(err)
@@ -94,11 +94,11 @@ func TestForeignRefMoveNotOverwritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another writer (the runtime, say) moves the branch between cairn's read and its update.
-	main := gitOut(t, st, "rev-parse", "main")
+	main := gitStr(t, st, "rev-parse", "main")
 	moved := false
 	hookBeforeUpdateRef = func() {
 		if !moved {
-			gitOut(t, st, "update-ref", "refs/heads/run-1-abcde", main)
+			gitStr(t, st, "update-ref", "refs/heads/run-1-abcde", main)
 			moved = true
 		}
 	}
@@ -107,7 +107,7 @@ func TestForeignRefMoveNotOverwritten(t *testing.T) {
 	if err == nil || rec.State != StateFailed || !strings.Contains(rec.Error, "not overwritten") {
 		t.Fatalf("seal over a moved ref: %+v, %v", rec, err)
 	}
-	if got := gitOut(t, st, "rev-parse", "refs/heads/run-1-abcde"); got != main {
+	if got := gitStr(t, st, "rev-parse", "refs/heads/run-1-abcde"); got != main {
 		t.Errorf("foreign ref value overwritten: %s", got)
 	}
 	last := st.Records()[len(st.Records())-1]

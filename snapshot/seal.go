@@ -64,7 +64,7 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (Record, error)
 		now = start
 	}
 	rec := Record{ID: s.nextID(), Kind: req.Kind, Label: oneLine(req.Label), CodonID: oneLine(req.CodonID),
-		CodonName: oneLine(req.CodonName), RunID: oneLine(req.RunID), Time: now.UTC()}
+		CodonName: oneLine(req.CodonName), RunID: oneLine(req.RunID), Attempt: req.Attempt, Time: now.UTC()}
 	fail := func(err error) (Record, error) {
 		rec.State, rec.Error = StateFailed, err.Error()
 		rec.DurationMS = time.Since(start).Milliseconds()
@@ -264,6 +264,9 @@ func message(req SealRequest, rec Record, now time.Time) string {
 	if rec.CodonID != "" {
 		fmt.Fprintf(&b, "%s: %s\n", trailerCodon, rec.CodonID)
 	}
+	if rec.Attempt > 0 {
+		fmt.Fprintf(&b, "%s: %d\n", trailerAttempt, rec.Attempt)
+	}
 	return b.String()
 }
 
@@ -318,6 +321,12 @@ func (s *Store) stage(ctx context.Context, sel *Selector, changed []string) (sta
 	}
 	if _, err := os.Stat(s.git.Index); err != nil || prev != meta {
 		changed = nil // the index was built under another selection, or is gone
+	}
+	for _, c := range changed {
+		if path.Base(c) == ".gitignore" {
+			changed = nil // ignore rules moved: any path may have come in or gone out
+			break
+		}
 	}
 	var plan *stagePlan
 	var err error

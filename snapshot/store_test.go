@@ -35,8 +35,8 @@ func hankweaveWorkspace(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	writeFile(t, filepath.Join(exec, "agentRoot/analysis-haiku.md"), "haiku\n")
-	writeFile(t, filepath.Join(exec, "agentRoot/read_only_data_source/in.csv"), "a,b\n")
+	putFile(t, filepath.Join(exec, "agentRoot/analysis-haiku.md"), "haiku\n")
+	putFile(t, filepath.Join(exec, "agentRoot/read_only_data_source/in.csv"), "a,b\n")
 	return exec
 }
 
@@ -199,7 +199,7 @@ func hashTree(t *testing.T, dir string) string {
 func TestUserRepositoryUntouched(t *testing.T) {
 	ctx := context.Background()
 	ws, state := t.TempDir(), t.TempDir()
-	writeFile(t, filepath.Join(ws, "main.go"), "package main\n")
+	putFile(t, filepath.Join(ws, "main.go"), "package main\n")
 	userGit := filepath.Join(ws, ".git")
 	plainGit(t, userGit, "init", "-q")
 	before := hashTree(t, userGit)
@@ -210,7 +210,7 @@ func TestUserRepositoryUntouched(t *testing.T) {
 	if st.Layout() != LayoutPlain || !strings.HasPrefix(st.GitDir(), state) {
 		t.Fatalf("store %s (layout %s) not under the state directory", st.GitDir(), st.Layout())
 	}
-	writeFile(t, filepath.Join(ws, "main.go"), "package main\n// edit\n")
+	putFile(t, filepath.Join(ws, "main.go"), "package main\n// edit\n")
 	if _, err := st.Seal(ctx, SealRequest{Kind: KindManual}); err != nil {
 		t.Fatal(err)
 	}

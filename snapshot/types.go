@@ -56,16 +56,18 @@ type PathIssue struct {
 
 // Record is one ledger line: one checkpoint.
 type Record struct {
-	ID        string    `json:"id"` // c1, c2, …
-	SHA       string    `json:"sha,omitempty"`
-	Parent    string    `json:"parent,omitempty"`
-	Kind      Kind      `json:"kind"`
-	Label     string    `json:"label,omitempty"`
-	CodonID   string    `json:"codonId,omitempty"`
-	CodonName string    `json:"codonName,omitempty"`
-	RunID     string    `json:"runId,omitempty"`
-	Ref       string    `json:"ref,omitempty"` // full ref the checkpoint was sealed on
-	Time      time.Time `json:"time"`
+	ID        string `json:"id"` // c1, c2, …
+	SHA       string `json:"sha,omitempty"`
+	Parent    string `json:"parent,omitempty"`
+	Kind      Kind   `json:"kind"`
+	Label     string `json:"label,omitempty"`
+	CodonID   string `json:"codonId,omitempty"`
+	CodonName string `json:"codonName,omitempty"`
+	RunID     string `json:"runId,omitempty"`
+	// Attempt counts earlier records of the same codon in the run (retries, 0-based).
+	Attempt int       `json:"attempt,omitempty"`
+	Ref     string    `json:"ref,omitempty"` // full ref the checkpoint was sealed on
+	Time    time.Time `json:"time"`
 	// DurationMS is how long the seal took.
 	DurationMS int64       `json:"durationMs"`
 	Changed    int         `json:"changed"`
@@ -86,6 +88,7 @@ type SealRequest struct {
 	CodonID   string
 	CodonName string
 	RunID     string
+	Attempt   int // 0 for a codon's first record in the run; n for its n-th retry
 	// Status is the word in the seed's message ("completed", …); defaults to Kind.
 	Status string
 	// Patterns select the files (SPEC §3); nil means the store's defaults.
