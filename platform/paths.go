@@ -24,3 +24,18 @@ func DefaultStateDir() string {
 	}
 	return filepath.Join(home, ".local", "state", "cairn")
 }
+
+// DefaultSocket is the daemon's socket: /run/cairn for root on Linux, the
+// user's runtime directory otherwise, else beside the state.
+func DefaultSocket(stateDir string) string {
+	if v := os.Getenv("CAIRN_SOCKET"); v != "" {
+		return v
+	}
+	if os.Geteuid() == 0 && runtime.GOOS == "linux" {
+		return "/run/cairn/cairn.sock"
+	}
+	if v := os.Getenv("XDG_RUNTIME_DIR"); v != "" && runtime.GOOS == "linux" {
+		return filepath.Join(v, "cairn", "cairn.sock")
+	}
+	return filepath.Join(stateDir, "cairn.sock")
+}

@@ -103,6 +103,11 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (Record, error)
 	}
 	tree := strings.TrimSpace(string(treeOut))
 	faultPoint("write-tree")
+	if req.SkipUnchanged {
+		if ptree, ok := s.resolve(ctx, parent+"^{tree}"); ok && ptree == tree && len(rec.Issues) == 0 {
+			return Record{}, nil
+		}
+	}
 
 	msg := message(req, rec, now)
 	ts := isoTime(now)
@@ -137,8 +142,13 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (Record, error)
 		return fail(err)
 	}
 	rec.State = StateOK
-	if len(rec.Issues) > 0 {
+	switch {
+	case len(rec.Issues) > 0:
 		rec.State = StatePartial
+		rec.Issues = append(rec.Issues, req.Racy...)
+	case len(req.Racy) > 0:
+		rec.State = StateRacy
+		rec.Issues = req.Racy
 	}
 	rec.DurationMS = time.Since(start).Milliseconds()
 	if err := s.appendRecord(rec); err != nil {
@@ -298,6 +308,19 @@ func (s *Store) diffCounts(ctx context.Context, parent, commit string) (added, c
 		}
 	}
 	return added, changed, removed, nil
+}
+
+// Stage brings cairn's index up to date for patterns without sealing, so the
+// next seal under them (a lifecycle marker) has only the last changes to stage.
+func (s *Store) Stage(ctx context.Context, patterns []string, changed []string) error {
+	sel, err := NewSelector(patterns)
+	if err != nil {
+		return err
+	}
+	return s.withLock(ctx, func() error {
+		_, err := s.stage(ctx, sel, changed)
+		return err
+	})
 }
 
 // staged is what staging found beside the index it wrote.

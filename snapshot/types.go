@@ -104,4 +104,10 @@ type SealRequest struct {
 	Changed []string
 	// Time stamps the checkpoint; zero means now.
 	Time time.Time
+	// SkipUnchanged seals nothing (an empty Record, no error) when the tree
+	// equals the parent's: autosaves only when something changed.
+	SkipUnchanged bool
+	// Racy names paths that changed after the lifecycle marker this
+	// checkpoint is for: the record's state becomes racy, listing them.
+	Racy []PathIssue
 }
