@@ -553,6 +553,7 @@ func (s *Store) planPaths(ctx context.Context, sel *Selector, changed []string) 
 			missing = append(missing, rel) // tracked paths under it that are gone
 			files = append(files, s.walkFiles(rel, p)...)
 		default:
+			missing = append(missing, rel) // a folder that became a file or symlink: its entries leave
 			files = append(files, rel)
 		}
 	}
@@ -582,17 +583,26 @@ func (s *Store) planPaths(ctx context.Context, sel *Selector, changed []string) 
 // considerUnignored asks git which of files its ignore rules cover (those
 // leave the index), and classifies the rest.
 func (s *Store) considerUnignored(ctx context.Context, p *stagePlan, sel *Selector, files []string, links *linkCache) error {
-	if len(files) == 0 {
-		return nil
-	}
-	out, err := s.git.Run(ctx, nulJoin(files), "check-ignore", "--no-index", "-z", "--stdin")
-	var ge *GitError
-	if err != nil && !(errors.As(err, &ge) && ge.ExitCode == 1) { // 1: nothing ignored
-		return err
+	// check-ignore reads stdin as pathspecs (and refuses literal magic), so
+	// each path goes as "./path": nothing in a name can read as magic. Paths
+	// under a symlinked folder leave the index whatever the rules say, and
+	// git would refuse them.
+	var ask []string
+	for _, f := range files {
+		if !links.underLink(s.workTree, f) {
+			ask = append(ask, "./"+f)
+		}
 	}
 	ignored := map[string]bool{}
-	for _, f := range splitNul(out) {
-		ignored[f] = true
+	if len(ask) > 0 {
+		out, err := s.git.Run(ctx, nulJoin(ask), "check-ignore", "--no-index", "-z", "--stdin")
+		var ge *GitError
+		if err != nil && !(errors.As(err, &ge) && ge.ExitCode == 1) { // 1: nothing ignored
+			return err
+		}
+		for _, f := range splitNul(out) {
+			ignored[strings.TrimPrefix(f, "./")] = true
+		}
 	}
 	for _, f := range files {
 		if ignored[f] {
@@ -738,7 +748,7 @@ type badPath struct{ path, reason string }
 // refuses the batch because of one file, the batch is split until the
 // unreadable files are isolated; the others are staged.
 func (s *Store) updateIndex(ctx context.Context, paths []string) ([]badPath, error) {
-	_, err := s.git.Run(ctx, nulJoin(paths), "update-index", "-z", "--add", "--remove", "--stdin")
+	_, err := s.git.Run(ctx, nulJoin(paths), "update-index", "-z", "--add", "--remove", "--replace", "--stdin")
 	if err == nil {
 		return nil, nil
 	}
