@@ -9,4 +9,8 @@ require (
 	golang.org/x/sys v0.50.0
 )
 
-require github.com/mattn/go-colorable v0.1.14 // indirect
+require (
+	github.com/BurntSushi/toml v1.6.0 // indirect
+	github.com/fsnotify/fsnotify v1.10.1 // indirect
+	github.com/mattn/go-colorable v0.1.14 // indirect
+)

@@ -116,11 +116,16 @@ func newLogger(w io.Writer) zerolog.Logger {
 	}
 	lvl := zerolog.WarnLevel
 	if v := os.Getenv("CAIRN_LOG_LEVEL"); v != "" {
-		if l, err := zerolog.ParseLevel(strings.ToLower(v)); err == nil {
-			lvl = l
-		}
+		lvl = parseLevel(v)
 	}
 	return zerolog.New(out).Level(lvl).With().Timestamp().Logger()
+}
+
+func parseLevel(s string) zerolog.Level {
+	if l, err := zerolog.ParseLevel(strings.ToLower(s)); err == nil && l != zerolog.NoLevel {
+		return l
+	}
+	return zerolog.InfoLevel
 }
 
 // newFlags makes a flag set that reports errors instead of exiting.

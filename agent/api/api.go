@@ -1,0 +1,50 @@
+// Package api holds the wire types of cairn's local socket API, shared by the
+// daemon and its clients. Standard library only.
+package api
+
+import "time"
+
+// Version is the API version, sent both ways in the VersionHeader.
+const (
+	Version       = "1"
+	VersionHeader = "Cairn-Api-Version"
+	// PathPrefix begins every path.
+	PathPrefix = "/v1/"
+)
+
+// Error is every error answer: a code and a sentence.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Status is the daemon's answer to GET /v1/status.
+type Status struct {
+	PID        int               `json:"pid"`
+	Version    string            `json:"version"`
+	Started    time.Time         `json:"started"`
+	StateDir   string            `json:"stateDir"`
+	Socket     string            `json:"socket"`
+	Config     string            `json:"config,omitempty"`
+	ConfigErr  string            `json:"configError,omitempty"` // a reload that was refused: the old config runs
+	Roots      []string          `json:"roots"`
+	Workspaces []WorkspaceStatus `json:"workspaces"`
+}
+
+// WorkspaceStatus is one watched workspace.
+type WorkspaceStatus struct {
+	Dir      string `json:"dir"`
+	Layout   string `json:"layout"`
+	WorkTree string `json:"workTree,omitempty"`
+	Store    string `json:"store,omitempty"`
+	// State is watching, degraded (watch limit hit: periodic full reconciles), or failed.
+	State     string    `json:"state"`
+	Error     string    `json:"error,omitempty"`
+	Watches   int       `json:"watches"`
+	Pending   int       `json:"pending"` // changed paths not yet sealed
+	Last      string    `json:"lastCheckpoint,omitempty"`
+	LastState string    `json:"lastState,omitempty"`
+	LastTime  time.Time `json:"lastTime,omitempty"`
+	Seals     int       `json:"seals"` // checkpoints sealed by this daemon since it started
+	Failures  int       `json:"failures"`
+}

@@ -1,0 +1,72 @@
+// Package client talks to the cairn daemon over its Unix socket.
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/cairn-dev/cairn/agent/api"
+)
+
+// Client is a connection to one daemon socket.
+type Client struct {
+	Socket string
+	http   *http.Client
+}
+
+// New makes a client for the socket at path.
+func New(path string) *Client {
+	return &Client{Socket: path, http: &http.Client{
+		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		}},
+		Timeout: 10 * time.Minute,
+	}}
+}
+
+// Running reports whether a daemon answers on the socket.
+func (c *Client) Running(ctx context.Context) bool {
+	conn, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "unix", c.Socket)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+
+// Status asks the daemon for its status.
+func (c *Client) Status(ctx context.Context) (api.Status, error) {
+	var st api.Status
+	return st, c.get(ctx, "status", &st)
+}
+
+func (c *Client) get(ctx context.Context, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://cairn"+api.PathPrefix+path, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set(api.VersionHeader, api.Version)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("daemon at %s: %w", c.Socket, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e api.Error
+		if json.Unmarshal(body, &e) == nil && e.Message != "" {
+			return fmt.Errorf("%s: %s", e.Code, e.Message)
+		}
+		return fmt.Errorf("daemon answered %s", resp.Status)
+	}
+	return json.Unmarshal(body, out)
+}

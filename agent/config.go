@@ -1,0 +1,254 @@
+// Package agent is the daemon core: configuration, the workspaces it watches,
+// the lifecycle → seal pipeline and autosave.
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/cairn-dev/cairn/snapshot"
+)
+
+// Config is the daemon's configuration (TOML).
+type Config struct {
+	StateDir          string      `toml:"state_dir"`
+	Socket            string      `toml:"socket"`
+	LogLevel          string      `toml:"log_level"`
+	ReconcileInterval Duration    `toml:"reconcile_interval"`
+	Defaults          Settings    `toml:"defaults"`
+	Watch             []WatchRoot `toml:"watch"`
+
+	path string // the file it came from, if any
+}
+
+// Settings apply to a workspace; [defaults] sets them for all, a [[watch]]
+// entry overrides them for the workspaces it finds.
+type Settings struct {
+	Layout          string   `toml:"layout"`   // auto, hankweave, plain
+	Patterns        []string `toml:"patterns"` // plain layout: what a checkpoint holds
+	Excludes        []string `toml:"excludes"` // never checkpointed nor watched
+	MaxFileSize     Size     `toml:"max_file_size"`
+	Autosave        *bool    `toml:"autosave"`
+	AutosaveQuiet   Duration `toml:"autosave_quiet"`
+	AutosaveMaxWait Duration `toml:"autosave_max_wait"`
+}
+
+// WatchRoot is a glob of execution directories, with per-root settings.
+type WatchRoot struct {
+	Path string `toml:"path"`
+	Settings
+}
+
+// Duration is a time.Duration written as "2s", "1m30s".
+type Duration struct{ time.Duration }
+
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("bad duration %q (want e.g. 2s, 1m30s)", b)
+	}
+	if v < 0 {
+		return fmt.Errorf("negative duration %q", b)
+	}
+	d.Duration = v
+	return nil
+}
+
+// Size is a byte count written as 1048576, "100MiB", "2GiB" or "500KB".
+type Size int64
+
+func (s *Size) UnmarshalText(b []byte) error {
+	v, err := parseSize(string(b))
+	if err != nil {
+		return err
+	}
+	*s = Size(v)
+	return nil
+}
+
+func parseSize(str string) (int64, error) {
+	t := strings.TrimSpace(str)
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(t, u.suffix) {
+			mult, t = u.mult, strings.TrimSpace(strings.TrimSuffix(t, u.suffix))
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("bad size %q (want e.g. 104857600 or 100MiB)", str)
+	}
+	return n * mult, nil
+}
+
+// DefaultSettings are what a workspace gets when nothing is configured.
+func DefaultSettings() Settings {
+	on := true
+	return Settings{
+		Layout:          string(snapshot.LayoutAuto),
+		Patterns:        []string{"**"},
+		MaxFileSize:     100 << 20,
+		Autosave:        &on,
+		AutosaveQuiet:   Duration{2 * time.Second},
+		AutosaveMaxWait: Duration{60 * time.Second},
+	}
+}
+
+// merge fills unset fields of s from d.
+func (s Settings) merge(d Settings) Settings {
+	if s.Layout == "" {
+		s.Layout = d.Layout
+	}
+	if s.Patterns == nil {
+		s.Patterns = d.Patterns
+	}
+	if s.Excludes == nil {
+		s.Excludes = d.Excludes
+	}
+	if s.MaxFileSize == 0 {
+		s.MaxFileSize = d.MaxFileSize
+	}
+	if s.Autosave == nil {
+		s.Autosave = d.Autosave
+	}
+	if s.AutosaveQuiet.Duration == 0 {
+		s.AutosaveQuiet = d.AutosaveQuiet
+	}
+	if s.AutosaveMaxWait.Duration == 0 {
+		s.AutosaveMaxWait = d.AutosaveMaxWait
+	}
+	return s
+}
+
+// ConfigError is a configuration refused at load: the file, the line and why.
+type ConfigError struct {
+	File   string
+	Line   int
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Reason)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Reason)
+}
+
+// LoadConfig reads and validates a config file.
+func LoadConfig(path string) (*Config, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &ConfigError{File: path, Reason: err.Error()}
+	}
+	return ParseConfig(path, string(src))
+}
+
+// ParseConfig parses and validates config text; name is used in errors.
+func ParseConfig(name, src string) (*Config, error) {
+	var c Config
+	md, err := toml.Decode(src, &c)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return nil, &ConfigError{File: name, Line: pe.Position.Line, Reason: pe.Message}
+		}
+		// A type error from a field's decoder: find the key's line.
+		return nil, &ConfigError{File: name, Line: lineOfError(src, err.Error()), Reason: err.Error()}
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		k := und[0]
+		return nil, &ConfigError{File: name, Line: lineOf(src, k[len(k)-1]), Reason: fmt.Sprintf("unknown key %q", k.String())}
+	}
+	c.path = name
+	if err := c.validate(src); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func (c *Config) validate(src string) error {
+	bad := func(key, format string, a ...any) error {
+		return &ConfigError{File: c.path, Line: lineOf(src, key), Reason: fmt.Sprintf(format, a...)}
+	}
+	check := func(s Settings) error {
+		switch snapshot.Layout(s.Layout) {
+		case "", snapshot.LayoutAuto, snapshot.LayoutHankweave, snapshot.LayoutPlain:
+		default:
+			return bad("layout", "layout %q: want auto, hankweave or plain", s.Layout)
+		}
+		if _, err := snapshot.NewSelector(s.Patterns); err != nil {
+			return bad("patterns", "patterns: %v", err)
+		}
+		for _, e := range s.Excludes {
+			if !doublestar.ValidatePattern(strings.TrimPrefix(e, "!")) {
+				return bad("excludes", "excludes: invalid pattern %q", e)
+			}
+		}
+		if s.AutosaveMaxWait.Duration > 0 && s.AutosaveQuiet.Duration > s.AutosaveMaxWait.Duration {
+			return bad("autosave_quiet", "autosave_quiet (%s) is longer than autosave_max_wait (%s)", s.AutosaveQuiet, s.AutosaveMaxWait)
+		}
+		return nil
+	}
+	if err := check(c.Defaults); err != nil {
+		return err
+	}
+	for _, w := range c.Watch {
+		if w.Path == "" {
+			return bad("[[watch]]", "a [[watch]] entry needs a path")
+		}
+		if !filepath.IsAbs(w.Path) {
+			return bad(w.Path, "watch path %q must be absolute", w.Path)
+		}
+		if !doublestar.ValidatePattern(filepath.ToSlash(w.Path)) {
+			return bad(w.Path, "watch path %q is not a valid glob", w.Path)
+		}
+		if err := check(w.Settings); err != nil {
+			return err
+		}
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "", "debug", "info", "warn", "error":
+	default:
+		return bad("log_level", "log_level %q: want debug, info, warn or error", c.LogLevel)
+	}
+	return nil
+}
+
+// lineOf is the first line of src that sets key (or mentions it), 0 if none.
+func lineOf(src, key string) int {
+	for i, l := range strings.Split(src, "\n") {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, key) && strings.HasPrefix(strings.TrimSpace(t[len(key):]), "=") {
+			return i + 1
+		}
+	}
+	for i, l := range strings.Split(src, "\n") {
+		if strings.Contains(l, key) {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// lineOfError finds the line of a value quoted in a decode error.
+func lineOfError(src, msg string) int {
+	if i := strings.Index(msg, "\""); i >= 0 {
+		if j := strings.Index(msg[i+1:], "\""); j > 0 {
+			return lineOf(src, msg[i+1:i+1+j])
+		}
+	}
+	return 0
+}

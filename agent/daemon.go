@@ -1,0 +1,267 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
+	"github.com/rs/zerolog"
+
+	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/platform"
+)
+
+// discoverEvery is how often watched globs are re-evaluated to find
+// execution directories created (or removed) since: the daemon's one
+// periodic task while idle.
+var discoverEvery = 2 * time.Second
+
+// Options are what the command line adds to (or puts in place of) the config file.
+type Options struct {
+	ConfigPath string   // may be empty: run on defaults and Watch
+	Watch      []string // extra roots (globs) from --watch
+	StateDir   string   // overrides the config
+	Socket     string   // overrides the config
+	Version    string
+}
+
+// Daemon watches execution directories and seals their checkpoints.
+type Daemon struct {
+	opts    Options
+	log     zerolog.Logger
+	started time.Time
+
+	mu         sync.Mutex
+	cfg        *Config
+	configErr  string
+	workspaces map[string]*workspace
+	roots      []WatchRoot
+}
+
+// New makes a daemon from a loaded config (nil: defaults).
+func New(cfg *Config, opts Options, log zerolog.Logger) *Daemon {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	return &Daemon{opts: opts, log: log, cfg: cfg, workspaces: map[string]*workspace{}, started: time.Now()}
+}
+
+// StateDir is where the daemon keeps plain-layout stores and its lock.
+func (d *Daemon) StateDir() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stateDirLocked()
+}
+
+func (d *Daemon) stateDirLocked() string {
+	switch {
+	case d.opts.StateDir != "":
+		return d.opts.StateDir
+	case d.cfg.StateDir != "":
+		return d.cfg.StateDir
+	}
+	return platform.DefaultStateDir()
+}
+
+// SocketPath is where the daemon listens.
+func (d *Daemon) SocketPath() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case d.opts.Socket != "":
+		return d.opts.Socket
+	case d.cfg.Socket != "":
+		return d.cfg.Socket
+	}
+	return platform.DefaultSocket(d.stateDirLocked())
+}
+
+// rootsLocked are the config's watch roots plus --watch ones, with settings merged.
+func (d *Daemon) rootsLocked() []WatchRoot {
+	defaults := d.cfg.Defaults.merge(DefaultSettings())
+	var roots []WatchRoot
+	for _, w := range d.cfg.Watch {
+		roots = append(roots, WatchRoot{Path: filepath.Clean(w.Path), Settings: w.Settings.merge(defaults)})
+	}
+	for _, p := range d.opts.Watch {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			continue
+		}
+		roots = append(roots, WatchRoot{Path: abs, Settings: defaults})
+	}
+	return roots
+}
+
+// Run serves until ctx ends: discovers workspaces, watches them, reloads
+// config on SIGHUP (via Reload) and stops every workspace before returning.
+func (d *Daemon) Run(ctx context.Context) error {
+	state := d.StateDir()
+	if err := os.MkdirAll(state, 0o755); err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	lk, err := platform.TryLock(filepath.Join(state, "daemon.lock"))
+	if err != nil {
+		if errors.Is(err, platform.ErrLocked) {
+			return fmt.Errorf("another cairn daemon runs on state directory %s: %w", state, err)
+		}
+		return err
+	}
+	defer lk.Unlock()
+
+	srv, err := d.listen(ctx)
+	if err != nil {
+		return err
+	}
+	defer srv.close()
+
+	d.log.Info().Str("state_dir", state).Str("socket", d.SocketPath()).Msg("cairn daemon started")
+	tick := time.NewTicker(discoverEvery)
+	defer tick.Stop()
+	cfgStamp := fileStamp(d.opts.ConfigPath)
+	for {
+		d.discover(ctx)
+		select {
+		case <-ctx.Done():
+			d.stopAll()
+			d.log.Info().Msg("cairn daemon stopped")
+			return nil
+		case <-tick.C:
+			// The config file changing is a reload, as SIGHUP is.
+			if s := fileStamp(d.opts.ConfigPath); s != cfgStamp {
+				cfgStamp = s
+				d.Reload(ctx)
+			}
+		}
+	}
+}
+
+// fileStamp changes when a file is rewritten.
+func fileStamp(path string) string {
+	if path == "" {
+		return ""
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprint(fi.Size(), fi.ModTime().UnixNano())
+}
+
+// discover starts workspaces that match a root and stops the ones that no
+// longer exist or match.
+func (d *Daemon) discover(ctx context.Context) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	roots := d.rootsLocked()
+	d.roots = roots
+	want := map[string]Settings{}
+	for _, r := range roots {
+		dirs, err := globDirs(r.Path)
+		if err != nil {
+			d.log.Warn().Err(err).Str("root", r.Path).Msg("bad watch root")
+			continue
+		}
+		for _, dir := range dirs {
+			if _, ok := want[dir]; !ok {
+				want[dir] = r.Settings
+			}
+		}
+	}
+	for dir, ws := range d.workspaces {
+		if set, ok := want[dir]; !ok || !sameSettings(set, ws.set) {
+			ws.stop()
+			delete(d.workspaces, dir)
+			d.log.Info().Str("workspace", dir).Msg("workspace released")
+		}
+	}
+	for dir, set := range want {
+		if _, ok := d.workspaces[dir]; ok {
+			continue
+		}
+		ws := newWorkspace(dir, set, d.stateDirLocked(), d.log)
+		d.workspaces[dir] = ws
+		ws.start(ctx)
+		d.log.Info().Str("workspace", dir).Msg("workspace watched")
+	}
+}
+
+// globDirs lists the directories a root glob names (a plain path names itself).
+func globDirs(pattern string) ([]string, error) {
+	if !doublestar.ValidatePattern(filepath.ToSlash(pattern)) {
+		return nil, fmt.Errorf("invalid glob %q", pattern)
+	}
+	matches, err := doublestar.FilepathGlob(pattern, doublestar.WithNoFollow())
+	if err != nil {
+		return nil, err
+	}
+	var dirs []string
+	for _, m := range matches {
+		if fi, err := os.Stat(m); err == nil && fi.IsDir() {
+			dirs = append(dirs, filepath.Clean(m))
+		}
+	}
+	return dirs, nil
+}
+
+func sameSettings(a, b Settings) bool { return reflect.DeepEqual(a, b) }
+
+func (d *Daemon) stopAll() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, ws := range d.workspaces {
+		wg.Add(1)
+		go func() { defer wg.Done(); ws.stop() }()
+	}
+	wg.Wait()
+	clear(d.workspaces)
+}
+
+// Reload swaps in a new config. A config that fails to load keeps the old
+// one running; the error is logged and shown by status.
+func (d *Daemon) Reload(ctx context.Context) {
+	if d.opts.ConfigPath == "" {
+		return
+	}
+	cfg, err := LoadConfig(d.opts.ConfigPath)
+	d.mu.Lock()
+	if err != nil {
+		d.configErr = err.Error()
+		d.mu.Unlock()
+		d.log.Error().Err(err).Msg("config reload refused; the previous config keeps running")
+		return
+	}
+	d.cfg, d.configErr = cfg, ""
+	d.mu.Unlock()
+	d.log.Info().Str("config", d.opts.ConfigPath).Msg("config reloaded")
+	d.discover(ctx)
+}
+
+// Status reports the daemon and every workspace.
+func (d *Daemon) Status() api.Status {
+	d.mu.Lock()
+	st := api.Status{PID: os.Getpid(), Version: d.opts.Version, Started: d.started, StateDir: d.stateDirLocked(),
+		Config: d.opts.ConfigPath, ConfigErr: d.configErr}
+	for _, r := range d.roots {
+		st.Roots = append(st.Roots, r.Path)
+	}
+	wss := make([]*workspace, 0, len(d.workspaces))
+	for _, ws := range d.workspaces {
+		wss = append(wss, ws)
+	}
+	d.mu.Unlock()
+	st.Socket = d.SocketPath()
+	for _, ws := range wss {
+		st.Workspaces = append(st.Workspaces, ws.snapshotStatus())
+	}
+	sort.Slice(st.Workspaces, func(i, j int) bool { return st.Workspaces[i].Dir < st.Workspaces[j].Dir })
+	return st
+}

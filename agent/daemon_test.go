@@ -1,0 +1,78 @@
+package agent_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/cairn-dev/cairn/snapshot"
+)
+
+// TestPlainWorkspaceBaselineAndAutosave: a plain folder gets a baseline when
+// first watched, then autosaves after quiet periods, each equal to the disk.
+func TestPlainWorkspaceBaselineAndAutosave(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	write(t, filepath.Join(ws, "a.txt"), "a\n")
+	cfg := filepath.Join(t.TempDir(), "cairn.toml")
+	write(t, cfg, "[defaults]\nautosave_quiet = \"200ms\"\nautosave_max_wait = \"2s\"\n")
+	d := startDaemon(t, state, "--config", cfg, "--watch", ws)
+
+	base := waitRecord(t, ws, state, "baseline", func(r snapshot.Record) bool { return r.Kind == snapshot.KindBaseline })
+	if base.State != snapshot.StateOK || base.Added != 1 {
+		t.Fatalf("baseline %+v", base)
+	}
+	write(t, filepath.Join(ws, "b.txt"), "b\n")
+	write(t, filepath.Join(ws, "deep/er/c.txt"), "c\n") // a new folder: watched, then walked
+	auto := waitRecord(t, ws, state, "autosave with b.txt and c.txt", func(r snapshot.Record) bool {
+		return r.Kind == snapshot.KindAutosave && r.Added == 2
+	})
+	ws0, _ := d.workspace(ws)
+	gitDir := ws0.Store
+	if got := treeFiles(t, gitDir, auto.SHA); !slices.Equal(got, []string{"a.txt", "b.txt", "deep/er/c.txt"}) {
+		t.Errorf("autosave tree %v", got)
+	}
+	if !strings.HasPrefix(auto.Ref, "refs/cairn/autosave/") || auto.Parent != base.SHA {
+		t.Errorf("autosave ref %s parent %s", auto.Ref, auto.Parent)
+	}
+	os.Remove(filepath.Join(ws, "a.txt"))
+	del := waitRecord(t, ws, state, "autosave recording the deletion", func(r snapshot.Record) bool {
+		return r.Kind == snapshot.KindAutosave && r.Removed == 1
+	})
+	if got := treeFiles(t, gitDir, del.SHA); !slices.Equal(got, []string{"b.txt", "deep/er/c.txt"}) {
+		t.Errorf("after delete: %v", got)
+	}
+	if took, code := d.stop(syscall.SIGTERM); code != 0 || took.Seconds() > 10 {
+		t.Errorf("SIGTERM: exit %d after %s", code, took)
+	}
+}
+
+// TestBadWorkspaceFailsAlone: a workspace that cannot be opened fails alone;
+// the other one is sealed normally, and status says what is wrong.
+func TestBadWorkspaceFailsAlone(t *testing.T) {
+	good, state := t.TempDir(), t.TempDir()
+	bad := filepath.Join(t.TempDir(), "exec")
+	// A Hankweave workspace whose checkpoints folder is a file: no store can be made there.
+	write(t, filepath.Join(bad, ".hankweave/checkpoints"), "not a folder")
+	d := startDaemon(t, state, "--watch", good, "--watch", bad)
+	waitRecord(t, good, state, "baseline of the good workspace", func(r snapshot.Record) bool { return r.Kind == snapshot.KindBaseline })
+	waitFor(t, 10e9, "bad workspace reported failed", func() bool {
+		w, ok := d.workspace(bad)
+		return ok && w.State == "failed" && w.Error != ""
+	})
+	if w, _ := d.workspace(good); w.State != "watching" {
+		t.Errorf("good workspace %+v", w)
+	}
+}
+
+// TestSecondDaemonRefused: one daemon per state directory.
+func TestSecondDaemonRefused(t *testing.T) {
+	state := t.TempDir()
+	startDaemon(t, state)
+	out, err := runCairn(t, "daemon", "--state-dir", state, "--socket", filepath.Join(t.TempDir(), "s"))
+	if err == nil || !strings.Contains(out, "another cairn daemon") {
+		t.Errorf("second daemon: %v: %s", err, out)
+	}
+}

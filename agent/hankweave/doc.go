@@ -1,0 +1,38 @@
+// Package hankweave reads what a Hankweave runtime writes into an execution
+// directory (state.json, the journal, runtime.lock) and derives from it the
+// codon lifecycle checkpoints cairn must hold (SPEC §2, FORMATS.md).
+//
+// Reading is tolerant: a torn or invalid state.json falls back to
+// state.json.bak, fields of an unexpected type are left zero instead of failing
+// the whole file, and nothing panics on any input. Writing is exact: every
+// field cairn does not know survives a rewrite byte for byte, in its order.
+//
+// The package uses the standard library only, so any room of cairn may import it.
+package hankweave
+
+import "path/filepath"
+
+// File names inside an execution directory.
+const (
+	HankweaveDir    = ".hankweave"
+	AgentRootDir    = "agentRoot"
+	StateFile       = "state.json"
+	StateBackupFile = "state.json.bak"
+	StateTempFile   = "state.json.tmp"
+	LockFile        = "runtime.lock"
+	JournalFile     = "events.jsonl"
+	JournalZstFile  = "events.jsonl.zst"
+	JournalMetaFile = "journal.meta.json"
+	EventsDir       = "events"
+)
+
+// StatePath is <exec>/.hankweave/state.json.
+func StatePath(execDir string) string { return filepath.Join(execDir, HankweaveDir, StateFile) }
+
+// LockPath is <exec>/.hankweave/runtime.lock.
+func LockPath(execDir string) string { return filepath.Join(execDir, HankweaveDir, LockFile) }
+
+// JournalPath is <exec>/.hankweave/events/events.jsonl.
+func JournalPath(execDir string) string {
+	return filepath.Join(execDir, HankweaveDir, EventsDir, JournalFile)
+}

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package hwsim
+
+func pidGone(pid int) bool { return pid == DeadPID() }

@@ -1,0 +1,10 @@
+//go:build unix
+
+package hwsim
+
+import (
+	"errors"
+	"syscall"
+)
+
+func pidGone(pid int) bool { return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) }

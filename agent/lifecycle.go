@@ -1,0 +1,167 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"time"
+
+	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/hankweave"
+	"github.com/cairn-dev/cairn/snapshot"
+	"github.com/cairn-dev/cairn/watcher"
+)
+
+// Timers of the lifecycle, each named: a torn state.json is re-read after
+// stateRetry; while the runtime's lock is held, it is checked every
+// lockCheck for a runtime that died without removing it.
+const (
+	stateRetry = 250 * time.Millisecond
+	lockCheck  = 10 * time.Second
+)
+
+// hankState is what a Hankweave workspace remembers between markers.
+type hankState struct {
+	exec string
+	last *hankweave.State // the last state.json that parsed
+}
+
+func newHankState(exec string) *hankState { return &hankState{exec: exec} }
+
+func (h *hankState) dir() string { return filepath.Join(h.exec, ".hankweave") }
+
+// currentPatterns is the selection of the codon running now (or last run):
+// the union of checkpointedFiles through it in plan order. ok is false
+// before there is a plan.
+func (h *hankState) currentPatterns() ([]string, bool) {
+	st := h.last
+	if st == nil || len(st.ExecutionPlan) == 0 {
+		return nil, false
+	}
+	codon := ""
+	if _, rec, _ := hankweave.Active(st); rec != nil {
+		codon = rec.CodonID
+	} else if run := st.CurrentRun(); run != nil && len(run.Codons) > 0 {
+		codon = run.Codons[len(run.Codons)-1].CodonID
+	} else if len(st.Runs) > 0 && len(st.Runs[0].Codons) > 0 {
+		codon = st.Runs[0].Codons[len(st.Runs[0].Codons)-1].CodonID
+	}
+	var pats []string
+	seen := map[string]bool{}
+	for _, e := range st.ExecutionPlan {
+		for _, p := range e.Codon.CheckpointedFiles {
+			if !seen[p] {
+				seen[p] = true
+				pats = append(pats, p)
+			}
+		}
+		if e.CodonID == codon {
+			break
+		}
+	}
+	return pats, true
+}
+
+// lifecycle reads the runtime's state and seals every lifecycle checkpoint
+// it implies that the ledger lacks. fresh says a control file just changed
+// (changes queued after it make a checkpoint racy); startup says the daemon
+// has just begun watching (missing markers are sealed late, and marked so).
+// It returns when to look again, or nil.
+func (w *workspace) lifecycle(ctx context.Context, wt *watcher.Watcher, fresh, startup bool) <-chan time.Time {
+	// The lock before the state: a runtime writes its lock before its first transition.
+	lock, lockErr := hankweave.ReadLock(w.dir)
+	st, err := hankweave.ReadState(w.dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // no run yet
+		}
+		w.log.Warn().Err(err).Msg("state.json unreadable; retrying")
+		w.setStatus(func(s *api.WorkspaceStatus) { s.Error = "state.json unreadable (retrying): " + err.Error() })
+		return time.After(stateRetry)
+	}
+	if st.Warning != nil {
+		w.log.Warn().Err(st.Warning).Msg("state.json invalid; read state.json.bak")
+	}
+	w.hank.last = st
+	alive := lockErr == nil && lock != nil && lock.Alive(time.Now())
+
+	have := map[string]bool{}
+	recs := w.store.Records()
+	var since time.Time // markers older than the first checkpoint predate cairn
+	for _, r := range recs {
+		if since.IsZero() || r.Time.Before(since) {
+			since = r.Time
+		}
+		if r.RunID != "" && r.CodonID != "" && r.State != snapshot.StateFailed {
+			have[markerKey(r.RunID, r.CodonID, r.Attempt, string(r.Kind))] = true
+		}
+	}
+	due := hankweave.Due(st)
+	if m := hankweave.ExitDue(st, alive); m != nil {
+		due = append(due, *m)
+	}
+	for _, m := range due {
+		if have[m.Key()] {
+			continue
+		}
+		if m.Kind != hankweave.KindExit && predates(m, since) {
+			continue
+		}
+		w.sealMarker(ctx, wt, st, m, fresh, startup)
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+	if _, control := w.drain(wt); control {
+		return time.After(0) // another transition landed while sealing
+	}
+	if alive {
+		return time.After(lockCheck)
+	}
+	return nil
+}
+
+func markerKey(run, codon string, attempt int, kind string) string {
+	return (hankweave.Marker{RunID: run, CodonID: codon, Attempt: attempt, Kind: hankweave.Kind(kind)}).Key()
+}
+
+// predates reports whether the marker happened before cairn first watched
+// the workspace: its checkpoint would hold today's files, not that moment's.
+func predates(m hankweave.Marker, since time.Time) bool {
+	if since.IsZero() {
+		return false
+	}
+	t := m.EndTime
+	if t.IsZero() {
+		t = m.StartTime
+	}
+	return !t.IsZero() && t.Before(since)
+}
+
+// sealMarker adopts the runtime's own checkpoint when git confirms it, and
+// otherwise seals one.
+func (w *workspace) sealMarker(ctx context.Context, wt *watcher.Watcher, st *hankweave.State, m hankweave.Marker, fresh, startup bool) {
+	kind := snapshot.Kind(m.Kind)
+	if m.RecordedSHA != "" {
+		rec, err := w.store.Adopt(ctx, snapshot.AdoptRequest{SHA: m.RecordedSHA, Kind: kind, CodonID: m.CodonID,
+			CodonName: m.CodonName, RunID: m.RunID, Attempt: m.Attempt})
+		if err == nil {
+			w.log.Info().Str("id", rec.ID).Str("sha", rec.SHA).Str("codon", m.CodonID).Msg("adopted the runtime's checkpoint")
+			return
+		}
+		w.log.Warn().Err(err).Str("codon", m.CodonID).Msg("runtime checkpoint not confirmed by git; sealing one")
+	}
+	req := snapshot.SealRequest{Kind: kind, CodonID: m.CodonID, CodonName: m.CodonName, RunID: m.RunID,
+		Attempt: m.Attempt, Duration: m.Duration(), Patterns: w.patterns(m.Patterns)}
+	if m.Patterns == nil {
+		req.Patterns = nil
+	}
+	if run := st.Run(m.RunID); run != nil && run.StartingConditions.Source != nil {
+		req.StartSHA = run.StartingConditions.Source.CheckpointSHA
+	}
+	if startup && !fresh {
+		req.Racy = []snapshot.PathIssue{{Path: ".", Reason: "sealed late: the daemon was not watching at the marker; files may have changed since"}}
+	}
+	w.seal(ctx, wt, req, fresh)
+}

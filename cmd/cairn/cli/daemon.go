@@ -1,0 +1,60 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/cairn-dev/cairn/agent"
+)
+
+func init() {
+	register("daemon", "run the checkpoint daemon in the foreground", runDaemon)
+}
+
+func runDaemon(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("daemon", "daemon [--config FILE] [--watch DIR]... [--state-dir DIR] [--socket PATH]", e)
+	cfgPath := fs.String("config", "", "TOML config file (default: none, per-user defaults)")
+	var watch stringList
+	fs.Var(&watch, "watch", "watch this execution directory or glob (repeatable)")
+	stateDir := fs.String("state-dir", "", "state directory (default: per-user state directory)")
+	socket := fs.String("socket", "", "socket path (default: per-user runtime directory)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErr("daemon takes no arguments; use --watch DIR")
+	}
+	var cfg *agent.Config
+	if *cfgPath != "" {
+		if cfg, err = agent.LoadConfig(*cfgPath); err != nil {
+			return &exitError{ExitUsage, err}
+		}
+	}
+	log := e.log
+	if cfg != nil && cfg.LogLevel != "" {
+		log = log.Level(parseLevel(cfg.LogLevel))
+	} else if os.Getenv("CAIRN_LOG_LEVEL") == "" {
+		log = log.Level(parseLevel("info"))
+	}
+	d := agent.New(cfg, agent.Options{ConfigPath: *cfgPath, Watch: watch, StateDir: *stateDir, Socket: *socket, Version: Version}, log)
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-hup:
+				d.Reload(runCtx)
+			}
+		}
+	}()
+	return d.Run(runCtx)
+}
