@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/platform"
+	"github.com/cairn-dev/cairn/snapshot"
 )
 
 // server is the daemon's HTTP API on its Unix socket.
@@ -54,6 +56,7 @@ func (d *Daemon) listen(ctx context.Context) (*server, error) {
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, d.Status())
 	})
+	mux.HandleFunc("POST /v1/checkpoint", d.handleCheckpoint)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "NOT_FOUND", fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
 	})
@@ -64,6 +67,13 @@ func (d *Daemon) listen(ctx context.Context) (*server, error) {
 			ReadTimeout:       30 * time.Second,
 			IdleTimeout:       60 * time.Second,
 			BaseContext:       func(net.Listener) context.Context { return ctx },
+			// Who is asking is decided once per connection, from the kernel.
+			ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+				if uid, ok := peerUID(c); ok {
+					return context.WithValue(ctx, peerKey{}, uid)
+				}
+				return ctx
+			},
 		}}
 	go func() {
 		defer close(s.done)
@@ -98,4 +108,90 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 func writeError(w http.ResponseWriter, code int, errCode, msg string) {
 	writeJSON(w, code, api.Error{Code: errCode, Message: msg})
+}
+
+type peerKey struct{}
+
+// maxBody caps every request body.
+const maxBody = 1 << 20
+
+// authorize answers whether the peer may act on dir: root, or the uid owning
+// it. Unknown credentials fail closed; a refusal says nothing about the workspace.
+func authorize(r *http.Request, dir string) bool {
+	uid, ok := r.Context().Value(peerKey{}).(uint32)
+	if !ok {
+		return false
+	}
+	if uid == 0 {
+		return true
+	}
+	owner, ok := platform.OwnerUID(dir)
+	return ok && owner == uid
+}
+
+func (d *Daemon) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
+	var req api.CheckpointRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "BAD_REQUEST", "request body is not a valid checkpoint request: "+err.Error())
+		return
+	}
+	ws := d.lookup(req.Workspace)
+	if ws == nil || !authorize(r, ws.dir) {
+		writeError(w, http.StatusForbidden, "FORBIDDEN", "not a workspace you may act on: "+req.Workspace)
+		return
+	}
+	sreq := snapshot.SealRequest{Kind: snapshot.KindManual, Label: req.Label, RunID: req.RunID}
+	if req.Status != "" {
+		sreq.Kind, sreq.CodonID, sreq.CodonName = snapshot.Kind(req.Status), req.CodonID, req.CodonName
+		if !sreq.Kind.IsLifecycle() {
+			writeError(w, http.StatusBadRequest, "BAD_REQUEST", "status must be rig-setup, completed, error, skipped or exit")
+			return
+		}
+	}
+	rec, err := ws.checkpoint(r.Context(), sreq)
+	if err != nil && rec.ID == "" {
+		writeError(w, http.StatusInternalServerError, "SEAL_FAILED", err.Error())
+		return
+	}
+	code := http.StatusOK
+	if err != nil {
+		code = http.StatusInternalServerError
+	}
+	writeJSON(w, code, toAPIRecord(rec))
+}
+
+// lookup finds a watched workspace by path (as given, or its real path).
+func (d *Daemon) lookup(dir string) *workspace {
+	if dir == "" {
+		return nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if ws, ok := d.workspaces[abs]; ok {
+		return ws
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return d.workspaces[real]
+	}
+	return nil
+}
+
+func toAPIRecord(r snapshot.Record) api.Record {
+	conv := func(v []snapshot.PathIssue) []api.PathIssue {
+		var out []api.PathIssue
+		for _, p := range v {
+			out = append(out, api.PathIssue{Path: p.Path, Reason: p.Reason})
+		}
+		return out
+	}
+	return api.Record{ID: r.ID, SHA: r.SHA, Parent: r.Parent, Kind: string(r.Kind), Label: r.Label, CodonID: r.CodonID,
+		CodonName: r.CodonName, RunID: r.RunID, Attempt: r.Attempt, Ref: r.Ref, Time: r.Time, DurationMS: r.DurationMS,
+		Changed: r.Changed, Added: r.Added, Removed: r.Removed, State: string(r.State), Issues: conv(r.Issues),
+		Skipped: conv(r.Skipped), Error: r.Error, Adopted: r.Adopted, Recovered: r.Recovered}
 }

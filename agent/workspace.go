@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"sort"
@@ -40,14 +41,51 @@ type workspace struct {
 	hank  *hankState // lifecycle tracking; nil for the plain layout
 
 	dirty    map[string]time.Time // work-tree paths changed since the last seal, with their latest event time
+	deb      *watcher.Debouncer   // autosave timing; nil until watching
 	needFull bool                 // events were lost: the next seal reconciles everything
 
 	mu     sync.Mutex
 	status api.WorkspaceStatus
 	wt     *watcher.Watcher // for live watch counts in status
 
+	jobs chan sealJob // checkpoints asked for over the socket
+
 	cancel context.CancelFunc
 	done   chan struct{}
+}
+
+// sealJob is a checkpoint requested from outside the workspace's goroutine.
+type sealJob struct {
+	req   snapshot.SealRequest
+	reply chan sealResult // buffered: the workspace never blocks on it
+}
+
+type sealResult struct {
+	rec snapshot.Record
+	err error
+}
+
+// errNotServing means the workspace is not watching yet (or failed).
+var errNotServing = errors.New("workspace is not being watched right now; see cairn status")
+
+// checkpoint asks the workspace's goroutine to seal req and waits for it.
+func (w *workspace) checkpoint(ctx context.Context, req snapshot.SealRequest) (snapshot.Record, error) {
+	job := sealJob{req: req, reply: make(chan sealResult, 1)}
+	select {
+	case w.jobs <- job:
+	case <-ctx.Done():
+		return snapshot.Record{}, ctx.Err()
+	case <-w.done:
+		return snapshot.Record{}, errNotServing
+	case <-time.After(30 * time.Second):
+		return snapshot.Record{}, errNotServing
+	}
+	select {
+	case r := <-job.reply:
+		return r.rec, r.err
+	case <-ctx.Done():
+		return snapshot.Record{}, ctx.Err()
+	}
 }
 
 func newWorkspace(dir string, set Settings, stateDir string, log zerolog.Logger) *workspace {
@@ -55,6 +93,7 @@ func newWorkspace(dir string, set Settings, stateDir string, log zerolog.Logger)
 		dir: dir, set: set, stateDir: stateDir,
 		log:    log.With().Str("workspace", dir).Logger(),
 		dirty:  map[string]time.Time{},
+		jobs:   make(chan sealJob),
 		status: api.WorkspaceStatus{Dir: dir, Layout: set.Layout, State: stateStarting},
 	}
 }
@@ -185,6 +224,7 @@ func (w *workspace) serve(ctx context.Context) error {
 	}()
 	deb := watcher.NewDebouncer(w.set.AutosaveQuiet.Duration, w.set.AutosaveMaxWait.Duration)
 	defer deb.Stop()
+	w.deb = deb
 
 	w.updateWatchStatus(wt)
 	w.initialSeal(ctx)
@@ -204,10 +244,7 @@ func (w *workspace) serve(ctx context.Context) error {
 			return nil
 		case c := <-wt.Changes():
 			if rel, ok := w.workRel(c.Path); ok {
-				w.dirty[rel] = c.Time
-				if w.autosaveOn() {
-					deb.Add(rel, c.Time)
-				}
+				w.note(rel, c.Time)
 			} else if w.hank != nil {
 				lifecycleTimer = w.lifecycle(ctx, wt, true, false)
 			}
@@ -228,6 +265,9 @@ func (w *workspace) serve(ctx context.Context) error {
 		case <-deb.C():
 			deb.Take()
 			w.autosave(ctx, wt)
+		case job := <-w.jobs:
+			rec, err := w.seal(ctx, wt, job.req, false)
+			job.reply <- sealResult{rec, err}
 		case <-degraded:
 			// Without a complete watch, only a full reconcile sees every change.
 			w.needFull = true
@@ -286,6 +326,14 @@ func isControl(rel string) bool {
 		return true
 	}
 	return false
+}
+
+// note records a work-tree change: dirty for the next seal, and a nudge to the autosave timer.
+func (w *workspace) note(rel string, t time.Time) {
+	w.dirty[rel] = t
+	if w.deb != nil && w.autosaveOn() {
+		w.deb.Add(rel, t)
+	}
 }
 
 func (w *workspace) autosaveOn() bool { return w.set.Autosave == nil || *w.set.Autosave }
@@ -349,10 +397,12 @@ func (w *workspace) drain(wt *watcher.Watcher) (moved []string, control bool) {
 		select {
 		case c := <-wt.Changes():
 			if rel, ok := w.workRel(c.Path); ok {
-				w.dirty[rel] = c.Time
+				w.note(rel, c.Time)
 				moved = append(moved, rel)
 			} else {
-				control = true
+				// What was read of the runtime's state may already be this
+				// newer transition: only changes after it count as racy.
+				moved, control = moved[:0], true
 			}
 		case <-wt.Overflow():
 			w.needFull = true
@@ -411,6 +461,9 @@ func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 	}
 	clear(w.dirty)
 	w.needFull = false
+	if w.deb != nil {
+		w.deb.Take() // what it was waiting to autosave is sealed
+	}
 	if rec.ID == "" {
 		return rec, nil // autosave with nothing changed
 	}

@@ -48,3 +48,46 @@ type WorkspaceStatus struct {
 	Seals     int       `json:"seals"` // checkpoints sealed by this daemon since it started
 	Failures  int       `json:"failures"`
 }
+
+// CheckpointRequest is POST /v1/checkpoint: seal one checkpoint now.
+type CheckpointRequest struct {
+	Workspace string `json:"workspace"`
+	Label     string `json:"label,omitempty"`
+	// Status, with CodonID and RunID, seals a lifecycle checkpoint
+	// (rig-setup, completed, error, skipped, exit); empty seals a manual one.
+	Status    string `json:"status,omitempty"`
+	CodonID   string `json:"codonId,omitempty"`
+	CodonName string `json:"codonName,omitempty"`
+	RunID     string `json:"runId,omitempty"`
+}
+
+// PathIssue names a path a checkpoint does not hold as it is on disk.
+type PathIssue struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// Record is one ledger record (one checkpoint).
+type Record struct {
+	ID         string      `json:"id"`
+	SHA        string      `json:"sha,omitempty"`
+	Parent     string      `json:"parent,omitempty"`
+	Kind       string      `json:"kind"`
+	Label      string      `json:"label,omitempty"`
+	CodonID    string      `json:"codonId,omitempty"`
+	CodonName  string      `json:"codonName,omitempty"`
+	RunID      string      `json:"runId,omitempty"`
+	Attempt    int         `json:"attempt,omitempty"`
+	Ref        string      `json:"ref,omitempty"`
+	Time       time.Time   `json:"time"`
+	DurationMS int64       `json:"durationMs"`
+	Changed    int         `json:"changed"`
+	Added      int         `json:"added"`
+	Removed    int         `json:"removed"`
+	State      string      `json:"state"`
+	Issues     []PathIssue `json:"issues,omitempty"`
+	Skipped    []PathIssue `json:"skipped,omitempty"`
+	Error      string      `json:"error,omitempty"`
+	Adopted    bool        `json:"adopted,omitempty"`
+	Recovered  bool        `json:"recovered,omitempty"`
+}

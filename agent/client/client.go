@@ -2,6 +2,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -46,10 +47,42 @@ func (c *Client) Status(ctx context.Context) (api.Status, error) {
 	return st, c.get(ctx, "status", &st)
 }
 
+// Checkpoint asks the daemon to seal one checkpoint. A record can come back
+// with an error (a seal recorded as failed).
+func (c *Client) Checkpoint(ctx context.Context, req api.CheckpointRequest) (api.Record, error) {
+	var rec api.Record
+	err := c.do(ctx, http.MethodPost, "checkpoint", req, &rec)
+	return rec, err
+}
+
+// Error is an error answer from the daemon.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
 func (c *Client) get(ctx context.Context, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://cairn"+api.PathPrefix+path, nil)
+	return c.do(ctx, http.MethodGet, path, nil, out)
+}
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var reqBody io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		reqBody = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://cairn"+api.PathPrefix+path, reqBody)
 	if err != nil {
 		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set(api.VersionHeader, api.Version)
 	resp, err := c.http.Do(req)
@@ -64,8 +97,10 @@ func (c *Client) get(ctx context.Context, path string, out any) error {
 	if resp.StatusCode != http.StatusOK {
 		var e api.Error
 		if json.Unmarshal(body, &e) == nil && e.Message != "" {
-			return fmt.Errorf("%s: %s", e.Code, e.Message)
+			return &Error{Status: resp.StatusCode, Code: e.Code, Message: e.Message}
 		}
+		// A failed seal answers its record with a 500: the record is kept.
+		_ = json.Unmarshal(body, out)
 		return fmt.Errorf("daemon answered %s", resp.Status)
 	}
 	return json.Unmarshal(body, out)

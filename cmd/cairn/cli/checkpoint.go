@@ -3,8 +3,14 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
+	"path/filepath"
 	"strings"
+
+	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/client"
 
 	"github.com/cairn-dev/cairn/snapshot"
 )
@@ -51,6 +57,7 @@ func runCheckpoint(ctx context.Context, e *env, args []string) error {
 	status := fs.String("status", "", "lifecycle status: rig-setup, completed, error, skipped or exit (default: a manual checkpoint)")
 	run := fs.String("run", "", "run id; the checkpoint goes on branch run-<id>")
 	asJSON := fs.Bool("json", false, "print the ledger record as JSON")
+	sock := fs.String("socket", "", "daemon socket (default: $CAIRN_SOCKET or the per-user default)")
 	var patterns, paths stringList
 	fs.Var(&patterns, "pattern", "select files by this pattern (repeatable; default **)")
 	fs.Var(&paths, "path", "seal incrementally: only these paths changed (repeatable; default: a full reconcile)")
@@ -84,12 +91,16 @@ func runCheckpoint(ctx context.Context, e *env, args []string) error {
 	if len(paths) > 0 {
 		req.Changed = paths
 	}
-	st, err := sf.open(ctx, pos[0], nil)
-	if err != nil {
-		return err
+	rec, viaDaemon, err := checkpointViaDaemon(ctx, socketPath(*sock, sf.stateDir), pos[0], req)
+	if !viaDaemon {
+		var st *snapshot.Store
+		st, err = sf.open(ctx, pos[0], nil)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		rec, err = st.Seal(ctx, req)
 	}
-	defer st.Close()
-	rec, err := st.Seal(ctx, req)
 	if *asJSON && rec.ID != "" {
 		b, _ := json.MarshalIndent(rec, "", "  ")
 		fmt.Fprintln(e.stdout, string(b))
@@ -117,4 +128,40 @@ func short(sha string) string {
 		return sha[:7]
 	}
 	return sha
+}
+
+// checkpointViaDaemon hands the request to a running daemon that watches the
+// workspace, so the seal joins its dirty set and lifecycle. ok is false when
+// no daemon runs or it does not act on this workspace for us: the caller then
+// seals directly, under the store's lock.
+func checkpointViaDaemon(ctx context.Context, sock, dir string, req snapshot.SealRequest) (snapshot.Record, bool, error) {
+	if req.Patterns != nil || req.Changed != nil {
+		return snapshot.Record{}, false, nil // selections are the daemon's own
+	}
+	c := client.New(sock)
+	if !c.Running(ctx) {
+		return snapshot.Record{}, false, nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return snapshot.Record{}, false, err
+	}
+	ar, err := c.Checkpoint(ctx, api.CheckpointRequest{Workspace: abs, Label: req.Label, Status: statusOf(req),
+		CodonID: req.CodonID, CodonName: req.CodonName, RunID: req.RunID})
+	var ce *client.Error
+	if errors.As(err, &ce) && ce.Status == http.StatusForbidden {
+		return snapshot.Record{}, false, nil
+	}
+	var rec snapshot.Record
+	if b, jerr := json.Marshal(ar); jerr == nil {
+		_ = json.Unmarshal(b, &rec)
+	}
+	return rec, true, err
+}
+
+func statusOf(req snapshot.SealRequest) string {
+	if req.Kind == snapshot.KindManual {
+		return ""
+	}
+	return string(req.Kind)
 }

@@ -5,20 +5,27 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/agent/hankweave/hwsim"
 	"github.com/cairn-dev/cairn/snapshot"
 )
 
 func init() {
-	register("demo", "seal checkpoints of a demo workspace as a scripted codon run changes it", runDemo)
+	register("demo", "run the daemon on a demo execution directory while a scripted codon run plays into it", runDemo)
 }
 
-// runDemo plays a small codon run into a Hankweave-layout execution
-// directory and seals the checkpoints the daemon would seal at each step.
+// runDemo starts the daemon on a fresh Hankweave-layout execution directory,
+// plays a small codon run into it (the runtime's own state.json, journal and
+// lock protocol, as the tests' simulator writes them), and prints each
+// checkpoint as the daemon seals it.
 func runDemo(ctx context.Context, e *env, args []string) error {
-	fs := newFlags("demo", "demo [--dir D]", e)
-	dir := fs.String("dir", "", "execution directory to create (default: a new temporary folder)")
+	fs := newFlags("demo", "demo [--dir D] [--keep]", e)
+	dir := fs.String("dir", "", "folder to create the demo in (default: a new temporary folder)")
+	keep := fs.Bool("keep", true, "leave the demo folder for inspection")
+	pace := fs.Duration("pace", 700*time.Millisecond, "pause between the run's steps")
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
@@ -29,55 +36,87 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 		}
 		*dir = d
 	}
-	root := filepath.Join(*dir, "agentRoot")
-	for _, d := range []string{filepath.Join(*dir, ".hankweave"), filepath.Join(root, "src")} {
+	if !*keep {
+		defer os.RemoveAll(*dir)
+	}
+	exec := filepath.Join(*dir, "exec")
+	state := filepath.Join(*dir, "state")
+	for _, d := range []string{filepath.Join(exec, ".hankweave"), filepath.Join(exec, "agentRoot")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
 	}
-	write := func(rel, content string) error {
-		return os.WriteFile(filepath.Join(root, rel), []byte(content), 0o644)
-	}
-	st, err := snapshot.Open(ctx, *dir, snapshot.Options{})
+	cfg, err := agent.ParseConfig("demo", "[defaults]\nautosave_quiet = \"500ms\"\n")
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	fmt.Fprintf(e.stdout, "demo execution directory: %s\nstore: %s\n\n", *dir, st.GitDir())
-	runID := fmt.Sprintf("%d-demo0", time.Now().UnixMilli())
-	patterns := []string{"src", "*.md"}
-	steps := []struct {
-		what    string
-		change  func() error
-		changed []string
-		req     snapshot.SealRequest
-	}{
-		{"workspace first seen", func() error { return write("README.md", "# demo\n") }, nil,
-			snapshot.SealRequest{Kind: snapshot.KindBaseline, Label: "first seen", Patterns: patterns}},
-		{"codon plan: rig set up", func() error { return write("src/main.go", "package main\n") }, []string{"src/main.go"},
-			snapshot.SealRequest{Kind: snapshot.KindRigSetup, CodonID: "plan", CodonName: "Plan the work", RunID: runID, Patterns: patterns}},
-		{"codon plan: completed", func() error { return write("PLAN.md", "1. write\n2. review\n") }, []string{"PLAN.md"},
-			snapshot.SealRequest{Kind: snapshot.KindCompleted, CodonID: "plan", CodonName: "Plan the work", RunID: runID, Patterns: patterns, Duration: 1500 * time.Millisecond}},
-		{"codon write: breaks a file and fails", func() error {
-			if err := write("src/main.go", "package main\nfunc main() { oops\n"); err != nil {
-				return err
+	daemonCtx, stop := context.WithCancel(ctx)
+	d := agent.New(cfg, agent.Options{Watch: []string{exec}, StateDir: state, Socket: filepath.Join(state, "cairn.sock"), Version: Version}, e.log)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(daemonCtx) }()
+	defer func() {
+		stop()
+		<-done
+	}()
+	fmt.Fprintf(e.stdout, "cairn daemon watching %s (socket %s)\n\n", exec, filepath.Join(state, "cairn.sock"))
+
+	st, err := waitStore(ctx, exec)
+	if err != nil {
+		return err
+	}
+	shown := 0
+	show := func(what string) {
+		// Let the daemon catch up with the step, then print what it sealed.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			_ = st.Reload(ctx)
+			if recs := st.Records(); len(recs) > shown || time.Now().After(deadline) {
+				break
 			}
-			return os.Remove(filepath.Join(root, "PLAN.md"))
-		}, []string{"src/main.go", "PLAN.md"},
-			snapshot.SealRequest{Kind: snapshot.KindError, CodonID: "write", CodonName: "Write the code", RunID: runID, Patterns: patterns}},
-	}
-	for _, s := range steps {
-		if err := s.change(); err != nil {
-			return err
+			time.Sleep(50 * time.Millisecond)
 		}
-		s.req.Changed = s.changed
-		rec, err := st.Seal(ctx, s.req)
-		if err != nil {
-			return fmt.Errorf("%s: %w", s.what, err)
+		fmt.Fprintf(e.stdout, "» %s\n", what)
+		recs := st.Records()
+		for _, r := range recs[shown:] {
+			fmt.Fprintf(e.stdout, "    sealed %s %-11s %s %s\n", r.ID, r.Kind, short(r.SHA), strings.TrimSpace(r.CodonID+" "+string(r.State)))
 		}
-		fmt.Fprintf(e.stdout, "%-40s sealed %s %s (+%d ~%d -%d) in %d ms\n", s.what, rec.ID, short(rec.SHA), rec.Added, rec.Changed, rec.Removed, rec.DurationMS)
+		shown = len(recs)
+		time.Sleep(*pace)
 	}
-	fmt.Fprintln(e.stdout, "\ncairn list "+*dir+":")
+	show("workspace first watched")
+
+	plan := hwsim.Plan(
+		hwsim.Codon{ID: "plan", Name: "Plan the work", Files: []string{"PLAN.md"},
+			RigSetup: []hwsim.RigStep{hwsim.Copy("templates/PLAN.md", "PLAN.md", map[string]string{"PLAN.md": "# plan\n"})}},
+		hwsim.Codon{ID: "write", Name: "Write the code", Files: []string{"src"}},
+		hwsim.Codon{ID: "review", Name: "Review", Files: []string{"REVIEW.md"}},
+	)
+	sim := hwsim.New(nil, exec, plan)
+	sim.StartRun()
+	sim.StartCodon("plan")
+	show("codon plan: rig set up, agent starts")
+	sim.WriteFile("PLAN.md", "# plan\n1. write main.go\n2. review\n")
+	sim.CompleteCodon("plan")
+	show("codon plan completed")
+	sim.StartCodon("write")
+	sim.WriteFile("src/main.go", "package main\n\nfunc main() {}\n")
+	show("agent writes src/main.go (autosave after a quiet period)")
+	sim.EditFile("src/main.go", "func main() {}", "func main() { oops")
+	sim.FailCodon("write", "build failed", true)
+	show("codon write fails")
+	sim.StartCodon("write")
+	sim.EditFile("src/main.go", "func main() { oops", "func main() {}")
+	sim.CompleteCodon("write")
+	show("codon write retried and completed")
+	sim.StartCodon("review")
+	sim.WriteFile("REVIEW.md", "looks good\n")
+	sim.Crash()
+	show("the runtime crashes during review (lock left, process gone)")
+	if err := sim.Err(); err != nil {
+		return err
+	}
+
+	fmt.Fprintf(e.stdout, "\ncairn list %s:\n", exec)
 	recs := st.Records()
 	for i, j := 0, len(recs)-1; i < j; i, j = i+1, j-1 {
 		recs[i], recs[j] = recs[j], recs[i]
@@ -85,4 +124,18 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	printList(e.stdout, recs, time.Now())
 	fmt.Fprintf(e.stdout, "\ninspect with plain git:\n  git --git-dir=%s log --oneline --all\n", st.GitDir())
 	return nil
+}
+
+// waitStore opens the workspace's store once the daemon has created it.
+func waitStore(ctx context.Context, exec string) (*snapshot.Store, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(exec, ".hankweave/checkpoints/.hankweavecheckpoints/HEAD")); err == nil {
+			return snapshot.Open(ctx, exec, snapshot.Options{})
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the daemon did not create the store in %s", exec)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
