@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/api"
@@ -23,11 +24,15 @@ const (
 
 // hankState is what a Hankweave workspace remembers between markers.
 type hankState struct {
-	exec string
-	last *hankweave.State // the last state.json that parsed
+	exec    string
+	last    *hankweave.State   // the last state.json that parsed
+	journal *hankweave.Journal // tailed by offset; it survives compaction and reappearance
+	primed  string             // the selection the index was last primed for
 }
 
-func newHankState(exec string) *hankState { return &hankState{exec: exec} }
+func newHankState(exec string) *hankState {
+	return &hankState{exec: exec, journal: hankweave.NewJournal(exec)}
+}
 
 func (h *hankState) dir() string { return filepath.Join(h.exec, ".hankweave") }
 
@@ -69,6 +74,17 @@ func (h *hankState) currentPatterns() ([]string, bool) {
 // has just begun watching (missing markers are sealed late, and marked so).
 // It returns when to look again, or nil.
 func (w *workspace) lifecycle(ctx context.Context, wt *watcher.Watcher, fresh, startup bool) <-chan time.Time {
+	// The journal says what moved (logged); state.json is the record of truth.
+	if evs, err := w.hank.journal.Read(); err != nil {
+		w.log.Debug().Err(err).Msg("journal unreadable")
+	} else {
+		for _, ev := range evs {
+			if tr, ok := ev.Transition(); ok {
+				w.log.Debug().Str("transition", tr.TransitionType).Str("codon", tr.CodonID).Str("run", tr.RunID).
+					Str("from", tr.From).Str("to", tr.To).Msg("runtime transition")
+			}
+		}
+	}
 	// The lock before the state: a runtime writes its lock before its first transition.
 	lock, lockErr := hankweave.ReadLock(w.dir)
 	st, err := hankweave.ReadState(w.dir)
@@ -113,6 +129,7 @@ func (w *workspace) lifecycle(ctx context.Context, wt *watcher.Watcher, fresh, s
 			return nil
 		}
 	}
+	w.prime(ctx)
 	if _, control := w.drain(wt); control {
 		return time.After(0) // another transition landed while sealing
 	}
@@ -164,4 +181,31 @@ func (w *workspace) sealMarker(ctx context.Context, wt *watcher.Watcher, st *han
 		req.Racy = []snapshot.PathIssue{{Path: ".", Reason: "sealed late: the daemon was not watching at the marker; files may have changed since"}}
 	}
 	w.seal(ctx, wt, req, fresh)
+}
+
+// prime stages the index under the selection of the codon now running, as
+// soon as it starts: its lifecycle checkpoints then only stage the last
+// changes, instead of reconciling the whole tree under new patterns at the
+// marker, when the agent is waiting.
+func (w *workspace) prime(ctx context.Context) {
+	pats, ok := w.hank.currentPatterns()
+	if !ok {
+		return
+	}
+	pats = w.patterns(pats)
+	key := strings.Join(pats, "\x00")
+	if key == w.hank.primed {
+		return
+	}
+	start := time.Now()
+	changed := make([]string, 0, len(w.dirty))
+	for p := range w.dirty {
+		changed = append(changed, p)
+	}
+	if err := w.store.Stage(ctx, pats, changed); err != nil {
+		w.log.Warn().Err(err).Msg("priming the index for the next codon failed")
+		return
+	}
+	w.hank.primed = key
+	w.log.Debug().Int64("duration_ms", time.Since(start).Milliseconds()).Msg("index primed for the running codon")
 }

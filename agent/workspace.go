@@ -213,7 +213,8 @@ func (w *workspace) serve(ctx context.Context) error {
 	if w.hank != nil {
 		root = w.dir
 	}
-	wt, err := watcher.Start(ctx, watcher.Options{Root: root, Skip: w.skipFromRoot})
+	opts := watcher.Options{Root: root, Skip: w.skipFromRoot}
+	wt, err := watcher.Start(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", root, err)
 	}
@@ -272,6 +273,19 @@ func (w *workspace) serve(ctx context.Context) error {
 			// Without a complete watch, only a full reconcile sees every change.
 			w.needFull = true
 			w.autosave(ctx, wt)
+			// The limit may have been raised (or other watches released): try again.
+			if nw, err := watcher.Start(ctx, opts); err == nil && !nw.Status().LimitHit {
+				wt.Close()
+				wt = nw
+				w.setStatus(func(*api.WorkspaceStatus) { w.wt = nw })
+				w.needFull = true // changes between the two watches
+				w.updateWatchStatus(wt)
+				degraded = nil
+				w.log.Info().Msg("watch complete again")
+				continue
+			} else if err == nil {
+				nw.Close()
+			}
 			degradedBackoff = min(degradedBackoff*2, 10*time.Minute)
 			degraded = time.After(degradedBackoff)
 		}

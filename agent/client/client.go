@@ -105,3 +105,6 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	return json.Unmarshal(body, out)
 }
+
+// Close drops idle connections to the daemon.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
