@@ -18,7 +18,7 @@ var allowed = map[string][]string{
 	"snapshot":     {"platform"},
 	"restore":      {"platform"},
 	"agent/client": {"agent/api", "platform"},
-	"agent":        {"agent/api", "watcher", "snapshot", "restore", "platform"},
+	"agent":        {"agent/api", "agent/client", "watcher", "snapshot", "restore", "platform"},
 	"cmd":          {"agent", "agent/api", "agent/client", "watcher", "snapshot", "restore", "platform"},
 }
 

@@ -61,13 +61,17 @@ func (d *Daemon) StateDir() string {
 }
 
 func (d *Daemon) stateDirLocked() string {
+	dir := platform.DefaultStateDir()
 	switch {
 	case d.opts.StateDir != "":
-		return d.opts.StateDir
+		dir = d.opts.StateDir
 	case d.cfg.StateDir != "":
-		return d.cfg.StateDir
+		dir = d.cfg.StateDir
 	}
-	return platform.DefaultStateDir()
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return dir
 }
 
 // SocketPath is where the daemon listens.

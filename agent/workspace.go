@@ -450,7 +450,7 @@ func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 		}
 	}
 	// A seal in progress may finish after shutdown begins, within a grace.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sealGrace)
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	stopOnCancel := context.AfterFunc(ctx, func() {
 		select {

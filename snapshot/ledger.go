@@ -88,13 +88,19 @@ func (s *Store) recoverFromGit(ctx context.Context) error {
 			known[r.SHA] = true
 		}
 	}
-	out, err := s.git.Run(ctx, nil, "for-each-ref", "--format=%(objectname)", "refs/heads", "refs/cairn")
+	// Only tips that are cairn's own commits (they carry a ledger id) can be
+	// missing from the ledger; main and the runtime's own commits never are.
+	out, err := s.git.Run(ctx, nil, "for-each-ref", "--format=%(objectname)%00%(contents)%1e", "refs/heads", "refs/cairn")
 	if err != nil {
 		return err
 	}
 	missing := false
-	for _, sha := range strings.Fields(string(out)) {
-		if !known[sha] {
+	for _, tip := range strings.Split(string(out), "\x1e") {
+		sha, msg, ok := strings.Cut(strings.TrimLeft(tip, "\n"), "\x00")
+		if !ok || known[sha] {
+			continue
+		}
+		if _, cairn := recordFromMessage(msg); cairn {
 			missing = true
 			break
 		}

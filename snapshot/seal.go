@@ -126,7 +126,19 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (Record, error)
 	if err := platform.SyncFS(s.gitDir); err != nil {
 		return fail(err)
 	}
+	// The counts for the record are read while the ref moves.
+	type counts struct {
+		added, changed, removed int
+		err                     error
+	}
+	countC := make(chan counts, 1)
+	go func() {
+		var c counts
+		c.added, c.changed, c.removed, c.err = s.diffCounts(ctx, parent, sha)
+		countC <- c
+	}()
 	if _, err := s.git.Run(ctx, nil, "update-ref", "-m", "cairn: "+string(req.Kind)+" "+rec.ID, ref, sha, oldTip); err != nil {
+		<-countC
 		return fail(fmt.Errorf("ref %s moved while sealing (another writer?); not overwritten: %w", ref, err))
 	}
 	if !s.git.Version.AtLeast(Version{2, 36, 0}) {
@@ -137,10 +149,11 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (Record, error)
 	faultPoint("update-ref")
 
 	rec.SHA, rec.Parent = sha, parent
-	rec.Added, rec.Changed, rec.Removed, err = s.diffCounts(ctx, parent, sha)
-	if err != nil {
-		return fail(err)
+	c := <-countC
+	if c.err != nil {
+		return fail(c.err)
 	}
+	rec.Added, rec.Changed, rec.Removed = c.added, c.changed, c.removed
 	rec.State = StateOK
 	switch {
 	case len(rec.Issues) > 0:
@@ -200,7 +213,7 @@ func (s *Store) target(ctx context.Context, req SealRequest, id string) (ref, pa
 		// One ref per checkpoint outside runs, so a retention policy can drop them one by one.
 		ref = "refs/cairn/" + string(req.Kind) + "/" + id
 	}
-	if tip, ok := s.resolve(ctx, ref); ok {
+	if tip, ok := s.refTip(ctx, ref); ok {
 		return ref, tip, tip, nil
 	}
 	switch {
@@ -213,7 +226,7 @@ func (s *Store) target(ctx context.Context, req SealRequest, id string) (ref, pa
 	case req.RunID == "" && req.Ref == "" && s.position() != "":
 		parent = s.position()
 	default:
-		p, ok := s.resolve(ctx, "refs/heads/main")
+		p, ok := s.refTip(ctx, "refs/heads/main")
 		if !ok {
 			return "", "", "", errors.New("store has no main branch")
 		}
@@ -230,6 +243,42 @@ func (s *Store) position() string {
 		}
 	}
 	return ""
+}
+
+// refTip reads a full ref name from the store's files (a loose ref, else
+// packed-refs) without starting git: it is on the path of every seal. The
+// compare-and-swap in update-ref still guards the write.
+func (s *Store) refTip(ctx context.Context, ref string) (string, bool) {
+	if b, err := os.ReadFile(filepath.Join(s.gitDir, filepath.FromSlash(ref))); err == nil {
+		if sha := strings.TrimSpace(string(b)); isHexSHA(sha) {
+			return sha, true
+		}
+		return s.resolve(ctx, ref) // symbolic or odd: let git say
+	} else if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+		return s.resolve(ctx, ref)
+	}
+	packed, err := os.ReadFile(filepath.Join(s.gitDir, "packed-refs"))
+	if err != nil {
+		return "", false
+	}
+	for _, line := range strings.Split(string(packed), "\n") {
+		if sha, name, ok := strings.Cut(line, " "); ok && name == ref && isHexSHA(sha) {
+			return sha, true
+		}
+	}
+	return "", false
+}
+
+func isHexSHA(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Store) resolve(ctx context.Context, rev string) (string, bool) {
@@ -552,8 +601,12 @@ func (s *Store) planPaths(ctx context.Context, sel *Selector, changed []string) 
 		case err == nil && fi.IsDir():
 			missing = append(missing, rel) // tracked paths under it that are gone
 			files = append(files, s.walkFiles(rel, p)...)
+		case err == nil && !fi.Mode().IsRegular():
+			// A folder that became a symlink (or a FIFO…): its entries leave. A
+			// folder that became a file needs nothing: --replace drops them.
+			missing = append(missing, rel)
+			files = append(files, rel)
 		default:
-			missing = append(missing, rel) // a folder that became a file or symlink: its entries leave
 			files = append(files, rel)
 		}
 	}
@@ -708,6 +761,14 @@ func (s *Store) apply(ctx context.Context, p *stagePlan) error {
 	todo := append(append([]string(nil), p.add...), p.gone...)
 	sort.Strings(todo)
 	for attempt := 0; len(todo) > 0; attempt++ {
+		if attempt > 0 {
+			// git trusts an entry whose size and whole-second times match: a
+			// file rewritten at the same size in the same second as git read
+			// it would keep its stale blob. Dropping the entries forces a re-read.
+			if _, err := s.git.Run(ctx, nulJoin(todo), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
+				return err
+			}
+		}
 		bad, err := s.updateIndex(ctx, todo)
 		if err != nil {
 			return err

@@ -119,6 +119,9 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		if state == "" {
 			state = platform.DefaultStateDir()
 		}
+		if state, err = filepath.Abs(state); err != nil {
+			return nil, err
+		}
 		sum := sha256.Sum256([]byte(real))
 		s.workTree = real
 		s.home = filepath.Join(state, "stores", filepath.Base(real)+"-"+hex.EncodeToString(sum[:8]))

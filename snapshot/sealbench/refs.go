@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/cairn-dev/cairn/snapshot"
@@ -191,4 +192,41 @@ func (s *refStore) treeOf(ctx context.Context, rev string) (string, error) {
 		return "", fmt.Errorf("sealbench: tree of %s: %w", rev, err)
 	}
 	return t, nil
+}
+
+// lsTree lists a tree recursively: path → mode, type and object name.
+func lsTree(ctx context.Context, g *snapshot.Git, rev string) (map[string]string, error) {
+	out, err := g.Run(ctx, nil, "ls-tree", "-r", "-z", "--full-tree", rev)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for _, e := range strings.Split(string(out), "\x00") {
+		if meta, p, ok := strings.Cut(e, "\t"); ok {
+			m[p] = meta
+		}
+	}
+	return m, nil
+}
+
+// treeDiff names the first few paths where got differs from want.
+func treeDiff(got, want map[string]string) string {
+	var d []string
+	for p, m := range want {
+		if g, ok := got[p]; !ok {
+			d = append(d, "missing "+p)
+		} else if g != m {
+			d = append(d, "differs "+p)
+		}
+	}
+	for p := range got {
+		if _, ok := want[p]; !ok {
+			d = append(d, "extra "+p)
+		}
+	}
+	slices.Sort(d)
+	if n := len(d); n > 5 {
+		d = append(d[:5], fmt.Sprintf("and %d more", n-5))
+	}
+	return strings.Join(d, ", ")
 }

@@ -177,6 +177,13 @@ func generate(ctx context.Context, root string, n int, seed uint64) (*tree, erro
 		}
 	}
 
+	// Below 1000 files (trees for tests, not for figures) the binaries
+	// shrink in proportion, so a test does not spend its time in zlib.
+	binLo, binHi := minBinary, maxBinary
+	if n < 1000 {
+		binLo, binHi = binLo*n/1000, binHi*n/1000
+	}
+
 	// The first failure cancels the rest; the cause is what we report.
 	wctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -191,7 +198,7 @@ func generate(ctx context.Context, root string, n int, seed uint64) (*tree, erro
 				r := t.rng(j.kind, j.n)
 				var body []byte
 				if j.kind == streamBinary {
-					body = make([]byte, minBinary+r.IntN(maxBinary-minBinary+1))
+					body = make([]byte, binLo+r.IntN(binHi-binLo+1))
 					fillRandom(r, body)
 				} else {
 					body = sourceText(r, minText+r.IntN(maxText-minText+1))

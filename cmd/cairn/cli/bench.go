@@ -3,19 +3,26 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/cairn-dev/cairn/agent/daemonbench"
 	"github.com/cairn-dev/cairn/snapshot/sealbench"
 )
 
 func init() {
-	register("bench", "measure sealing against git's reference pipelines (bench seal)", runBench)
+	register("bench", "measure sealing against git's reference pipelines (bench seal), or the daemon (bench daemon)", runBench)
 }
 
 func runBench(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 && args[0] == "daemon" {
+		return runBenchDaemon(ctx, e, args[1:])
+	}
 	if len(args) == 0 || args[0] != "seal" {
-		return usageErr("usage: cairn bench seal [--sizes 1k,10k,100k] [--runs 5] [--skip-slow] [--dir D] [--json]")
+		return usageErr("usage: cairn bench seal [--sizes 1k,10k,100k] [--runs 5] [--skip-slow] [--dir D] [--json]\n" +
+			"       cairn bench daemon [--files 10000] [--watch-files 100000] [--runs 3] [--json]")
 	}
 	fs := newFlags("bench seal", "bench seal [--sizes 1k,10k,100k] [--runs N] [--skip-slow] [--dir D] [--keep] [--json]", e)
 	sizes := fs.String("sizes", "1k,10k,100k", "tree sizes in files, comma-separated (k = thousand)")
@@ -40,6 +47,58 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		cfg.Progress = e.stderr
 	}
 	return sealbench.Run(ctx, cfg, e.stdout)
+}
+
+func runBenchDaemon(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("bench daemon", "bench daemon [--files 10000] [--watch-files 100000] [--runs N] [--parts latency,watch,storm] [--bin B] [--dir D] [--keep] [--json]", e)
+	files := fs.String("files", "10k", "files in the latency and storm trees (k = thousand)")
+	watchFiles := fs.String("watch-files", "100k", "files in the watch tree, 20 a folder")
+	runs := fs.Int("runs", 3, "counted runs of each part")
+	samples := fs.Int("samples", 50, "markers timed per latency run")
+	changed := fs.Int("changed", 20, "files edited before each marker")
+	parts := fs.String("parts", "latency,watch,storm", "parts to run, comma-separated")
+	idle := fs.Duration("idle", 10*time.Second, "how long idle CPU is measured")
+	stormWrites := fs.String("storm-writes", "50k", "file writes in one storm")
+	stormFor := fs.Duration("storm-for", 10*time.Second, "how long one storm lasts")
+	stormQuiet := fs.Duration("storm-quiet", 2*time.Second, "the storm workspace's autosave quiet period")
+	stormMaxWait := fs.Duration("storm-max-wait", 3*time.Second, "the storm workspace's autosave maximum wait")
+	bin := fs.String("bin", "", "cairn binary to run as the daemon (default: this one)")
+	dir := fs.String("dir", "", "scratch folder (default: a temporary folder)")
+	keep := fs.Bool("keep", false, "keep the scratch folder: trees, stores, daemon logs")
+	asJSON := fs.Bool("json", false, "print the results as JSON")
+	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErr("bench daemon takes no arguments")
+	}
+	cfg := daemonbench.Config{Bin: *bin, Runs: *runs, Samples: *samples, Changed: *changed, Idle: *idle,
+		StormFor: *stormFor, StormQuiet: *stormQuiet, StormMaxWait: *stormMaxWait, Dir: *dir, Keep: *keep, JSON: *asJSON}
+	for _, c := range []struct {
+		flag string
+		in   string
+		out  *int
+	}{{"--files", *files, &cfg.Files}, {"--watch-files", *watchFiles, &cfg.WatchFiles}, {"--storm-writes", *stormWrites, &cfg.StormWrites}} {
+		if *c.out, err = parseCount(c.in); err != nil {
+			return usageErr("%s: %v", c.flag, err)
+		}
+	}
+	for _, p := range strings.Split(*parts, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			cfg.Parts = append(cfg.Parts, p)
+		}
+	}
+	if cfg.Bin == "" {
+		if cfg.Bin, err = os.Executable(); err != nil {
+			return fmt.Errorf("find this binary (use --bin): %w", err)
+		}
+	}
+	if !*quiet {
+		cfg.Progress = e.stderr
+	}
+	return daemonbench.Run(ctx, cfg, e.stdout)
 }
 
 // parseCount reads 1000, 1k or 100k.

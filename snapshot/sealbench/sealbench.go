@@ -1,0 +1,506 @@
+// Package sealbench measures how fast cairn seals checkpoints, against git
+// pipelines measured in the same run on the same synthetic trees.
+//
+// Absolute times drift by tens of percent between runs on the same machine,
+// so every figure comes with references timed alongside it, interleaved with
+// cairn's runs (cairn first on even runs, the reference first on odd ones),
+// and the ratios are the figures to trust. The page cache is not dropped
+// (that needs root and measures the disk, not cairn); one warm-up run that
+// is not counted comes before the counted ones instead, and sync(2) runs
+// before every timed operation so one operation's writeback does not land in
+// the next one's time. Other work on the machine does land in it: each size
+// records the load average before and after, to judge a run by.
+package sealbench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cairn-dev/cairn/snapshot"
+)
+
+// Config says what to measure. The zero value measures the default sizes.
+type Config struct {
+	// Sizes are the tracked files of each generated tree; default 1000,
+	// 10000, 100000.
+	Sizes []int
+	// Runs is how many counted runs each operation gets per size, after one
+	// warm-up run; default 5.
+	Runs int
+	// Dir is the scratch folder; default a new temporary folder. A fresh
+	// sub-folder is made inside it either way.
+	Dir string
+	// KeepTrees keeps the generated trees and their long-lived stores (the
+	// throw-away stores of first seals are always removed).
+	KeepTrees bool
+	// JSON prints one JSON document instead of tables.
+	JSON bool
+	// SkipSlow skips the seed's pipelines (a) and (b) at sizes of SlowFiles
+	// and more, where one run takes minutes. Without it they run once there.
+	SkipSlow bool
+	// Seed makes the trees and mutations; default 1.
+	Seed uint64
+	// Progress, when set, gets a line as each step starts: a run at 100k
+	// files takes several minutes.
+	Progress io.Writer
+}
+
+// SlowFiles is the tree size from which the seed's pipelines run once
+// instead of Runs times (or not at all with SkipSlow).
+const SlowFiles = 50_000
+
+// Operation names, as they appear in the JSON result.
+const (
+	OpIncremental = "cairn-incremental"
+	OpFloor       = "ref-floor"
+	OpSeedA       = "ref-seed-a"
+	OpSeedB       = "ref-seed-b"
+	OpReconcile   = "cairn-reconcile-unchanged"
+	OpStatus      = "ref-status"
+	OpFirstSeal   = "cairn-first-seal"
+	OpAddAll      = "ref-addall"
+)
+
+var opOrder = []struct{ name, what string }{
+	{OpIncremental, "cairn incremental seal (20 edited, 5 added, 5 deleted)"},
+	{OpFloor, "floor: update-index --stdin of the 30 paths + write-tree + commit-tree + update-ref"},
+	{OpSeedA, "seed (a): reset --mixed + add -f 100 paths/process over every file + commit"},
+	{OpSeedB, "seed (b): read-tree parent + add -f 100 paths/process over every file + commit-tree"},
+	{OpReconcile, "cairn full reconcile, nothing changed"},
+	{OpStatus, "git status --porcelain -z --untracked-files=all, nothing changed"},
+	{OpFirstSeal, "cairn first seal, fresh store"},
+	{OpAddAll, "git add -A + commit, fresh store"},
+}
+
+var ratioOrder = []struct {
+	name, num, den string
+	target         float64 // 0: none, report only
+}{
+	{"incremental/floor", OpIncremental, OpFloor, 2},
+	{"seed-a/incremental", OpSeedA, OpIncremental, 0},
+	{"seed-b/incremental", OpSeedB, OpIncremental, 0},
+	{"reconcile/status", OpReconcile, OpStatus, 2},
+	{"first-seal/addall", OpFirstSeal, OpAddAll, 1.3},
+}
+
+// Report is the machine-readable result.
+type Report struct {
+	Git    string       `json:"git"`
+	GOOS   string       `json:"goos"`
+	GOARCH string       `json:"goarch"`
+	CPUs   int          `json:"cpus"`
+	Runs   int          `json:"runs"`
+	Seed   uint64       `json:"seed"`
+	Sizes  []SizeResult `json:"sizes"`
+}
+
+// SizeResult is everything measured on one tree.
+type SizeResult struct {
+	Files         int        `json:"files"`        // tracked files
+	IgnoredFiles  int        `json:"ignoredFiles"` // present on disk, left out by .gitignore
+	Bytes         int64      `json:"bytes"`        // written by the generator
+	GenerateMS    float64    `json:"generateMs"`
+	SetupMS       float64    `json:"setupMs"` // first seal of the long-lived stores
+	Ops           []OpResult `json:"ops"`
+	Ratios        []Ratio    `json:"ratios"`
+	Notes         []string   `json:"notes,omitempty"`
+	SlowPipelines string     `json:"slowPipelines"`        // seed (a) and (b): "every run", "once" or "skipped"
+	WarmupRuns    int        `json:"warmupRuns"`           // not counted
+	Runs          int        `json:"runs"`                 // counted
+	LoadBefore    string     `json:"loadBefore,omitempty"` // /proc/loadavg, where there is one
+	LoadAfter     string     `json:"loadAfter,omitempty"`
+}
+
+// OpResult is one operation's timings over the counted runs.
+type OpResult struct {
+	Name      string    `json:"name"`
+	What      string    `json:"what"`
+	Runs      int       `json:"runs"` // 0 when skipped
+	MedianMS  float64   `json:"medianMs"`
+	MinMS     float64   `json:"minMs"`
+	MaxMS     float64   `json:"maxMs"`
+	SamplesMS []float64 `json:"samplesMs"`
+}
+
+// Ratio is a quotient of two medians. Met is set when there is a target.
+type Ratio struct {
+	Name   string  `json:"name"`
+	Value  float64 `json:"value"`
+	Target float64 `json:"target,omitempty"`
+	Met    *bool   `json:"met,omitempty"`
+}
+
+// Run generates a tree per size, measures cairn and the references on it,
+// and writes a table per size to w as each size finishes (or, with
+// cfg.JSON, one Report at the end).
+func Run(ctx context.Context, cfg Config, w io.Writer) error {
+	if len(cfg.Sizes) == 0 {
+		cfg.Sizes = []int{1000, 10000, 100000}
+	}
+	if cfg.Runs <= 0 {
+		cfg.Runs = 5
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = 1
+	}
+	for _, n := range cfg.Sizes {
+		if n < minTreeFiles {
+			return fmt.Errorf("sealbench: size %d is below the minimum of %d files", n, minTreeFiles)
+		}
+	}
+	logf := func(format string, args ...any) {
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, "sealbench: "+format+"\n", args...)
+		}
+	}
+
+	if cfg.Dir != "" {
+		if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+			return err
+		}
+	}
+	root, err := os.MkdirTemp(cfg.Dir, "sealbench-")
+	if err != nil {
+		return err
+	}
+	if cfg.KeepTrees {
+		logf("trees and stores kept in %s", root)
+	} else {
+		defer os.RemoveAll(root)
+	}
+	env, err := newGitEnv(ctx, filepath.Join(root, "home"))
+	if err != nil {
+		return err
+	}
+
+	rep := Report{Git: env.version.String(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH,
+		CPUs: runtime.NumCPU(), Runs: cfg.Runs, Seed: cfg.Seed}
+	for _, n := range cfg.Sizes {
+		dir := filepath.Join(root, fmt.Sprintf("files-%d", n))
+		res, err := runSize(ctx, cfg, env, n, dir, logf)
+		if !cfg.KeepTrees {
+			// Free the disk before the next, larger size.
+			os.RemoveAll(dir)
+		}
+		if err != nil {
+			return fmt.Errorf("sealbench: %d files: %w", n, err)
+		}
+		rep.Sizes = append(rep.Sizes, res)
+		if !cfg.JSON {
+			if err := writeTable(w, rep.Git, cfg.Runs, res); err != nil {
+				return err
+			}
+		}
+	}
+	if cfg.JSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return nil
+}
+
+// runSize measures every operation on one tree of n files under dir.
+func runSize(ctx context.Context, cfg Config, env *gitEnv, n int, dir string, logf func(string, ...any)) (SizeResult, error) {
+	res := SizeResult{Files: n, WarmupRuns: 1, Runs: cfg.Runs, LoadBefore: loadAvg()}
+	treeDir := filepath.Join(dir, "tree")
+
+	logf("%d files: generating the tree", n)
+	start := time.Now()
+	tr, err := generate(ctx, treeDir, n, cfg.Seed)
+	if err != nil {
+		return res, err
+	}
+	res.GenerateMS = ms(time.Since(start))
+	res.IgnoredFiles = tr.ignored
+	res.Bytes = tr.bytes
+
+	// The long-lived stores start with the whole tree sealed, as a
+	// workspace's store does before its incremental checkpoints.
+	logf("%d files: setting up cairn's store and the reference stores", n)
+	start = time.Now()
+	cs, err := openCairn(ctx, treeDir, filepath.Join(dir, "cairn-state"))
+	if err != nil {
+		return res, err
+	}
+	defer cs.close()
+	if _, err := cs.seal(ctx, "sealbench setup", nil); err != nil {
+		return res, err
+	}
+	floorDir := filepath.Join(dir, "ref-floor")
+	floor, err := env.newRefStore(ctx, floorDir, treeDir, filepath.Join(floorDir, "sealbench-index"))
+	if err != nil {
+		return res, err
+	}
+	slow := n >= SlowFiles
+	res.SlowPipelines = "every run"
+	switch {
+	case slow && cfg.SkipSlow:
+		res.SlowPipelines = "skipped"
+	case slow:
+		res.SlowPipelines = "once"
+	}
+	var seedA, seedB *refStore
+	if res.SlowPipelines != "skipped" {
+		if seedA, err = env.newRefStore(ctx, filepath.Join(dir, "ref-a"), treeDir, ""); err != nil {
+			return res, err
+		}
+		bDir := filepath.Join(dir, "ref-b")
+		if seedB, err = env.newRefStore(ctx, bDir, treeDir, filepath.Join(bDir, "sealbench-index")); err != nil {
+			return res, err
+		}
+	}
+	res.SetupMS = ms(time.Since(start))
+
+	samples := map[string][]time.Duration{}
+	// A note repeats in every run that shows the same problem: keep the
+	// first occurrence of each kind and count the others.
+	type noted struct {
+		msg string
+		n   int
+	}
+	var notes []*noted
+	seen := map[string]*noted{}
+	note := func(kind, format string, args ...any) {
+		if nd := seen[kind]; nd != nil {
+			nd.n++
+			return
+		}
+		nd := &noted{msg: fmt.Sprintf(format, args...), n: 1}
+		seen[kind] = nd
+		notes = append(notes, nd)
+	}
+
+	for run := 0; run <= cfg.Runs; run++ {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		counted := run > 0
+		timed := func(op string, f func() error) error {
+			settle()
+			t0 := time.Now()
+			if err := f(); err != nil {
+				return fmt.Errorf("%s: %w", op, err)
+			}
+			if counted {
+				samples[op] = append(samples[op], time.Since(t0))
+			}
+			return nil
+		}
+		// pair times cairn's operation and its reference, cairn first on
+		// even runs and second on odd ones, so drift and cache effects
+		// fall on both alike.
+		pair := func(cairnOp string, cf func() error, refOp string, rf func() error) error {
+			first, second := func() error { return timed(cairnOp, cf) }, func() error { return timed(refOp, rf) }
+			if run%2 == 1 {
+				first, second = second, first
+			}
+			if err := first(); err != nil {
+				return err
+			}
+			return second()
+		}
+		what := "warm-up run"
+		if counted {
+			what = fmt.Sprintf("run %d/%d", run, cfg.Runs)
+		}
+
+		changed, err := tr.mutate(run)
+		if err != nil {
+			return res, err
+		}
+		logf("%d files, %s: incremental seal", n, what)
+		var incr snapshot.Record
+		err = pair(OpIncremental, func() error {
+			var err error
+			incr, err = cs.seal(ctx, "sealbench incremental", changed)
+			return err
+		}, OpFloor, func() error { return floor.floor(ctx, changed) })
+		if err != nil {
+			return res, err
+		}
+		floorTree, err := floor.treeOf(ctx, floor.parent)
+		if err != nil {
+			return res, err
+		}
+		if err := sameTree(ctx, cs, incr, floor, floorTree, "incremental seal", note); err != nil {
+			return res, err
+		}
+
+		// At SlowFiles and over, the seed's pipelines run in the first
+		// counted run only: they cover everything that changed since
+		// their last commit, so skipping runs costs them nothing.
+		if seedA != nil && (!slow || run == 1) {
+			logf("%d files, %s: seed pipelines (a) and (b)", n, what)
+			files := tr.files()
+			if err := timed(OpSeedA, func() error { return seedA.seedA(ctx, files) }); err != nil {
+				return res, err
+			}
+			if err := timed(OpSeedB, func() error { return seedB.seedB(ctx, files) }); err != nil {
+				return res, err
+			}
+		}
+
+		logf("%d files, %s: reconcile with nothing changed", n, what)
+		var recon snapshot.Record
+		var status string
+		err = pair(OpReconcile, func() error {
+			var err error
+			recon, err = cs.seal(ctx, "sealbench reconcile", nil)
+			return err
+		}, OpStatus, func() error {
+			var err error
+			status, err = floor.status(ctx)
+			return err
+		})
+		if err != nil {
+			return res, err
+		}
+		if status != "" {
+			note("status", "git status was not clean on the floor's store (%d bytes of output): the floor missed a change", len(status))
+		}
+		if err := sameTree(ctx, cs, recon, floor, floorTree, "full reconcile", note); err != nil {
+			return res, err
+		}
+
+		logf("%d files, %s: first seals on fresh stores", n, what)
+		if err := firstSeals(ctx, env, treeDir, filepath.Join(dir, fmt.Sprintf("first-%d", run)), floor, floorTree, pair, note); err != nil {
+			return res, err
+		}
+	}
+
+	for _, nd := range notes {
+		res.Notes = append(res.Notes, fmt.Sprintf("%s [in %d of %d runs, warm-up included; first shown]", nd.msg, nd.n, cfg.Runs+1))
+	}
+	for _, op := range opOrder {
+		res.Ops = append(res.Ops, summarize(op.name, op.what, samples[op.name]))
+	}
+	for _, r := range ratioOrder {
+		num, den := medianOf(res.Ops, r.num), medianOf(res.Ops, r.den)
+		if num == 0 || den == 0 {
+			continue // an operation was skipped
+		}
+		rt := Ratio{Name: r.name, Value: num / den, Target: r.target}
+		if r.target > 0 {
+			met := rt.Value <= r.target
+			rt.Met = &met
+		}
+		res.Ratios = append(res.Ratios, rt)
+	}
+	res.LoadAfter = loadAvg()
+	return res, nil
+}
+
+// firstSeals times cairn's first seal and `git add -A` + commit, each on a
+// fresh store over the same tree, and removes both stores afterwards: at
+// 100k files each holds hundreds of MB of loose objects.
+func firstSeals(ctx context.Context, env *gitEnv, treeDir, dir string, floor *refStore, want string,
+	pair func(string, func() error, string, func() error) error, note func(kind, format string, args ...any)) error {
+	defer os.RemoveAll(dir)
+	cs, err := openCairn(ctx, treeDir, filepath.Join(dir, "cairn-state"))
+	if err != nil {
+		return err
+	}
+	defer cs.close()
+	ref, err := env.initStore(ctx, filepath.Join(dir, "ref"), treeDir, "")
+	if err != nil {
+		return err
+	}
+	var rec snapshot.Record
+	err = pair(OpFirstSeal, func() error {
+		var err error
+		rec, err = cs.seal(ctx, "sealbench first seal", nil)
+		return err
+	}, OpAddAll, func() error { return ref.addAll(ctx) })
+	if err != nil {
+		return err
+	}
+	if err := sameTree(ctx, cs, rec, floor, want, "first seal", note); err != nil {
+		return err
+	}
+	got, err := ref.treeOf(ctx, "HEAD")
+	if err != nil {
+		return err
+	}
+	if got != want {
+		note("addall", "git add -A sealed tree %s, the floor %s", got, want)
+	}
+	return nil
+}
+
+// sameTree notes when cairn sealed another tree than the floor holds for
+// the same disk: the timings would then compare different work.
+func sameTree(ctx context.Context, cs *cairnStore, rec snapshot.Record, floor *refStore, want, what string, note func(kind, format string, args ...any)) error {
+	got, err := cs.treeOf(ctx, rec.SHA)
+	if err != nil {
+		return err
+	}
+	if got != want {
+		mine, err := lsTree(ctx, cs.st.Git(), got)
+		if err != nil {
+			return err
+		}
+		theirs, err := lsTree(ctx, floor.git, want)
+		if err != nil {
+			return err
+		}
+		note("tree "+what, "cairn's %s sealed another tree than git (cairn reported %d changed, %d added, %d removed): %s",
+			what, rec.Changed, rec.Added, rec.Removed, treeDiff(mine, theirs))
+	}
+	if rec.State != "" && rec.State != snapshot.StateOK {
+		note("state "+what, "cairn's %s ended %s: %v", what, rec.State, rec.Issues)
+	}
+	return nil
+}
+
+func summarize(name, what string, d []time.Duration) OpResult {
+	r := OpResult{Name: name, What: what, Runs: len(d), SamplesMS: []float64{}}
+	if len(d) == 0 {
+		return r
+	}
+	for _, x := range d {
+		r.SamplesMS = append(r.SamplesMS, ms(x))
+	}
+	s := slices.Clone(r.SamplesMS)
+	slices.Sort(s)
+	r.MinMS, r.MaxMS = s[0], s[len(s)-1]
+	if len(s)%2 == 1 {
+		r.MedianMS = s[len(s)/2]
+	} else {
+		r.MedianMS = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return r
+}
+
+func medianOf(ops []OpResult, name string) float64 {
+	for _, o := range ops {
+		if o.Name == name {
+			return o.MedianMS
+		}
+	}
+	return 0
+}
+
+// loadAvg returns the 1, 5 and 15 minute load averages, or "" where the
+// system does not publish them.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,0 +1,100 @@
+package sealbench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestRunTiny runs the whole benchmark on a 200-file tree, once, so CI proves
+// it still works. It checks what was measured, never how fast.
+func TestRunTiny(t *testing.T) {
+	ctx := context.Background()
+	var out bytes.Buffer
+	cfg := Config{Sizes: []int{200}, Runs: 1, Dir: t.TempDir(), JSON: true}
+	if err := Run(ctx, cfg, &out); err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("JSON output: %v\n%s", err, out.Bytes())
+	}
+	if len(rep.Sizes) != 1 || rep.Sizes[0].Files != 200 {
+		t.Fatalf("sizes = %+v, want one of 200 files", rep.Sizes)
+	}
+	s := rep.Sizes[0]
+	for _, op := range s.Ops {
+		if op.Runs != 1 || op.MedianMS <= 0 {
+			t.Errorf("%s: %d runs, median %v ms; want 1 run with a time", op.Name, op.Runs, op.MedianMS)
+		}
+	}
+	if len(s.Ratios) != len(ratioOrder) {
+		t.Errorf("got %d ratios, want %d", len(s.Ratios), len(ratioOrder))
+	}
+	// A note means cairn and git sealed different trees, or the floor
+	// missed a change: the timings would compare different work.
+	for _, n := range s.Notes {
+		t.Errorf("note: %s", n)
+	}
+
+	// The table form prints every operation.
+	out.Reset()
+	if err := writeTable(&out, rep.Git, rep.Runs, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range opOrder {
+		if !strings.Contains(out.String(), op.what) {
+			t.Errorf("table lacks %q:\n%s", op.what, out.String())
+		}
+	}
+}
+
+// TestGenerateDeterministic checks that a seed gives the same tree and the
+// same mutations, and that a mutation touches 20 + 5 + 5 distinct paths.
+func TestGenerateDeterministic(t *testing.T) {
+	ctx := context.Background()
+	var trees [2]*tree
+	var changed [2][]string
+	for i := range trees {
+		root := t.TempDir()
+		tr, err := generate(ctx, root, 120, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr.tracked() != 120 {
+			t.Fatalf("tracked = %d, want 120", tr.tracked())
+		}
+		c, err := tr.mutate(3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		trees[i], changed[i] = tr, c
+	}
+	if !slices.Equal(trees[0].files(), trees[1].files()) {
+		t.Error("same seed, different trees")
+	}
+	if !slices.Equal(changed[0], changed[1]) {
+		t.Error("same seed, different mutations")
+	}
+	if n := len(slices.Compact(slices.Clone(changed[0]))); n != editsPerRun+addsPerRun+deletesPerRun {
+		t.Errorf("mutation touched %d distinct paths, want %d", n, editsPerRun+addsPerRun+deletesPerRun)
+	}
+	for _, p := range trees[0].files() {
+		a, err := os.ReadFile(filepath.Join(trees[0].root, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(trees[1].root, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a, b) {
+			t.Fatalf("%s differs between two trees of the same seed", p)
+		}
+	}
+}
