@@ -435,6 +435,9 @@ type stagePlan struct {
 	gone    []string          // missing on disk
 	issues  []PathIssue
 	skipped []PathIssue
+	// ignored, when set, answers (once) which planned paths git's ignore
+	// rules cover; they are dropped after the first staging pass.
+	ignored func() (map[string]bool, error)
 }
 
 type fileID struct {
@@ -633,8 +636,15 @@ func (s *Store) planPaths(ctx context.Context, sel *Selector, changed []string) 
 	return p, nil
 }
 
+// parallelIgnoreMax is the most paths whose ignore check runs beside their
+// staging (and is undone for the few ignored ones); past it, files are
+// checked first so ignored trees are never hashed.
+const parallelIgnoreMax = 256
+
 // considerUnignored asks git which of files its ignore rules cover (those
-// leave the index), and classifies the rest.
+// leave the index), and classifies the rest. For a handful of paths (an
+// incremental seal) the question runs while they are staged: check-ignore
+// does not read the index, and an ignored path staged meanwhile is dropped.
 func (s *Store) considerUnignored(ctx context.Context, p *stagePlan, sel *Selector, files []string, links *linkCache) error {
 	// check-ignore reads stdin as pathspecs (and refuses literal magic), so
 	// each path goes as "./path": nothing in a name can read as magic. Paths
@@ -646,16 +656,43 @@ func (s *Store) considerUnignored(ctx context.Context, p *stagePlan, sel *Select
 			ask = append(ask, "./"+f)
 		}
 	}
-	ignored := map[string]bool{}
-	if len(ask) > 0 {
+	query := func() (map[string]bool, error) {
+		ignored := map[string]bool{}
+		if len(ask) == 0 {
+			return ignored, nil
+		}
 		out, err := s.git.Run(ctx, nulJoin(ask), "check-ignore", "--no-index", "-z", "--stdin")
 		var ge *GitError
 		if err != nil && !(errors.As(err, &ge) && ge.ExitCode == 1) { // 1: nothing ignored
-			return err
+			return nil, err
 		}
 		for _, f := range splitNul(out) {
 			ignored[strings.TrimPrefix(f, "./")] = true
 		}
+		return ignored, nil
+	}
+	if len(files) <= parallelIgnoreMax {
+		type answer struct {
+			ignored map[string]bool
+			err     error
+		}
+		c := make(chan answer, 1)
+		go func() {
+			ig, err := query()
+			c <- answer{ig, err}
+		}()
+		p.ignored = func() (map[string]bool, error) {
+			a := <-c
+			return a.ignored, a.err
+		}
+		for _, f := range files {
+			s.consider(p, sel, f, links)
+		}
+		return nil
+	}
+	ignored, err := query()
+	if err != nil {
+		return err
 	}
 	for _, f := range files {
 		if ignored[f] {
@@ -770,6 +807,16 @@ func (s *Store) apply(ctx context.Context, p *stagePlan) error {
 			}
 		}
 		bad, err := s.updateIndex(ctx, todo)
+		if p.ignored != nil {
+			ig, ierr := p.ignored()
+			p.ignored = nil
+			if err == nil {
+				err = ierr
+			}
+			if err == nil && len(ig) > 0 {
+				err = s.dropIgnored(ctx, p, ig)
+			}
+		}
 		if err != nil {
 			return err
 		}
@@ -800,6 +847,40 @@ func (s *Store) apply(ctx context.Context, p *stagePlan) error {
 		}
 		p.add = todo
 	}
+	return nil
+}
+
+// dropIgnored takes paths an ignore rule covers back out of the index and the plan.
+func (s *Store) dropIgnored(ctx context.Context, p *stagePlan, ig map[string]bool) error {
+	var drop []string
+	for f := range ig {
+		drop = append(drop, f)
+	}
+	sort.Strings(drop)
+	if _, err := s.git.Run(ctx, nulJoin(drop), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
+		return err
+	}
+	keep := p.add[:0]
+	for _, f := range p.add {
+		if !ig[f] {
+			keep = append(keep, f)
+		}
+	}
+	p.add = keep
+	var issues []PathIssue
+	for _, is := range p.issues {
+		if !ig[is.Path] { // an ignored FIFO is not the checkpoint's business
+			issues = append(issues, is)
+		}
+	}
+	p.issues = issues
+	var skipped []PathIssue
+	for _, is := range p.skipped {
+		if !ig[is.Path] {
+			skipped = append(skipped, is)
+		}
+	}
+	p.skipped = skipped
 	return nil
 }
 
