@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -28,6 +30,8 @@ type hankState struct {
 	last    *hankweave.State   // the last state.json that parsed
 	journal *hankweave.Journal // tailed by offset; it survives compaction and reappearance
 	primed  string             // the selection the index was last primed for
+	// stateTime is the mtime of the state.json last read.
+	stateTime time.Time
 }
 
 func newHankState(exec string) *hankState {
@@ -69,11 +73,12 @@ func (h *hankState) currentPatterns() ([]string, bool) {
 }
 
 // lifecycle reads the runtime's state and seals every lifecycle checkpoint
-// it implies that the ledger lacks. fresh says a control file just changed
-// (changes queued after it make a checkpoint racy); startup says the daemon
-// has just begun watching (missing markers are sealed late, and marked so).
+// it implies that the ledger lacks. A barrier first takes in every change
+// made before the state was read; a terminal checkpoint whose files were
+// written after the codon ended is racy. startup says the daemon has just
+// begun watching (missing markers are sealed late, and marked so).
 // It returns when to look again, or nil.
-func (w *workspace) lifecycle(ctx context.Context, wt *watcher.Watcher, fresh, startup bool) <-chan time.Time {
+func (w *workspace) lifecycle(ctx context.Context, wt *watcher.Watcher, startup bool) <-chan time.Time {
 	// The journal says what moved (logged); state.json is the record of truth.
 	if evs, err := w.hank.journal.Read(); err != nil {
 		w.log.Debug().Err(err).Msg("journal unreadable")
@@ -100,7 +105,15 @@ func (w *workspace) lifecycle(ctx context.Context, wt *watcher.Watcher, fresh, s
 		w.log.Warn().Err(st.Warning).Msg("state.json invalid; read state.json.bak")
 	}
 	w.hank.last = st
+	// The file's own mtime says when the newest transition landed, on the
+	// same clock as the agent's files.
+	w.hank.stateTime = time.Time{}
+	if fi, err := os.Stat(filepath.Join(w.dir, ".hankweave", "state.json")); err == nil {
+		w.hank.stateTime = fi.ModTime()
+	}
 	alive := lockErr == nil && lock != nil && lock.Alive(time.Now())
+	// Every change made before the state was read is taken in before anything is sealed.
+	rerun := w.barrier(wt)
 
 	have := map[string]bool{}
 	recs := w.store.Records()
@@ -124,14 +137,14 @@ func (w *workspace) lifecycle(ctx context.Context, wt *watcher.Watcher, fresh, s
 		if m.Kind != hankweave.KindExit && predates(m, since) {
 			continue
 		}
-		w.sealMarker(ctx, wt, st, m, fresh, startup)
+		w.sealMarker(ctx, wt, st, m, startup)
 		if ctx.Err() != nil {
 			return nil
 		}
 	}
 	w.prime(ctx)
-	if _, control := w.drain(wt); control {
-		return time.After(0) // another transition landed while sealing
+	if _, control := w.drain(wt); control || rerun {
+		return time.After(0) // another transition may have landed since the state was read
 	}
 	if alive {
 		return time.After(lockCheck)
@@ -158,7 +171,7 @@ func predates(m hankweave.Marker, since time.Time) bool {
 
 // sealMarker adopts the runtime's own checkpoint when git confirms it, and
 // otherwise seals one.
-func (w *workspace) sealMarker(ctx context.Context, wt *watcher.Watcher, st *hankweave.State, m hankweave.Marker, fresh, startup bool) {
+func (w *workspace) sealMarker(ctx context.Context, wt *watcher.Watcher, st *hankweave.State, m hankweave.Marker, startup bool) {
 	kind := snapshot.Kind(m.Kind)
 	if m.RecordedSHA != "" {
 		rec, err := w.store.Adopt(ctx, snapshot.AdoptRequest{SHA: m.RecordedSHA, Kind: kind, CodonID: m.CodonID,
@@ -177,10 +190,83 @@ func (w *workspace) sealMarker(ctx context.Context, wt *watcher.Watcher, st *han
 	if run := st.Run(m.RunID); run != nil && run.StartingConditions.Source != nil {
 		req.StartSHA = run.StartingConditions.Source.CheckpointSHA
 	}
-	if startup && !fresh {
+	switch {
+	case startup:
 		req.Racy = []snapshot.PathIssue{{Path: ".", Reason: "sealed late: the daemon was not watching at the marker; files may have changed since"}}
+	case !m.EndTime.IsZero():
+		// The marker's moment: its endTime, or the state file's mtime if
+		// earlier (a transition is written right after its endTime is taken).
+		// The runtime's endTime has millisecond precision: a millisecond of
+		// slack. File times are coarse (a kernel tick): a file stamped in the
+		// same tick as state.json cannot be proven older, so it counts as racy.
+		at := m.EndTime.Add(time.Millisecond)
+		if st := w.hank.stateTime; !st.IsZero() && st.Before(at) {
+			at = st.Add(-time.Nanosecond)
+		}
+		req.Racy = w.changedAfter(at)
 	}
-	w.seal(ctx, wt, req, fresh)
+	w.seal(ctx, wt, req, true)
+}
+
+// changedAfter names the pending paths written after limit (by their mtime;
+// a path that is gone, by when its event was read).
+func (w *workspace) changedAfter(limit time.Time) []snapshot.PathIssue {
+	var racy []snapshot.PathIssue
+	for p, seen := range w.dirty {
+		when := seen
+		if fi, err := os.Lstat(filepath.Join(w.store.WorkTree(), filepath.FromSlash(p))); err == nil {
+			when = fi.ModTime()
+		}
+		if when.After(limit) {
+			racy = append(racy, snapshot.PathIssue{Path: p, Reason: "changed after the lifecycle marker"})
+		}
+	}
+	sort.Slice(racy, func(i, j int) bool { return racy[i].Path < racy[j].Path })
+	return racy
+}
+
+// barrierRel is a file cairn creates and removes in .hankweave/ to mark a
+// point in the watch's single event queue: once its removal is read, every
+// change made before it has been read too.
+const barrierRel = ".hankweave/.cairn-barrier"
+
+// barrier takes in every change queued before now; it reports whether a
+// control file changed meanwhile.
+func (w *workspace) barrier(wt *watcher.Watcher) (control bool) {
+	if wt == nil {
+		return false
+	}
+	p := filepath.Join(w.dir, filepath.FromSlash(barrierRel))
+	if err := os.WriteFile(p, nil, 0o600); err != nil {
+		_, control = w.drain(wt)
+		return control
+	}
+	_ = os.Remove(p)
+	timeout := time.NewTimer(time.Second)
+	defer timeout.Stop()
+	for {
+		select {
+		case c, open := <-wt.Changes():
+			if !open {
+				return control
+			}
+			if c.Path == barrierRel {
+				if c.Op.Has(watcher.Remove) {
+					return control
+				}
+				continue
+			}
+			if rel, ok := w.workRel(c.Path); ok {
+				w.note(rel, c.Time)
+			} else {
+				control = true
+			}
+		case <-wt.Overflow():
+			w.needFull = true
+		case <-timeout.C:
+			return control
+		}
+	}
 }
 
 // prime stages the index under the selection of the codon now running, as

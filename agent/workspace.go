@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/hankweave"
 	"github.com/cairn-dev/cairn/snapshot"
 	"github.com/cairn-dev/cairn/watcher"
 )
@@ -231,7 +232,7 @@ func (w *workspace) serve(ctx context.Context) error {
 	w.initialSeal(ctx)
 	var lifecycleTimer <-chan time.Time
 	if w.hank != nil {
-		lifecycleTimer = w.lifecycle(ctx, wt, false, true)
+		lifecycleTimer = w.lifecycle(ctx, wt, true)
 	}
 
 	degradedBackoff := 30 * time.Second
@@ -243,11 +244,14 @@ func (w *workspace) serve(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case c := <-wt.Changes():
+		case c, open := <-wt.Changes():
+			if !open {
+				return nil // the watcher stopped: the workspace is shutting down
+			}
 			if rel, ok := w.workRel(c.Path); ok {
 				w.note(rel, c.Time)
-			} else if w.hank != nil {
-				lifecycleTimer = w.lifecycle(ctx, wt, true, false)
+			} else if w.hank != nil && c.Path != barrierRel {
+				lifecycleTimer = w.lifecycle(ctx, wt, false)
 			}
 		case <-wt.Overflow():
 			w.needFull = true
@@ -259,10 +263,10 @@ func (w *workspace) serve(ctx context.Context) error {
 				deb.Add("", time.Now())
 			}
 			if w.hank != nil { // a lost event may have been a marker
-				lifecycleTimer = w.lifecycle(ctx, wt, false, false)
+				lifecycleTimer = w.lifecycle(ctx, wt, false)
 			}
 		case <-lifecycleTimer:
-			lifecycleTimer = w.lifecycle(ctx, wt, false, false)
+			lifecycleTimer = w.lifecycle(ctx, wt, false)
 		case <-deb.C():
 			deb.Take()
 			w.autosave(ctx, wt)
@@ -316,7 +320,7 @@ func (w *workspace) skipFromRoot(rel string, isDir bool) bool {
 			return false
 		}
 		if strings.HasPrefix(rel, ".hankweave/") {
-			return !isControl(rel)
+			return !isControl(rel) && rel != barrierRel
 		}
 		if w.store.WorkTree() != w.dir {
 			if rel == "agentRoot" {
@@ -375,14 +379,17 @@ func (w *workspace) initialSeal(ctx context.Context) {
 	if len(w.store.Records()) == 0 {
 		req = snapshot.SealRequest{Kind: snapshot.KindBaseline, Label: "first watched"}
 	}
+	w.needFull = true // nothing says what changed while cairn was not watching
 	if w.hank != nil {
+		if st, err := hankweave.ReadState(w.dir); err == nil {
+			w.hank.last = st
+		}
 		pats, ok := w.hank.currentPatterns()
 		if !ok && req.Kind == snapshot.KindAutosave {
 			return // no plan yet: nothing the runtime checkpoints
 		}
 		req.Patterns = w.patterns(pats)
 	}
-	w.needFull = true
 	w.seal(ctx, nil, req, false)
 }
 
@@ -409,14 +416,15 @@ func (w *workspace) drain(wt *watcher.Watcher) (moved []string, control bool) {
 	}
 	for {
 		select {
-		case c := <-wt.Changes():
+		case c, open := <-wt.Changes():
+			if !open {
+				return moved, control // the watcher stopped (shutdown)
+			}
 			if rel, ok := w.workRel(c.Path); ok {
 				w.note(rel, c.Time)
 				moved = append(moved, rel)
-			} else {
-				// What was read of the runtime's state may already be this
-				// newer transition: only changes after it count as racy.
-				moved, control = moved[:0], true
+			} else if c.Path != barrierRel {
+				control = true
 			}
 		case <-wt.Overflow():
 			w.needFull = true
@@ -442,6 +450,9 @@ func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 	}
 	if marker {
 		seen := map[string]bool{}
+		for _, r := range req.Racy {
+			seen[r.Path] = true
+		}
 		for _, p := range after {
 			if !seen[p] {
 				seen[p] = true

@@ -1,0 +1,183 @@
+package restore
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Plan actions.
+const (
+	ActionAdd    = "add"    // the target holds a file the work tree lacks
+	ActionModify = "modify" // the target holds other content (or mode) for a file
+	ActionDelete = "delete" // cairn tracked the file and the target lacks it
+)
+
+// PlanFile is one file a restore changes. Size is the bytes written (the
+// target's blob) for add/modify, and the bytes removed (the file on disk)
+// for delete.
+type PlanFile struct {
+	Path   string `json:"path"` // slash-separated, relative to the work tree
+	Size   int64  `json:"size"`
+	Action string `json:"action"` // ActionAdd | ActionModify | ActionDelete
+}
+
+// Plan is what a restore to Target writes and deletes; Kept counts the
+// tracked files that already match and stay as they are.
+type Plan struct {
+	Target Checkpoint `json:"target"`
+	Write  []PlanFile `json:"write"`
+	Delete []PlanFile `json:"delete"`
+	Kept   int        `json:"kept"`
+}
+
+// Empty reports whether the plan changes nothing.
+func (p Plan) Empty() bool { return len(p.Write) == 0 && len(p.Delete) == 0 }
+
+// Added and Modified split Write by action (a Write entry without an action
+// counts as modified).
+func (p Plan) Added() int {
+	n := 0
+	for _, f := range p.Write {
+		if f.Action == ActionAdd {
+			n++
+		}
+	}
+	return n
+}
+
+// Modified counts the Write entries that replace an existing file.
+func (p Plan) Modified() int { return len(p.Write) - p.Added() }
+
+// WriteBytes is the total size of the files to write.
+func (p Plan) WriteBytes() int64 { return total(p.Write) }
+
+// DeleteBytes is the total size of the files to delete.
+func (p Plan) DeleteBytes() int64 { return total(p.Delete) }
+
+func total(fs []PlanFile) int64 {
+	var n int64
+	for _, f := range fs {
+		n += f.Size
+	}
+	return n
+}
+
+// FormatPlan prints p for `--dry-run`: one line per file, writes then
+// deletes, each sorted by path, sizes right-aligned,
+//
+//	write  1.2 KiB  src/main.go
+//	delete   312 B  notes.tmp
+//
+// then one summary line:
+//
+//	restore to c7 (abc1234): write 2 files (1 new, 1 changed, 1.5 KiB), delete 1 file (312 B), 40 unchanged
+//
+// A path holding control characters or invalid UTF-8 is printed Go-quoted.
+func FormatPlan(w io.Writer, p Plan) error {
+	writes := sorted(p.Write)
+	deletes := sorted(p.Delete)
+	width := 0
+	for _, fs := range [][]PlanFile{writes, deletes} {
+		for _, f := range fs {
+			width = max(width, len(HumanSize(f.Size)))
+		}
+	}
+	var b strings.Builder
+	for _, f := range writes {
+		fmt.Fprintf(&b, "write  %*s  %s\n", width, HumanSize(f.Size), printable(f.Path))
+	}
+	for _, f := range deletes {
+		fmt.Fprintf(&b, "delete %*s  %s\n", width, HumanSize(f.Size), printable(f.Path))
+	}
+	b.WriteString(Summary(p))
+	b.WriteByte('\n')
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Summary is the plan's one-line summary (FormatPlan's last line).
+func Summary(p Plan) string {
+	var b strings.Builder
+	b.WriteString("restore to ")
+	b.WriteString(targetName(p.Target))
+	b.WriteString(": ")
+	if p.Empty() {
+		verb := "match"
+		if p.Kept == 1 {
+			verb = "matches"
+		}
+		fmt.Fprintf(&b, "nothing to change, %s already %s", plural(p.Kept, "file"), verb)
+		return b.String()
+	}
+	var parts []string
+	if len(p.Write) > 0 {
+		parts = append(parts, fmt.Sprintf("write %s (%d new, %d changed, %s)",
+			plural(len(p.Write), "file"), p.Added(), p.Modified(), HumanSize(p.WriteBytes())))
+	}
+	if len(p.Delete) > 0 {
+		parts = append(parts, fmt.Sprintf("delete %s (%s)", plural(len(p.Delete), "file"), HumanSize(p.DeleteBytes())))
+	}
+	parts = append(parts, strconv.Itoa(p.Kept)+" unchanged")
+	b.WriteString(strings.Join(parts, ", "))
+	return b.String()
+}
+
+// targetName is "c7 (abc1234)", with what exists of the two.
+func targetName(c Checkpoint) string {
+	switch {
+	case c.ID != "" && c.SHA != "":
+		return c.ID + " (" + c.Short() + ")"
+	case c.ID != "":
+		return c.ID
+	case c.SHA != "":
+		return c.Short()
+	}
+	return "—"
+}
+
+func sorted(fs []PlanFile) []PlanFile {
+	out := append([]PlanFile(nil), fs...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.Itoa(n) + " " + word + "s"
+}
+
+// printable returns path as it is, or Go-quoted when it holds a control
+// character or invalid UTF-8, so that one file is always one line.
+func printable(path string) string {
+	if !utf8.ValidString(path) {
+		return strconv.Quote(path)
+	}
+	for _, r := range path {
+		if unicode.IsControl(r) {
+			return strconv.Quote(path)
+		}
+	}
+	return path
+}
+
+// HumanSize renders n bytes in binary units: 512 B, 1.5 KiB, 12.0 MiB.
+func HumanSize(n int64) string {
+	if n < 1024 && n > -1024 {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	f := float64(n) / 1024
+	i := 0
+	for (f >= 1024 || f <= -1024) && i < len(units)-1 {
+		f /= 1024
+		i++
+	}
+	return strconv.FormatFloat(f, 'f', 1, 64) + " " + units[i]
+}

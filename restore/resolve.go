@@ -1,0 +1,345 @@
+package restore
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Resolve finds the checkpoint t names in the ledger cps (any order).
+// confirmed reports whether git holds a commit; nil trusts the ledger. It is
+// asked at most once per SHA.
+//
+// A record whose seal failed, or whose commit git does not confirm, is never
+// a target: codon, last-success and time targets pass over it; an id or SHA
+// prefix naming it gets *UnusableError.
+//
+// Errors: *InvalidTargetError, *NotFoundError (id, SHA, time, last-success;
+// Error() is `unknown checkpoint: <input>`), *CodonNotFoundError,
+// *TypeNotFoundError, *AmbiguousError, *UnusableError.
+func Resolve(cps []Checkpoint, t Target, confirmed func(sha string) bool) (Checkpoint, error) {
+	r := &resolver{cps: order(cps), confirmed: confirmed, seen: map[string]bool{}}
+	switch t.Kind {
+	case TargetID:
+		return r.byID(t)
+	case TargetSHA:
+		return r.bySHA(t)
+	case TargetCodon:
+		return r.byCodon(t)
+	case TargetLastSuccess:
+		return r.lastSuccess(t)
+	case TargetTime:
+		return r.byTime(t)
+	}
+	return Checkpoint{}, &InvalidTargetError{Input: t.Raw, Reason: "no target kind"}
+}
+
+type resolver struct {
+	cps       []Checkpoint // oldest first (see order)
+	confirmed func(string) bool
+	seen      map[string]bool
+}
+
+// ok reports whether c can be restored: a sealed commit git confirms.
+func (r *resolver) ok(c Checkpoint) bool {
+	if !c.Usable() {
+		return false
+	}
+	if r.confirmed == nil {
+		return true
+	}
+	v, hit := r.seen[c.SHA]
+	if !hit {
+		v = r.confirmed(c.SHA)
+		r.seen[c.SHA] = v
+	}
+	return v
+}
+
+// check turns a record an id or SHA named into the answer.
+func (r *resolver) check(c Checkpoint) (Checkpoint, error) {
+	switch {
+	case !c.Usable():
+		return Checkpoint{}, &UnusableError{Checkpoint: c, Reason: "its seal failed; it holds no commit"}
+	case !r.ok(c):
+		return Checkpoint{}, &UnusableError{Checkpoint: c, Reason: "its commit " + c.Short() + " is not in the store"}
+	}
+	return c, nil
+}
+
+func (r *resolver) byID(t Target) (Checkpoint, error) {
+	id := strings.ToLower(strings.TrimSpace(t.ID))
+	for i := len(r.cps) - 1; i >= 0; i-- {
+		if r.cps[i].ID == id {
+			return r.check(r.cps[i])
+		}
+	}
+	// c1234 is hex too: an id that names no record may be a SHA prefix.
+	if p, err := shaPrefix(id); err == nil {
+		st := t
+		st.Kind, st.SHA = TargetSHA, p
+		c, err := r.bySHA(st)
+		if _, miss := err.(*NotFoundError); !miss {
+			return c, err
+		}
+	}
+	return Checkpoint{}, &NotFoundError{Input: input(t, t.ID), Detail: "no checkpoint " + id + " in the ledger"}
+}
+
+// bySHA matches the prefix against the current run's checkpoints, then
+// against every run's (FORMATS). Records of one commit count once.
+func (r *resolver) bySHA(t Target) (Checkpoint, error) {
+	p, err := shaPrefix(strings.TrimSpace(t.SHA))
+	if err != nil {
+		return Checkpoint{}, &InvalidTargetError{Input: input(t, t.SHA), Reason: err.Error()}
+	}
+	var all []Checkpoint
+	for _, c := range r.cps {
+		if c.Usable() && strings.HasPrefix(strings.ToLower(c.SHA), p) {
+			all = append(all, c)
+		}
+	}
+	run := t.Run
+	if run == "" {
+		run = r.currentRun()
+	}
+	scopes := [][]Checkpoint{all}
+	if run != "" {
+		var cur []Checkpoint
+		for _, c := range all {
+			if c.RunID == run {
+				cur = append(cur, c)
+			}
+		}
+		scopes = [][]Checkpoint{cur, all}
+	}
+	for _, m := range scopes {
+		m = distinctSHA(m)
+		switch {
+		case len(m) == 1:
+			return r.check(m[0])
+		case len(m) > 1:
+			reverse(m) // newest first
+			return Checkpoint{}, &AmbiguousError{Prefix: input(t, t.SHA), Matches: m}
+		}
+	}
+	in := input(t, t.SHA)
+	return Checkpoint{}, &NotFoundError{Input: in,
+		Detail: "Checkpoint " + in + " not found in any run (current or historical)"}
+}
+
+// currentRun is the run of the newest record that has one.
+func (r *resolver) currentRun() string {
+	for i := len(r.cps) - 1; i >= 0; i-- {
+		if r.cps[i].RunID != "" {
+			return r.cps[i].RunID
+		}
+	}
+	return ""
+}
+
+// distinctSHA keeps the oldest record of each commit, in order.
+func distinctSHA(cps []Checkpoint) []Checkpoint {
+	seen := map[string]bool{}
+	var out []Checkpoint
+	for _, c := range cps {
+		k := strings.ToLower(c.SHA)
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func reverse(cps []Checkpoint) {
+	for i, j := 0, len(cps)-1; i < j; i, j = i+1, j-1 {
+		cps[i], cps[j] = cps[j], cps[i]
+	}
+}
+
+// Preference orders (FORMATS): start takes the first available of
+// startOrder, end the first of endOrder.
+var (
+	startOrder = []string{KindRigSetup, KindCompleted, KindError, KindSkipped}
+	endOrder   = []string{KindCompleted, KindError, KindSkipped, KindRigSetup}
+	// Last success, second pass: a codon's preferred checkpoint.
+	successOrder = []string{KindCompleted, KindError, KindSkipped, KindRigSetup}
+	failedOrder  = []string{KindRigSetup, KindCompleted, KindError, KindSkipped}
+)
+
+// attempt is one attempt of one codon in one run: its records, oldest first.
+type attempt struct {
+	recs []Checkpoint
+	last int // position of its newest record in the ordered ledger
+}
+
+// attempts groups the codon records (of one codon, or of all when codon is
+// empty) by (run, codon, attempt), newest attempt first; an attempt is as new
+// as its newest record.
+func (r *resolver) attempts(codon string) []*attempt {
+	type key struct {
+		run, codon string
+		n          int
+	}
+	idx := map[key]*attempt{}
+	var out []*attempt
+	for i, c := range r.cps {
+		if c.CodonID == "" || (codon != "" && c.CodonID != codon) {
+			continue
+		}
+		k := key{c.RunID, c.CodonID, c.Attempt}
+		a := idx[k]
+		if a == nil {
+			a = &attempt{}
+			idx[k] = a
+			out = append(out, a)
+		}
+		a.recs = append(a.recs, c)
+		a.last = i
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].last > out[j].last })
+	return out
+}
+
+// pick returns the attempt's newest restorable record of the first kind in
+// prefs that has one.
+func (r *resolver) pick(a *attempt, prefs []string) (Checkpoint, bool) {
+	for _, k := range prefs {
+		for i := len(a.recs) - 1; i >= 0; i-- {
+			if c := a.recs[i]; c.Kind == k && r.ok(c) {
+				return c, true
+			}
+		}
+	}
+	return Checkpoint{}, false
+}
+
+// byCodon takes the codon's newest attempt (FORMATS "By codon"), whatever it
+// holds, and picks from it by type.
+func (r *resolver) byCodon(t Target) (Checkpoint, error) {
+	typ := t.Type
+	if typ == "" {
+		typ = TypeEnd
+	}
+	if !validCodonType(typ) {
+		return Checkpoint{}, &InvalidTargetError{Input: t.Raw,
+			Reason: fmt.Sprintf("unknown checkpoint type %q (want one of %s)", typ, strings.Join(CodonTypes, ", "))}
+	}
+	if t.Codon == "" {
+		return Checkpoint{}, &InvalidTargetError{Input: t.Raw, Reason: "no codon id"}
+	}
+	as := r.attempts(t.Codon)
+	if len(as) == 0 {
+		return Checkpoint{}, &CodonNotFoundError{CodonID: t.Codon}
+	}
+	prefs := []string{typ}
+	switch typ {
+	case TypeStart:
+		prefs = startOrder
+	case TypeEnd:
+		prefs = endOrder
+	}
+	if c, ok := r.pick(as[0], prefs); ok {
+		return c, nil
+	}
+	return Checkpoint{}, &TypeNotFoundError{CodonID: t.Codon, Type: typ}
+}
+
+// lastSuccess: the newest completed codon whose checkpoint git confirms;
+// otherwise the newest codon with any confirmed checkpoint, preferring
+// completed > error > skipped > rig-setup, except that a failed codon (one
+// with an error record) prefers its rig-setup checkpoint (FORMATS).
+func (r *resolver) lastSuccess(t Target) (Checkpoint, error) {
+	for i := len(r.cps) - 1; i >= 0; i-- {
+		if c := r.cps[i]; c.CodonID != "" && c.Kind == KindCompleted && r.ok(c) {
+			return c, nil
+		}
+	}
+	for _, a := range r.attempts("") {
+		prefs := successOrder
+		for _, c := range a.recs {
+			if c.Kind == KindError {
+				prefs = failedOrder
+			}
+		}
+		if c, ok := r.pick(a, prefs); ok {
+			return c, nil
+		}
+	}
+	return Checkpoint{}, &NotFoundError{Input: input(t, LastSuccess),
+		Detail: "no codon has a checkpoint git confirms"}
+}
+
+// byTime: the newest restorable checkpoint at or before t.At (within its
+// grain), of t.CheckpointKind when set.
+func (r *resolver) byTime(t Target) (Checkpoint, error) {
+	if t.CheckpointKind != "" && !validKind(t.CheckpointKind) {
+		return Checkpoint{}, &InvalidTargetError{Input: t.Raw,
+			Reason: fmt.Sprintf("unknown checkpoint kind %q", t.CheckpointKind)}
+	}
+	end := t.At.Add(t.Grain) // exclusive when Grain > 0
+	var best Checkpoint
+	found := false
+	for _, c := range r.cps { // oldest first: a later record wins a tie
+		if t.CheckpointKind != "" && c.Kind != t.CheckpointKind {
+			continue
+		}
+		in := !c.Time.After(t.At)
+		if t.Grain > 0 {
+			in = c.Time.Before(end)
+		}
+		if !in || (found && c.Time.Before(best.Time)) || !r.ok(c) {
+			continue
+		}
+		best, found = c, true
+	}
+	if found {
+		return best, nil
+	}
+	what := "checkpoint"
+	if t.CheckpointKind != "" {
+		what = t.CheckpointKind + " checkpoint"
+	}
+	return Checkpoint{}, &NotFoundError{Input: input(t, "@"+t.At.Format(time.RFC3339)),
+		Detail: fmt.Sprintf("no %s at or before %s", what, t.At.Format(time.RFC3339))}
+}
+
+// input is what an error quotes back: the target as written, else fallback.
+func input(t Target, fallback string) string {
+	if t.Raw != "" {
+		return strings.TrimSpace(t.Raw)
+	}
+	if t.Kind == TargetTime && t.CheckpointKind != "" {
+		return t.CheckpointKind + fallback
+	}
+	return fallback
+}
+
+// order returns a copy of cps oldest first: by ledger number (c3 before
+// c12), records without one by time, and the given order on ties.
+func order(cps []Checkpoint) []Checkpoint {
+	out := append([]Checkpoint(nil), cps...)
+	sort.SliceStable(out, func(i, j int) bool { return older(out[i], out[j]) })
+	return out
+}
+
+func older(a, b Checkpoint) bool {
+	na, oka := ledgerNum(a.ID)
+	nb, okb := ledgerNum(b.ID)
+	if oka && okb && na != nb {
+		return na < nb
+	}
+	return a.Time.Before(b.Time)
+}
+
+// ledgerNum is the number of a ledger id ("c12" → 12).
+func ledgerNum(id string) (int, bool) {
+	if !isLedgerID(id) {
+		return 0, false
+	}
+	n, err := strconv.Atoi(id[1:])
+	return n, err == nil
+}

@@ -1,0 +1,190 @@
+// Package restore holds the pure logic of a restore (SPEC §4): which
+// checkpoint a target names, the plan a restore carries out and how it is
+// printed, and which checkpoint the listing marks with "← HEAD". It reads and
+// writes nothing; the daemon feeds it the ledger and git's answers.
+//
+// It imports nothing of cairn but platform, so it carries its own small
+// mirror of a ledger record, Checkpoint.
+package restore
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Checkpoint is what restore needs of one ledger record (snapshot.Record).
+type Checkpoint struct {
+	ID        string // c1, c2, …
+	SHA       string // full commit; empty when the seal failed
+	Kind      string // rig-setup|completed|error|skipped|exit|autosave|manual|pre-restore|baseline
+	Label     string
+	CodonID   string
+	CodonName string
+	RunID     string
+	Attempt   int // earlier records of the same codon in the run (retries, 0-based)
+	Time      time.Time
+	State     string // ok|partial|racy|failed
+}
+
+// Checkpoint kinds, mirroring snapshot.Kind (restore may not import snapshot).
+const (
+	KindRigSetup   = "rig-setup"
+	KindCompleted  = "completed"
+	KindError      = "error"
+	KindSkipped    = "skipped"
+	KindExit       = "exit"
+	KindAutosave   = "autosave"
+	KindManual     = "manual"
+	KindPreRestore = "pre-restore"
+	KindBaseline   = "baseline"
+)
+
+// Kinds lists every checkpoint kind, for validating `<kind>@<time>`.
+var Kinds = []string{KindRigSetup, KindCompleted, KindError, KindSkipped, KindExit,
+	KindAutosave, KindManual, KindPreRestore, KindBaseline}
+
+// StateFailed marks a ledger record whose seal failed: it holds no commit
+// and is never a target.
+const StateFailed = "failed"
+
+// Usable reports whether c names a commit at all (a failed seal does not).
+func (c Checkpoint) Usable() bool { return c.SHA != "" && c.State != StateFailed }
+
+// Short is the first seven characters of the SHA.
+func (c Checkpoint) Short() string {
+	if len(c.SHA) > 7 {
+		return c.SHA[:7]
+	}
+	return c.SHA
+}
+
+// The seed's refusals (SPEC §4, FORMATS "Rollback: resolution and exact
+// messages"), byte for byte.
+const (
+	ErrCodonRunning       = "Cannot rollback while codon is running. Use 'codon.forceStop' first."
+	ErrRollbackInProgress = "Rollback already in progress"
+
+	// MsgRollbackBlocked is the message every other state-changing request
+	// gets while a rollback runs, with code CodeRollbackInProgress and
+	// context BlockedContext(<command type>).
+	MsgRollbackBlocked     = "Cannot execute state-modifying commands while rollback is in progress"
+	CodeRollbackInProgress = "ROLLBACK_IN_PROGRESS"
+)
+
+// BlockedContext is the context line of a ROLLBACK_IN_PROGRESS refusal:
+// "Attempted command: <type>".
+func BlockedContext(commandType string) string { return "Attempted command: " + commandType }
+
+// Blocked is the seed's error payload for a state-changing request refused
+// while a rollback runs.
+type Blocked struct {
+	Message  string `json:"message"`
+	Context  string `json:"context"`
+	Fatal    bool   `json:"fatal"`
+	Severity string `json:"severity"`
+	Code     string `json:"code"`
+}
+
+// RollbackBlocked builds the ROLLBACK_IN_PROGRESS payload for a request of
+// the given command type (e.g. "rollback.toCodon", "checkpoint").
+func RollbackBlocked(commandType string) Blocked {
+	return Blocked{Message: MsgRollbackBlocked, Context: BlockedContext(commandType),
+		Fatal: false, Severity: "operation", Code: CodeRollbackInProgress}
+}
+
+// NotFoundError: no checkpoint matches a ledger id, SHA prefix, time or
+// "last-success". Error() is always `unknown checkpoint: <input>` (SPEC §4);
+// Detail carries the longer sentence, for a SHA miss the seed's
+// `Checkpoint <prefix> not found in any run (current or historical)`.
+type NotFoundError struct {
+	Input  string // what was asked for, as given
+	Detail string
+}
+
+func (e *NotFoundError) Error() string { return "unknown checkpoint: " + e.Input }
+
+// CodonNotFoundError: no ledger record belongs to the codon.
+type CodonNotFoundError struct{ CodonID string }
+
+func (e *CodonNotFoundError) Error() string {
+	return "Codon " + e.CodonID + " not found in execution history"
+}
+
+// TypeNotFoundError: the codon's newest attempt has no checkpoint of the
+// type asked for (a stored type, or the start/end alias).
+type TypeNotFoundError struct{ CodonID, Type string }
+
+func (e *TypeNotFoundError) Error() string {
+	return "No " + e.Type + " checkpoint found for codon " + e.CodonID
+}
+
+// AmbiguousError: a SHA prefix matches several commits. Matches are newest
+// first. Error() is the seed's message, one line per match.
+type AmbiguousError struct {
+	Prefix  string
+	Matches []Checkpoint
+}
+
+func (e *AmbiguousError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Ambiguous checkpoint SHA '%s'. Multiple checkpoints match:\n", e.Prefix)
+	for _, m := range e.Matches {
+		fmt.Fprintf(&b, "  - %s (%s - %s) in run %s\n", m.SHA, matchName(m), m.Kind, orDash(m.RunID))
+	}
+	b.WriteString("Please provide more characters to uniquely identify the checkpoint.")
+	return b.String()
+}
+
+// matchName is what stands for <codonName> in an ambiguity line: the codon's
+// name, else its id, else the checkpoint's label, else its ledger id.
+func matchName(c Checkpoint) string {
+	for _, s := range []string{c.CodonName, c.CodonID, c.Label, c.ID} {
+		if s != "" {
+			return s
+		}
+	}
+	return "—"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+// InvalidTargetError: the target cannot be understood (a SHA prefix under
+// four hex digits, an unknown checkpoint type, a malformed time, …).
+type InvalidTargetError struct {
+	Input  string
+	Reason string
+}
+
+func (e *InvalidTargetError) Error() string {
+	if e.Input == "" {
+		return "invalid checkpoint target: " + e.Reason
+	}
+	return fmt.Sprintf("invalid checkpoint target %q: %s", e.Input, e.Reason)
+}
+
+// UnusableError: the target names a ledger record that cannot be restored,
+// because its seal failed or git no longer has its commit.
+type UnusableError struct {
+	Checkpoint Checkpoint
+	Reason     string
+}
+
+func (e *UnusableError) Error() string {
+	return "checkpoint " + e.Checkpoint.ID + " cannot be restored: " + e.Reason
+}
+
+// IsNotFound reports whether err says the target names nothing (the API's
+// not-found code): NotFoundError, CodonNotFoundError or TypeNotFoundError.
+func IsNotFound(err error) bool {
+	var a *NotFoundError
+	var b *CodonNotFoundError
+	var c *TypeNotFoundError
+	return errors.As(err, &a) || errors.As(err, &b) || errors.As(err, &c)
+}
