@@ -95,6 +95,11 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (Record, error)
 		return fail(fmt.Errorf("stage: %w", err))
 	}
 	rec.Issues, rec.Skipped = st.issues, st.skipped
+	if req.afterStage != nil {
+		if err := req.afterStage(); err != nil {
+			return fail(err)
+		}
+	}
 	faultPoint("stage")
 
 	treeOut, err := s.git.Run(ctx, nil, "write-tree")
@@ -167,6 +172,9 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (Record, error)
 	if err := s.appendRecord(rec); err != nil {
 		return rec, err
 	}
+	if req.Kind != KindPreRestore { // a restore sets the position itself
+		s.setPosition(rec.SHA)
+	}
 	faultPoint("ledger")
 	return rec, nil
 }
@@ -235,14 +243,31 @@ func (s *Store) target(ctx context.Context, req SealRequest, id string) (ref, pa
 	return ref, parent, zeroSHA, nil
 }
 
-// position is the newest checkpoint in the ledger: the parent of a checkpoint outside runs.
+// position is the checkpoint the work tree was last sealed from or restored
+// to: the parent of a checkpoint outside runs, and `← HEAD` in the listing.
 func (s *Store) position() string {
+	if b, err := os.ReadFile(filepath.Join(s.gitDir, cairnSubdir, "position")); err == nil {
+		if sha := strings.TrimSpace(string(b)); isHexSHA(sha) {
+			return sha
+		}
+	}
 	for i := len(s.records) - 1; i >= 0; i-- {
 		if s.records[i].SHA != "" {
 			return s.records[i].SHA
 		}
 	}
 	return ""
+}
+
+// Position is the checkpoint the work tree was last sealed from or restored to.
+func (s *Store) Position() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.position()
+}
+
+func (s *Store) setPosition(sha string) {
+	_ = platform.WriteFileAtomic(filepath.Join(s.gitDir, cairnSubdir, "position"), []byte(sha+"\n"), 0o644)
 }
 
 // refTip reads a full ref name from the store's files (a loose ref, else
@@ -299,6 +324,8 @@ func message(req SealRequest, rec Record, now time.Time) string {
 	if req.CodonID != "" {
 		fmt.Fprintf(&b, "%s:%s [run:%s] %s\n\n", status, rec.CodonID, rec.RunID, rec.CodonName)
 		fmt.Fprintf(&b, "Codon: %s\n", rec.CodonName)
+	} else if req.subject != "" {
+		fmt.Fprintf(&b, "%s\n\n", req.subject)
 	} else {
 		first := string(req.Kind)
 		if rec.Label != "" {
@@ -383,7 +410,7 @@ type staged struct {
 func (s *Store) stage(ctx context.Context, sel *Selector, changed []string) (staged, error) {
 	meta := indexMeta{Selection: sel.Key(), MaxSize: s.opts.MaxFileSize}
 	var prev indexMeta
-	metaPath := filepath.Join(s.gitDir, cairnSubdir, "index.json")
+	metaPath := s.git.Index + ".json" // cairn/index.json beside cairn/index
 	if b, err := os.ReadFile(metaPath); err == nil {
 		_ = json.Unmarshal(b, &prev)
 	}

@@ -110,4 +110,7 @@ type SealRequest struct {
 	// Racy names paths that changed after the lifecycle marker this
 	// checkpoint is for: the record's state becomes racy, listing them.
 	Racy []PathIssue
+
+	subject    string       // replaces the first line (pre-restore: the runtime's wording)
+	afterStage func() error // runs between staging and write-tree (a restore adds files it will overwrite)
 }

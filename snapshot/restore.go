@@ -1,0 +1,428 @@
+package snapshot
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// RestoreOptions say what to restore.
+type RestoreOptions struct {
+	Target string   // a commit of the store (full sha or anything git resolves)
+	Label  string   // how the target is named in the pre-restore record (c7, …)
+	Paths  []string // restore only these files or folders (work-tree relative); nil: all
+	DryRun bool     // plan only: nothing is sealed, written or deleted
+	// Progress, when set, hears each step as it starts.
+	Progress func(step, total int, msg string)
+}
+
+// PlanFile is one file a restore writes or deletes.
+type PlanFile struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	Action string `json:"action"` // add, modify, delete
+}
+
+// RestoreResult is what a restore did (or, dry, would do).
+type RestoreResult struct {
+	Target     string      `json:"target"`
+	PreRestore *Record     `json:"preRestore,omitempty"` // the checkpoint that makes the restore undoable
+	Write      []PlanFile  `json:"write"`
+	Delete     []PlanFile  `json:"delete"`
+	Kept       int         `json:"kept"`                  // files on disk the target lacks that cairn did not track: left alone
+	Diff       []PathIssue `json:"differences,omitempty"` // what verification found different from the target
+	DryRun     bool        `json:"dryRun,omitempty"`
+}
+
+// Restore brings the work tree to a checkpoint: it seals a pre-restore
+// checkpoint of the whole visible work tree (so the restore can be undone),
+// plans, checks the target out with a detached `git checkout --force` (no
+// branch moves), and verifies the work tree against the target. It deletes
+// only files cairn tracked (those in the current position's checkpoint) that
+// the target lacks; it never cleans.
+func (s *Store) Restore(ctx context.Context, opts RestoreOptions) (RestoreResult, error) {
+	var res RestoreResult
+	err := s.withLock(ctx, func() error {
+		if err := s.refreshIfChanged(ctx); err != nil {
+			return err
+		}
+		var err error
+		res, err = s.restoreLocked(ctx, opts)
+		return err
+	})
+	return res, err
+}
+
+func (s *Store) restoreLocked(ctx context.Context, opts RestoreOptions) (RestoreResult, error) {
+	const steps = 4
+	progress := func(step int, msg string) {
+		if opts.Progress != nil {
+			opts.Progress(step, steps, msg)
+		}
+	}
+	target, ok := s.resolve(ctx, opts.Target+"^{commit}")
+	if !ok {
+		return RestoreResult{}, fmt.Errorf("unknown checkpoint: %s", opts.Target)
+	}
+	var prefixes []string
+	for _, p := range opts.Paths {
+		c, err := cleanRel(p)
+		if err != nil {
+			return RestoreResult{}, err
+		}
+		prefixes = append(prefixes, c)
+	}
+	res := RestoreResult{Target: target, DryRun: opts.DryRun}
+	pos := s.position()
+
+	// 1. The work tree as it is now, whole and visible, plus any file the
+	// restore would overwrite that ignore rules hide.
+	progress(1, "sealing a pre-restore checkpoint of the work tree")
+	var before string
+	if opts.DryRun {
+		tree, err := s.dryTree(ctx, target)
+		if err != nil {
+			return res, err
+		}
+		before = tree
+	} else {
+		rec, err := s.sealLocked(ctx, SealRequest{
+			Kind: KindPreRestore, Label: "before restore to " + orDefault(opts.Label, short7(target)),
+			Patterns: []string{"**"}, Ref: recoveryRef(opts.Label), StartSHA: pos,
+			subject:    "Recovery snapshot before rollback to " + target,
+			afterStage: func() error { return s.addOverwritten(ctx, target) },
+		})
+		if err != nil {
+			return res, fmt.Errorf("pre-restore checkpoint: %w", err)
+		}
+		res.PreRestore = &rec
+		t, ok := s.resolve(ctx, rec.SHA+"^{tree}")
+		if !ok {
+			return res, errors.New("pre-restore checkpoint has no tree")
+		}
+		before = t
+	}
+
+	// 2. The plan.
+	progress(2, "planning")
+	if err := s.plan(ctx, &res, before, pos, target, prefixes); err != nil {
+		return res, err
+	}
+	if opts.DryRun {
+		return res, nil
+	}
+
+	// 3. Apply.
+	progress(3, fmt.Sprintf("writing %d files, deleting %d", len(res.Write), len(res.Delete)))
+	if err := s.apply_(ctx, &res, target, prefixes); err != nil {
+		return res, err
+	}
+
+	// 4. Verify.
+	progress(4, "verifying the work tree against the target")
+	diff, err := s.verify(ctx, target, prefixes)
+	if err != nil {
+		return res, err
+	}
+	res.Diff = diff
+	if len(prefixes) == 0 {
+		s.setPosition(target)
+	}
+	// The index now holds the target's selection; the next seal reconciles in full.
+	_ = os.Remove(s.git.Index + ".json")
+	return res, nil
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func short7(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}
+
+// recoveryRef is the seed's safety branch: recovery/<ISO time, ':' and '.' as '-'>-<id>.
+func recoveryRef(label string) string {
+	stamp := strings.NewReplacer(":", "-", ".", "-").Replace(isoTime(time.Now()))
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	id := hex.EncodeToString(rnd[:])
+	if label != "" && validRefPart(label) {
+		id = label + "-" + id
+	}
+	return "refs/heads/recovery/" + stamp + "-" + id
+}
+
+// addOverwritten stages files that exist on disk at paths the target holds
+// but that the pre-restore staging left out (ignored): the restore will
+// overwrite them, so the pre-restore checkpoint must hold them.
+func (s *Store) addOverwritten(ctx context.Context, target string) error {
+	inTarget, err := s.git.Run(ctx, nil, "ls-tree", "-r", "-z", "--name-only", "--full-tree", target)
+	if err != nil {
+		return err
+	}
+	inIndex, err := s.git.Run(ctx, nil, "ls-files", "-z")
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, p := range splitNul(inIndex) {
+		have[p] = true
+	}
+	var add []string
+	for _, p := range splitNul(inTarget) {
+		if have[p] || Excluded(p) {
+			continue
+		}
+		if fi, err := os.Lstat(filepath.Join(s.workTree, filepath.FromSlash(p))); err == nil && fi.Mode().IsRegular() {
+			add = append(add, p)
+		}
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	sort.Strings(add)
+	_, err = s.git.Run(ctx, nulJoin(add), "update-index", "-z", "--add", "--stdin")
+	return err
+}
+
+// dryTree writes the tree of the whole visible work tree through a copy of
+// the index, touching no ref and not the index itself.
+func (s *Store) dryTree(ctx context.Context, target string) (string, error) {
+	tmp := s.git.Index + ".dry-" + strconv.Itoa(os.Getpid())
+	defer os.Remove(tmp)
+	defer os.Remove(tmp + ".json")
+	if b, err := os.ReadFile(s.git.Index); err == nil {
+		if err := os.WriteFile(tmp, b, 0o644); err != nil {
+			return "", err
+		}
+		if m, err := os.ReadFile(s.git.Index + ".json"); err == nil {
+			_ = os.WriteFile(tmp+".json", m, 0o644)
+		}
+	}
+	saved := s.git
+	g := *s.git
+	g.Index = tmp
+	s.git = &g
+	defer func() { s.git = saved }()
+	sel, _ := NewSelector([]string{"**"})
+	if _, err := s.stage(ctx, sel, nil); err != nil {
+		return "", err
+	}
+	if err := s.addOverwritten(ctx, target); err != nil {
+		return "", err
+	}
+	out, err := s.git.Run(ctx, nil, "write-tree")
+	return strings.TrimSpace(string(out)), err
+}
+
+type rawChange struct {
+	status string
+	sha    string // new blob (writes)
+	oldSHA string
+	path   string
+}
+
+// rawDiff lists the changes from tree a to tree b.
+func (s *Store) rawDiff(ctx context.Context, a, b string) ([]rawChange, error) {
+	out, err := s.git.Run(ctx, nil, "diff-tree", "-r", "-z", "--raw", "--no-renames", a, b)
+	if err != nil {
+		return nil, err
+	}
+	f := splitNul(out)
+	var ch []rawChange
+	for i := 0; i+1 < len(f); i += 2 {
+		meta := strings.Fields(strings.TrimPrefix(f[i], ":"))
+		if len(meta) < 5 {
+			continue
+		}
+		ch = append(ch, rawChange{status: meta[4], oldSHA: meta[2], sha: meta[3], path: f[i+1]})
+	}
+	return ch, nil
+}
+
+func under(p string, prefixes []string) bool {
+	if len(prefixes) == 0 {
+		return true
+	}
+	for _, pre := range prefixes {
+		if p == pre || strings.HasPrefix(p, pre+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// plan fills the files to write (what differs between the work tree and the
+// target) and to delete (what cairn tracked at the position that the target
+// lacks and that is on disk).
+func (s *Store) plan(ctx context.Context, res *RestoreResult, before, pos, target string, prefixes []string) error {
+	toTarget, err := s.rawDiff(ctx, before, target)
+	if err != nil {
+		return err
+	}
+	tracked := map[string]bool{}
+	if pos != "" {
+		gone, err := s.rawDiff(ctx, pos, target)
+		if err != nil {
+			return err
+		}
+		for _, c := range gone {
+			if c.status == "D" {
+				tracked[c.path] = true
+			}
+		}
+	}
+	sizes := map[string]int64{}
+	var shas []string
+	for _, c := range toTarget {
+		if !under(c.path, prefixes) {
+			continue
+		}
+		switch c.status {
+		case "A", "M", "T":
+			shas = append(shas, c.sha)
+		case "D":
+			shas = append(shas, c.oldSHA)
+		}
+	}
+	if len(shas) > 0 {
+		out, err := s.git.Run(ctx, strings.NewReader(strings.Join(shas, "\n")+"\n"), "cat-file", "--batch-check=%(objectname) %(objectsize)")
+		if err != nil {
+			return err
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if sha, n, ok := strings.Cut(l, " "); ok {
+				sizes[sha], _ = strconv.ParseInt(n, 10, 64)
+			}
+		}
+	}
+	for _, c := range toTarget {
+		if !under(c.path, prefixes) {
+			continue
+		}
+		switch c.status {
+		case "A":
+			res.Write = append(res.Write, PlanFile{c.path, sizes[c.sha], "add"})
+		case "M", "T":
+			res.Write = append(res.Write, PlanFile{c.path, sizes[c.sha], "modify"})
+		case "D":
+			if tracked[c.path] {
+				res.Delete = append(res.Delete, PlanFile{c.path, sizes[c.oldSHA], "delete"})
+			} else {
+				res.Kept++
+			}
+		}
+	}
+	return nil
+}
+
+// apply_ checks the target out. For a whole restore the index first loses
+// the untracked files the target lacks (so checkout leaves them), then
+// `checkout --force --detach` writes and deletes; for paths, the named files
+// are checked out and the planned deletions made one by one.
+func (s *Store) apply_(ctx context.Context, res *RestoreResult, target string, prefixes []string) error {
+	del := map[string]bool{}
+	for _, d := range res.Delete {
+		del[d.Path] = true
+	}
+	if len(prefixes) == 0 {
+		inIndex, err := s.git.Run(ctx, nil, "ls-files", "-z")
+		if err != nil {
+			return err
+		}
+		inTarget, err := s.git.Run(ctx, nil, "ls-tree", "-r", "-z", "--name-only", "--full-tree", target)
+		if err != nil {
+			return err
+		}
+		want := map[string]bool{}
+		for _, p := range splitNul(inTarget) {
+			want[p] = true
+		}
+		var keep []string
+		for _, p := range splitNul(inIndex) {
+			if !want[p] && !del[p] {
+				keep = append(keep, p)
+			}
+		}
+		if len(keep) > 0 {
+			if _, err := s.git.Run(ctx, nulJoin(keep), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
+				return err
+			}
+		}
+		_, err = s.git.Run(ctx, nil, "checkout", "-q", "--force", "--detach", target)
+		return err
+	}
+	args := []string{"checkout", "-q", "--force", target, "--"}
+	n := 0
+	for _, w := range res.Write {
+		args = append(args, ":(literal)"+w.Path)
+		n++
+	}
+	if n > 0 {
+		for _, batch := range batches(args[5:], s.opts.BatchSize, 64<<10) {
+			if _, err := s.git.Run(ctx, nil, append(args[:5:5], batch...)...); err != nil {
+				return err
+			}
+		}
+	}
+	var gone []string
+	for _, d := range res.Delete {
+		if err := os.Remove(filepath.Join(s.workTree, filepath.FromSlash(d.Path))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		gone = append(gone, d.Path)
+	}
+	if len(gone) > 0 {
+		_, err := s.git.Run(ctx, nulJoin(gone), "update-index", "-z", "--force-remove", "--stdin")
+		return err
+	}
+	return nil
+}
+
+// verify compares the work tree with the target: the index must equal the
+// target's tree, and the files on disk the index.
+func (s *Store) verify(ctx context.Context, target string, prefixes []string) ([]PathIssue, error) {
+	var issues []PathIssue
+	out, err := s.git.Run(ctx, nil, "diff-index", "--cached", "-z", "--name-only", "--no-renames", target)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range splitNul(out) {
+		if under(p, prefixes) {
+			issues = append(issues, PathIssue{p, "index differs from the target"})
+		}
+	}
+	out, err = s.git.Run(ctx, nil, "ls-files", "-z", "-t", "-m", "-d")
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, e := range splitNul(out) {
+		if len(e) < 3 {
+			continue
+		}
+		p := e[2:]
+		if seen[p] || !under(p, prefixes) {
+			continue
+		}
+		seen[p] = true
+		issues = append(issues, PathIssue{p, "differs from the target on disk"})
+	}
+	return issues, nil
+}

@@ -1,0 +1,125 @@
+package snapshot
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestRestoreAndUndo: restore writes the target's files, deletes only what
+// cairn tracked, keeps untracked and ignored files, seals a pre-restore
+// checkpoint that holds a file written by hand, and undo gives back the exact
+// tree from before.
+func TestRestoreAndUndo(t *testing.T) {
+	ctx := context.Background()
+	ws := t.TempDir()
+	st, err := Open(ctx, ws, Options{StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, filepath.Join(ws, ".gitignore"), "*.log\n")
+	putFile(t, filepath.Join(ws, "a.txt"), "a1\n")
+	putFile(t, filepath.Join(ws, "keep.log"), "ignored\n")
+	c1, err := st.Seal(ctx, SealRequest{Kind: KindManual, Label: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, filepath.Join(ws, "a.txt"), "a2\n")
+	putFile(t, filepath.Join(ws, "b/new.txt"), "b\n")
+	if _, err := st.Seal(ctx, SealRequest{Kind: KindManual, Label: "two"}); err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, filepath.Join(ws, "by-hand.txt"), "written after the last checkpoint\n")
+
+	before := hashTree(t, ws)
+	dry, err := st.Restore(ctx, RestoreOptions{Target: c1.SHA, Label: c1.ID, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hashTree(t, ws) != before || dry.PreRestore != nil {
+		t.Fatal("dry run changed something")
+	}
+	if len(dry.Write) != 1 || dry.Write[0].Path != "a.txt" || len(dry.Delete) != 1 || dry.Delete[0].Path != "b/new.txt" || dry.Kept != 1 {
+		t.Fatalf("dry plan %+v", dry)
+	}
+
+	res, err := st.Restore(ctx, RestoreOptions{Target: c1.SHA, Label: c1.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Diff) != 0 {
+		t.Fatalf("verification found %v", res.Diff)
+	}
+	got, _ := os.ReadFile(filepath.Join(ws, "a.txt"))
+	if string(got) != "a1\n" {
+		t.Errorf("a.txt = %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "b/new.txt")); !os.IsNotExist(err) {
+		t.Error("tracked file the target lacks was not deleted")
+	}
+	for _, keep := range []string{"by-hand.txt", "keep.log"} {
+		if _, err := os.Stat(filepath.Join(ws, keep)); err != nil {
+			t.Errorf("%s (untracked or ignored) was deleted", keep)
+		}
+	}
+	pre := res.PreRestore
+	if pre == nil || pre.Kind != KindPreRestore || !hasPath(lsTree(t, st, pre.SHA), "by-hand.txt") {
+		t.Fatalf("pre-restore %+v", pre)
+	}
+	if st.Position() != c1.SHA {
+		t.Errorf("position %s, want %s", st.Position(), c1.SHA)
+	}
+	if head := gitStr(t, st, "rev-parse", "HEAD"); head != c1.SHA {
+		t.Errorf("HEAD %s, want detached at %s", head, c1.SHA)
+	}
+	if got := gitStr(t, st, "rev-list", "--count", "refs/heads/main"); got != "1" {
+		t.Errorf("main moved: %s commits", got)
+	}
+
+	// Undo: back to the pre-restore checkpoint, exactly.
+	undo, err := st.Restore(ctx, RestoreOptions{Target: pre.SHA, Label: pre.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hashTree(t, ws) != before {
+		t.Errorf("undo did not give back the tree from before the restore (diff %v)", undo.Diff)
+	}
+	if undo.PreRestore == nil {
+		t.Error("undo is not undoable")
+	}
+}
+
+// TestRestorePaths restores one file and leaves the rest.
+func TestRestorePaths(t *testing.T) {
+	ctx := context.Background()
+	ws := t.TempDir()
+	st, err := Open(ctx, ws, Options{StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, filepath.Join(ws, "a.txt"), "a1\n")
+	putFile(t, filepath.Join(ws, "d/b.txt"), "b1\n")
+	c1, _ := st.Seal(ctx, SealRequest{Kind: KindManual})
+	putFile(t, filepath.Join(ws, "a.txt"), "a2\n")
+	putFile(t, filepath.Join(ws, "d/b.txt"), "b2\n")
+	putFile(t, filepath.Join(ws, "d/c.txt"), "c2\n")
+	st.Seal(ctx, SealRequest{Kind: KindManual})
+	res, err := st.Restore(ctx, RestoreOptions{Target: c1.SHA, Paths: []string{"d"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.ReadFile(filepath.Join(ws, "a.txt"))
+	b, _ := os.ReadFile(filepath.Join(ws, "d/b.txt"))
+	if string(a) != "a2\n" || string(b) != "b1\n" {
+		t.Errorf("a=%q b=%q", a, b)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "d/c.txt")); !os.IsNotExist(err) {
+		t.Error("d/c.txt should be deleted (tracked, not in target)")
+	}
+	if len(res.Diff) != 0 {
+		t.Errorf("diff %v", res.Diff)
+	}
+}
+
+func hasPath(m map[string]treeEntry, p string) bool { _, ok := m[p]; return ok }
