@@ -1,0 +1,126 @@
+package hankweave
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ArchiveManifestFile is .hankweave/archive-manifest.json: what the runtime
+// moved from agentRoot/ into rigArchive/.
+const ArchiveManifestFile = "archive-manifest.json"
+
+// ArchiveEntry is the part of a manifest entry a rollback needs.
+type ArchiveEntry struct {
+	SourcePath    string `json:"sourcePath"`  // relative to the work tree
+	ArchivePath   string `json:"archivePath"` // relative to the execution directory, under rigArchive/
+	CodonID       string `json:"codonId"`
+	CheckpointSHA string `json:"checkpointSha"` // or "orphan"
+}
+
+// ArchiveResult says what RestoreArchive did.
+type ArchiveResult struct {
+	Restored  []string `json:"restoredPaths"`
+	Protected []string `json:"protectedPaths,omitempty"` // destination exists: the archive stays
+	Failed    []string `json:"failedPaths,omitempty"`
+}
+
+// RestoreArchive moves back into the work tree every archived file whose
+// checkpoint lies on the abandoned line (abandoned(sha) true) or is
+// "orphan", as the runtime's rollback does: a destination that exists is
+// protected (the archive stays); restored entries leave the manifest, and
+// every other entry is kept byte for byte. No manifest: nothing to do.
+func RestoreArchive(execDir, workTree string, abandoned func(sha string) bool) (ArchiveResult, error) {
+	var res ArchiveResult
+	path := filepath.Join(execDir, HankweaveDir, ArchiveManifestFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return res, nil
+	}
+	if err != nil {
+		return res, err
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return res, fmt.Errorf("%s: %w", path, err)
+	}
+	var entries []json.RawMessage
+	if raw, ok := doc["entries"]; ok {
+		if err := json.Unmarshal(raw, &entries); err != nil {
+			return res, fmt.Errorf("%s: entries: %w", path, err)
+		}
+	}
+	var keep []json.RawMessage
+	for _, raw := range entries {
+		var e ArchiveEntry
+		if json.Unmarshal(raw, &e) != nil || !(e.CheckpointSHA == "orphan" || abandoned(e.CheckpointSHA)) {
+			keep = append(keep, raw)
+			continue
+		}
+		src, dst, ok := archivePaths(execDir, workTree, e)
+		if !ok {
+			res.Failed = append(res.Failed, e.SourcePath)
+			keep = append(keep, raw)
+			continue
+		}
+		if _, err := os.Lstat(dst); err == nil {
+			res.Protected = append(res.Protected, e.SourcePath)
+			keep = append(keep, raw)
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err == nil {
+			err = os.Rename(src, dst)
+		}
+		if err != nil {
+			res.Failed = append(res.Failed, e.SourcePath)
+			keep = append(keep, raw)
+			continue
+		}
+		res.Restored = append(res.Restored, e.SourcePath)
+	}
+	if len(res.Restored) == 0 {
+		return res, nil
+	}
+	if keep == nil {
+		keep = []json.RawMessage{}
+	}
+	kept, err := json.Marshal(keep)
+	if err != nil {
+		return res, err
+	}
+	doc["entries"] = kept
+	out, err := json.Marshal(doc)
+	if err != nil {
+		return res, err
+	}
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, out, "", "  "); err != nil {
+		return res, err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, pretty.Bytes(), 0o644); err != nil {
+		return res, err
+	}
+	return res, os.Rename(tmp, path)
+}
+
+// archivePaths checks an entry's paths stay where they belong: the archive
+// under <exec>/rigArchive, the destination inside the work tree.
+func archivePaths(execDir, workTree string, e ArchiveEntry) (src, dst string, ok bool) {
+	clean := func(base, rel string) (string, bool) {
+		if rel == "" || filepath.IsAbs(rel) {
+			return "", false
+		}
+		p := filepath.Join(base, filepath.FromSlash(rel))
+		r, err := filepath.Rel(base, p)
+		return p, err == nil && r != "." && !strings.HasPrefix(r, "..")
+	}
+	src, ok1 := clean(filepath.Join(execDir, "rigArchive"), strings.TrimPrefix(filepath.ToSlash(e.ArchivePath), "rigArchive/"))
+	dst, ok2 := clean(workTree, e.SourcePath)
+	return src, dst, ok1 && ok2
+}
