@@ -76,3 +76,38 @@ func TestSecondDaemonRefused(t *testing.T) {
 		t.Errorf("second daemon: %v: %s", err, out)
 	}
 }
+
+// TestConfigReload: a config change is applied without a restart; a bad one
+// keeps the old config running and status says why.
+func TestConfigReload(t *testing.T) {
+	ws1, ws2, state := t.TempDir(), t.TempDir(), t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "cairn.toml")
+	write(t, cfg, "[[watch]]\npath = \""+ws1+"\"\n")
+	d := startDaemon(t, state, "--config", cfg)
+	waitRecord(t, ws1, state, "baseline of ws1", func(r snapshot.Record) bool { return r.Kind == snapshot.KindBaseline })
+
+	write(t, cfg, "[[watch]]\npath = \""+ws1+"\"\n[[watch]]\npath = \""+ws2+"\"\n")
+	waitRecord(t, ws2, state, "baseline of ws2 after the config changed", func(r snapshot.Record) bool { return r.Kind == snapshot.KindBaseline })
+
+	write(t, cfg, "[[watch]]\npath = \"relative/path\"\n")
+	waitFor(t, 10e9, "status reports the refused config", func() bool {
+		st := d.status()
+		return strings.Contains(st.ConfigErr, "cairn.toml:2") && strings.Contains(st.ConfigErr, "absolute") && len(st.Workspaces) == 2
+	})
+	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if st := d.status(); len(st.Workspaces) != 2 {
+		t.Errorf("after SIGHUP with a bad config: %+v", st.Workspaces)
+	}
+}
+
+// TestInvalidConfigRefusedAtStart names the file, line and reason.
+func TestInvalidConfigRefusedAtStart(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "cairn.toml")
+	write(t, cfg, "[defaults]\nlayout = \"git\"\n")
+	out, err := runCairn(t, "daemon", "--config", cfg, "--state-dir", t.TempDir(), "--socket", filepath.Join(t.TempDir(), "s"))
+	if err == nil || !strings.Contains(out, cfg+":2") || !strings.Contains(out, "layout") {
+		t.Errorf("bad config at start: %v: %s", err, out)
+	}
+}
