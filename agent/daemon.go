@@ -43,6 +43,9 @@ type Daemon struct {
 	configErr  string
 	workspaces map[string]*workspace
 	roots      []WatchRoot
+	extra      []string // roots added over the socket (POST /v1/watch)
+
+	bus *bus // events for GET /v1/events
 }
 
 // New makes a daemon from a loaded config (nil: defaults).
@@ -50,7 +53,7 @@ func New(cfg *Config, opts Options, log zerolog.Logger) *Daemon {
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	return &Daemon{opts: opts, log: log, cfg: cfg, workspaces: map[string]*workspace{}, started: time.Now()}
+	return &Daemon{opts: opts, log: log, cfg: cfg, workspaces: map[string]*workspace{}, started: time.Now(), bus: newBus()}
 }
 
 // StateDir is where the daemon keeps plain-layout stores and its lock.
@@ -100,6 +103,9 @@ func (d *Daemon) rootsLocked() []WatchRoot {
 			continue
 		}
 		roots = append(roots, WatchRoot{Path: abs, Settings: defaults})
+	}
+	for _, p := range d.extra {
+		roots = append(roots, WatchRoot{Path: p, Settings: defaults})
 	}
 	return roots
 }
@@ -191,6 +197,7 @@ func (d *Daemon) discover(ctx context.Context) {
 			continue
 		}
 		ws := newWorkspace(dir, set, d.stateDirLocked(), d.log)
+		ws.emit = d.bus.publish
 		d.workspaces[dir] = ws
 		ws.start(ctx)
 		d.log.Info().Str("workspace", dir).Msg("workspace watched")

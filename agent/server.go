@@ -57,6 +57,7 @@ func (d *Daemon) listen(ctx context.Context) (*server, error) {
 		writeJSON(w, http.StatusOK, d.Status())
 	})
 	mux.HandleFunc("POST /v1/checkpoint", d.handleCheckpoint)
+	d.routes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "NOT_FOUND", fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
 	})
@@ -140,6 +141,10 @@ func (d *Daemon) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 	ws := d.lookup(req.Workspace)
 	if ws == nil || !authorize(r, ws.dir) {
 		writeError(w, http.StatusForbidden, "FORBIDDEN", "not a workspace you may act on: "+req.Workspace)
+		return
+	}
+	if ws.rolling.Load() {
+		writeBlocked(w, "checkpoint")
 		return
 	}
 	sreq := snapshot.SealRequest{Kind: snapshot.KindManual, Label: req.Label, RunID: req.RunID}

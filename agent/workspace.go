@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -49,7 +50,14 @@ type workspace struct {
 	status api.WorkspaceStatus
 	wt     *watcher.Watcher // for live watch counts in status
 
-	jobs chan sealJob // checkpoints asked for over the socket
+	jobs     chan sealJob    // checkpoints asked for over the socket
+	restores chan restoreJob // restores and rollbacks asked for over the socket (restore_api.go)
+	// rolling is set while a restore or rollback is under way: other
+	// state-changing requests are refused with ROLLBACK_IN_PROGRESS.
+	rolling atomic.Bool
+	snap    atomic.Pointer[listSnap] // the ledger as a rollback found it: listings answer from it meanwhile
+	// emit publishes an event (nil: nobody listens).
+	emit func(api.Event)
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -92,10 +100,11 @@ func (w *workspace) checkpoint(ctx context.Context, req snapshot.SealRequest) (s
 func newWorkspace(dir string, set Settings, stateDir string, log zerolog.Logger) *workspace {
 	return &workspace{
 		dir: dir, set: set, stateDir: stateDir,
-		log:    log.With().Str("workspace", dir).Logger(),
-		dirty:  map[string]time.Time{},
-		jobs:   make(chan sealJob),
-		status: api.WorkspaceStatus{Dir: dir, Layout: set.Layout, State: stateStarting},
+		log:      log.With().Str("workspace", dir).Logger(),
+		dirty:    map[string]time.Time{},
+		jobs:     make(chan sealJob),
+		restores: make(chan restoreJob),
+		status:   api.WorkspaceStatus{Dir: dir, Layout: set.Layout, State: stateStarting},
 	}
 }
 
@@ -119,6 +128,7 @@ func (w *workspace) snapshotStatus() api.WorkspaceStatus {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	st := w.status
+	st.Rolling = w.rolling.Load()
 	if w.wt != nil {
 		st.Watches = w.wt.Status().Watches
 	}
@@ -273,6 +283,11 @@ func (w *workspace) serve(ctx context.Context) error {
 		case job := <-w.jobs:
 			rec, err := w.seal(ctx, wt, job.req, false)
 			job.reply <- sealResult{rec, err}
+		case job := <-w.restores:
+			w.drain(wt)
+			job.run(ctx)
+			// The checkout rewrote files: the next seal reconciles everything.
+			w.needFull = true
 		case <-degraded:
 			// Without a complete watch, only a full reconcile sees every change.
 			w.needFull = true
@@ -498,6 +513,9 @@ func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 	}
 	ev.Str("id", rec.ID).Str("sha", rec.SHA).Str("state", string(rec.State)).Int64("duration_ms", rec.DurationMS).
 		Int("added", rec.Added).Int("changed", rec.Changed).Int("removed", rec.Removed).Msg("checkpoint sealed")
+	if w.emit != nil {
+		w.emit(api.Event{Type: api.EvCheckpointSealed, Workspace: w.dir, Time: time.Now(), Data: toAPIRecord(rec)})
+	}
 	w.setStatus(func(s *api.WorkspaceStatus) {
 		s.Seals++
 		s.Last, s.LastState, s.LastTime = rec.ID, string(rec.State), rec.Time

@@ -47,6 +47,7 @@ type WorkspaceStatus struct {
 	LastTime  time.Time `json:"lastTime,omitempty"`
 	Seals     int       `json:"seals"` // checkpoints sealed by this daemon since it started
 	Failures  int       `json:"failures"`
+	Rolling   bool      `json:"rollingBack,omitempty"` // a restore or rollback is under way
 }
 
 // CheckpointRequest is POST /v1/checkpoint: seal one checkpoint now.

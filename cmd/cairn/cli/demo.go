@@ -121,7 +121,7 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	for i, j := 0, len(recs)-1; i < j; i, j = i+1, j-1 {
 		recs[i], recs[j] = recs[j], recs[i]
 	}
-	printList(e.stdout, recs, time.Now())
+	printList(e.stdout, recs, "", time.Now())
 	fmt.Fprintf(e.stdout, "\ninspect with plain git:\n  git --git-dir=%s log --oneline --all\n", st.GitDir())
 	return nil
 }

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
+	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/restore"
 	"github.com/cairn-dev/cairn/snapshot"
 )
 
@@ -44,6 +47,7 @@ func runList(ctx context.Context, e *env, args []string) error {
 	var sf storeFlags
 	sf.register(fs)
 	asJSON := fs.Bool("json", false, "print the ledger records as JSON, newest first")
+	sock := fs.String("socket", "", "daemon socket (default: $CAIRN_SOCKET or the per-user default)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -52,14 +56,9 @@ func runList(ctx context.Context, e *env, args []string) error {
 		fs.Usage()
 		return usageErr("list takes one workspace directory")
 	}
-	st, err := sf.open(ctx, pos[0], nil)
+	recs, head, err := listRecords(ctx, &sf, *sock, pos[0])
 	if err != nil {
 		return err
-	}
-	defer st.Close()
-	recs := st.Records()
-	for i, j := 0, len(recs)-1; i < j; i, j = i+1, j-1 {
-		recs[i], recs[j] = recs[j], recs[i]
 	}
 	if *asJSON {
 		if recs == nil {
@@ -69,11 +68,42 @@ func runList(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(e.stdout, string(b))
 		return nil
 	}
-	printList(e.stdout, recs, time.Now())
+	printList(e.stdout, recs, head, time.Now())
 	return nil
 }
 
-func printList(w io.Writer, recs []snapshot.Record, now time.Time) {
+// listRecords is the ledger newest first and the id marked ← HEAD: from the
+// daemon when one runs and watches the workspace for us, else from the store.
+func listRecords(ctx context.Context, sf *storeFlags, sock, dir string) ([]snapshot.Record, string, error) {
+	c, abs, err := daemonFor(ctx, sock, sf.stateDir, dir)
+	if err != nil {
+		return nil, "", err
+	}
+	if c != nil {
+		l, err := c.List(ctx, abs)
+		if err == nil {
+			var recs []snapshot.Record
+			if b, jerr := json.Marshal(l.Records); jerr == nil {
+				_ = json.Unmarshal(b, &recs)
+			}
+			return recs, l.Head, nil
+		}
+		if !fallBack(err) {
+			return nil, "", err
+		}
+	}
+	st, err := sf.open(ctx, dir, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	defer st.Close()
+	recs := st.Records()
+	head := restore.HeadMarker(agent.Checkpoints(recs), st.Position())
+	slices.Reverse(recs)
+	return recs, head, nil
+}
+
+func printList(w io.Writer, recs []snapshot.Record, head string, now time.Time) {
 	if len(recs) == 0 {
 		fmt.Fprintln(w, "no checkpoints yet")
 		return
@@ -99,6 +129,9 @@ func printList(w io.Writer, recs []snapshot.Record, now time.Time) {
 			if r.Error != "" {
 				line += ": " + r.Error
 			}
+		}
+		if head != "" && r.ID == head {
+			line += "  " + restore.HeadMark
 		}
 		fmt.Fprintln(w, line)
 	}

@@ -1,0 +1,187 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Command is POST /v1/command: the seed's envelope {id, type, data}, plus the
+// workspace it acts on. Workspace may be given at the top level or inside data.
+type Command struct {
+	ID        string          `json:"id,omitempty"`
+	Type      string          `json:"type"`
+	Workspace string          `json:"workspace,omitempty"`
+	Data      json.RawMessage `json:"data,omitempty"`
+}
+
+// CommandReply answers a Command: the same id and type, and the result.
+type CommandReply struct {
+	ID   string `json:"id,omitempty"`
+	Type string `json:"type"`
+	Data any    `json:"data"`
+}
+
+// Command types (the seed's).
+const (
+	CmdCheckpointList       = "checkpoint.list"
+	CmdRollbackToCheckpoint = "rollback.toCheckpoint"
+	CmdRollbackToCodon      = "rollback.toCodon"
+	CmdRollbackToLastSucc   = "rollback.toLastSuccess"
+)
+
+// CheckpointListData is checkpoint.list's data.
+type CheckpointListData struct {
+	Workspace string `json:"workspace,omitempty"`
+	RunID     string `json:"runId,omitempty"`
+}
+
+// CheckpointList is checkpoint.list's answer, in the seed's shape.
+type CheckpointList struct {
+	RunID         string           `json:"runId"`
+	CurrentBranch string           `json:"currentBranch"`
+	Checkpoints   []CheckpointInfo `json:"checkpoints"`
+}
+
+// CheckpointInfo is one lifecycle checkpoint in checkpoint.list, newest first.
+type CheckpointInfo struct {
+	CodonID        string `json:"codonId"`
+	CodonName      string `json:"codonName"`
+	CheckpointType string `json:"checkpointType"`
+	SHA            string `json:"sha"`
+	Status         string `json:"status"`
+	Timestamp      string `json:"timestamp"`
+}
+
+// RollbackData is the data of rollback.toCheckpoint ({checkpointSha}),
+// rollback.toCodon ({codonId, checkpointType}) and rollback.toLastSuccess ({}).
+type RollbackData struct {
+	Workspace      string `json:"workspace,omitempty"`
+	CheckpointSHA  string `json:"checkpointSha,omitempty"`
+	CodonID        string `json:"codonId,omitempty"`
+	CheckpointType string `json:"checkpointType,omitempty"`
+	AutoRestart    bool   `json:"autoRestart,omitempty"`
+}
+
+// RestoreRequest is POST /v1/restore. Target is a ledger id (c7), a SHA
+// prefix, a codon spec (codon:ID[:type]), last-success, or a time (@10:42,
+// autosave@10:42).
+type RestoreRequest struct {
+	Workspace string   `json:"workspace"`
+	Target    string   `json:"target"`
+	Paths     []string `json:"paths,omitempty"`
+	DryRun    bool     `json:"dryRun,omitempty"`
+}
+
+// WorkspaceRequest names one workspace: POST /v1/undo, /v1/watch, /v1/unwatch.
+type WorkspaceRequest struct {
+	Workspace string `json:"workspace"`
+}
+
+// PlanFile is one file a restore writes or deletes.
+type PlanFile struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	Action string `json:"action"` // add, modify, delete
+}
+
+// Continuation is the run a rollback recorded in state.json.
+type Continuation struct {
+	FromRun       string  `json:"fromRun,omitempty"`
+	ToRun         string  `json:"toRun"`
+	SourceRun     string  `json:"sourceRun"`
+	AfterCodon    *string `json:"afterCodon"`
+	CheckpointSHA string  `json:"checkpointSha"`
+}
+
+// RestoreResult answers a restore, undo or rollback.
+type RestoreResult struct {
+	Target     Record        `json:"target"`
+	PreRestore *Record       `json:"preRestore,omitempty"`
+	Write      []PlanFile    `json:"write"`
+	Delete     []PlanFile    `json:"delete"`
+	Kept       int           `json:"kept"`
+	Diff       []PathIssue   `json:"differences,omitempty"`
+	DryRun     bool          `json:"dryRun,omitempty"`
+	Paths      []string      `json:"paths,omitempty"`
+	Continued  *Continuation `json:"continuation,omitempty"`
+	// StateNote says why state.json was not updated, when it was not.
+	StateNote string `json:"stateNote,omitempty"`
+	// Archive is what came back from rigArchive/ (Hankweave layout).
+	Archive *ArchiveRestore `json:"archive,omitempty"`
+}
+
+// ArchiveRestore is the seed's rollback.archiveRestore payload.
+type ArchiveRestore struct {
+	RestoredPaths  []string `json:"restoredPaths"`
+	ProtectedPaths []string `json:"protectedPaths,omitempty"`
+	FailedPaths    []string `json:"failedPaths,omitempty"`
+	Status         string   `json:"status"` // ok, partial
+}
+
+// List answers GET /v1/list: the ledger newest first and the position.
+type List struct {
+	Workspace string   `json:"workspace"`
+	Position  string   `json:"position,omitempty"`
+	Head      string   `json:"head,omitempty"` // the id marked ← HEAD
+	Records   []Record `json:"records"`
+}
+
+// Diff answers GET /v1/diff and GET /v1/show.
+type Diff struct {
+	A      string  `json:"a"`
+	B      string  `json:"b"` // empty: the work tree
+	Record *Record `json:"record,omitempty"`
+	Stat   string  `json:"stat"`
+	Patch  string  `json:"patch,omitempty"`
+}
+
+// Event is one line of GET /v1/events (newline-delimited JSON).
+type Event struct {
+	Type      string    `json:"type"`
+	Workspace string    `json:"workspace,omitempty"`
+	Time      time.Time `json:"time"`
+	Data      any       `json:"data"`
+}
+
+// Event types.
+const (
+	EvCheckpointSealed  = "checkpoint.sealed"
+	EvRollbackStarted   = "rollback.started"
+	EvRollbackProgress  = "rollback.progress"
+	EvRollbackCompleted = "rollback.completed"
+	EvError             = "error"
+)
+
+// RollbackStarted is rollback.started's data.
+type RollbackStarted struct {
+	FromRun         string `json:"fromRun"`
+	FromCodon       string `json:"fromCodon"`
+	ToCodon         string `json:"toCodon"`
+	ToCheckpoint    string `json:"toCheckpoint"`
+	CheckpointType  string `json:"checkpointType"`
+	CodonsToProcess int    `json:"codonsToProcess"`
+}
+
+// RollbackProgress is rollback.progress's data.
+type RollbackProgress struct {
+	CurrentStep int    `json:"currentStep"`
+	TotalSteps  int    `json:"totalSteps"`
+	Message     string `json:"message"`
+}
+
+// RollbackCompleted is rollback.completed's data.
+type RollbackCompleted struct {
+	FromRun        string `json:"fromRun"`
+	ToRun          string `json:"toRun"`
+	Checkpoint     string `json:"checkpoint"`
+	CodonID        string `json:"codonId"`
+	CodonName      string `json:"codonName"`
+	CheckpointType string `json:"checkpointType"`
+	AutoRestart    bool   `json:"autoRestart"`
+}
+
+// ErrorEvent is an error event's data.
+type ErrorEvent struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}

@@ -1,0 +1,330 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/hankweave"
+	"github.com/cairn-dev/cairn/restore"
+	"github.com/cairn-dev/cairn/snapshot"
+)
+
+// Restores and rollbacks (SPEC §4). The functions here are shared by the
+// daemon (which runs them on the workspace's goroutine) and by the cairn
+// command when no daemon runs (which runs them on the store directly, under
+// its lock).
+
+// ErrCodonRunning is the seed's refusal while the runtime runs a codon.
+var ErrCodonRunning = errors.New(restore.ErrCodonRunning)
+
+// Checkpoints converts ledger records for restore.Resolve.
+func Checkpoints(recs []snapshot.Record) []restore.Checkpoint {
+	out := make([]restore.Checkpoint, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, restore.Checkpoint{ID: r.ID, SHA: r.SHA, Kind: string(r.Kind), Label: r.Label,
+			CodonID: r.CodonID, CodonName: r.CodonName, RunID: r.RunID, Attempt: r.Attempt, Time: r.Time,
+			State: string(r.State)})
+	}
+	return out
+}
+
+// ResolveTarget finds the ledger record a target names; a record counts only
+// when git confirms its commit.
+func ResolveTarget(ctx context.Context, st *snapshot.Store, t restore.Target) (restore.Checkpoint, snapshot.Record, error) {
+	recs := st.Records()
+	confirmed := func(sha string) bool {
+		_, err := st.Git().Run(ctx, nil, "cat-file", "-e", "--end-of-options", sha+"^{commit}")
+		return err == nil
+	}
+	c, err := restore.Resolve(Checkpoints(recs), t, confirmed)
+	if err != nil {
+		return c, snapshot.Record{}, err
+	}
+	for _, r := range recs {
+		if r.ID == c.ID {
+			return c, r, nil
+		}
+	}
+	return c, snapshot.Record{}, nil
+}
+
+// CodonRunning reports whether a Hankweave runtime is running a codon in
+// dir: its lock is live and the current run has a record that is not terminal.
+func CodonRunning(dir string) bool {
+	lk, err := hankweave.ReadLock(dir)
+	if err != nil || lk == nil || !lk.Alive(time.Now()) {
+		return false
+	}
+	st, err := hankweave.ReadState(dir)
+	if err != nil {
+		return false
+	}
+	_, rec, _ := hankweave.Active(st)
+	return rec != nil
+}
+
+// RestoreOp is one restore to carry out.
+type RestoreOp struct {
+	Target restore.Target
+	Paths  []string
+	DryRun bool
+	// Continue records the continuation in state.json (a Hankweave
+	// workspace whose runtime is not running; whole restores only).
+	Continue bool
+	Progress func(step, total int, msg string)
+	// Resolved, when set, is called once the target is known, before anything changes.
+	Resolved func(c restore.Checkpoint)
+}
+
+// RunRestore resolves op.Target over the store's ledger and restores the
+// work tree to it. dir is the workspace (the execution directory for the
+// Hankweave layout).
+func RunRestore(ctx context.Context, st *snapshot.Store, dir string, op RestoreOp) (api.RestoreResult, error) {
+	hank := st.Layout() == snapshot.LayoutHankweave
+	if hank && !op.DryRun && CodonRunning(dir) {
+		return api.RestoreResult{}, ErrCodonRunning
+	}
+	c, rec, err := ResolveTarget(ctx, st, op.Target)
+	if err != nil {
+		return api.RestoreResult{}, err
+	}
+	if op.Resolved != nil {
+		op.Resolved(c)
+	}
+	position := st.Position()
+	res, err := st.Restore(ctx, snapshot.RestoreOptions{Target: c.SHA, Label: c.ID, Paths: op.Paths,
+		DryRun: op.DryRun, Progress: op.Progress})
+	out := toAPIResult(res, rec)
+	out.Paths = op.Paths
+	if err != nil {
+		return out, err
+	}
+	if hank && !op.DryRun && len(op.Paths) == 0 {
+		ar, aerr := restoreArchive(ctx, st, dir, c.SHA, position)
+		out.Archive = ar
+		if aerr != nil {
+			return out, fmt.Errorf("restore rigArchive/: %w", aerr)
+		}
+	}
+	if hank && op.Continue && !op.DryRun && len(op.Paths) == 0 {
+		cont, note, cerr := RecordContinuation(dir, c, Checkpoints(st.Records()))
+		out.Continued, out.StateNote = cont, note
+		if cerr != nil {
+			out.StateNote = "state.json not updated: " + cerr.Error()
+		}
+	}
+	return out, nil
+}
+
+// Undo restores the newest pre-restore checkpoint (itself undoable).
+// op's Progress and Resolved are used; its target is the pre-restore checkpoint.
+func Undo(ctx context.Context, st *snapshot.Store, dir string, op RestoreOp) (api.RestoreResult, error) {
+	recs := st.Records()
+	for i := len(recs) - 1; i >= 0; i-- {
+		r := recs[i]
+		if r.Kind == snapshot.KindPreRestore && r.SHA != "" && r.State != snapshot.StateFailed {
+			op.Target, op.Paths, op.DryRun, op.Continue = restore.ByID(r.ID), nil, false, false
+			return RunRestore(ctx, st, dir, op)
+		}
+	}
+	return api.RestoreResult{}, errors.New("nothing to undo: no pre-restore checkpoint in the ledger")
+}
+
+func toAPIResult(res snapshot.RestoreResult, target snapshot.Record) api.RestoreResult {
+	conv := func(v []snapshot.PlanFile) []api.PlanFile {
+		out := []api.PlanFile{}
+		for _, f := range v {
+			out = append(out, api.PlanFile{Path: f.Path, Size: f.Size, Action: f.Action})
+		}
+		return out
+	}
+	out := api.RestoreResult{Target: toAPIRecord(target), Write: conv(res.Write), Delete: conv(res.Delete),
+		Kept: res.Kept, DryRun: res.DryRun}
+	if res.PreRestore != nil {
+		r := toAPIRecord(*res.PreRestore)
+		out.PreRestore = &r
+	}
+	for _, d := range res.Diff {
+		out.Diff = append(out.Diff, api.PathIssue{Path: d.Path, Reason: d.Reason})
+	}
+	return out
+}
+
+// NewRunID makes a run id the way the runtime does: <ms>-<5 base-36 characters>.
+func NewRunID(now time.Time) string {
+	const digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+	var b strings.Builder
+	for range 5 {
+		n, err := rand.Int(rand.Reader, big.NewInt(36))
+		if err != nil {
+			n = big.NewInt(now.UnixNano() % 36)
+		}
+		b.WriteByte(digits[n.Int64()])
+	}
+	return strconv.FormatInt(now.UnixMilli(), 10) + "-" + b.String()
+}
+
+// RecordContinuation writes the rollback into state.json as the runtime
+// does (FORMATS "state.json"): the abandoned run completed with an endTime,
+// then a new continuation run, first and current, resuming after the
+// target's codon. Unknown fields are preserved. No state.json: nothing to
+// do (note says so). It refuses while the runtime's lock is live.
+func RecordContinuation(dir string, target restore.Checkpoint, cps []restore.Checkpoint) (*api.Continuation, string, error) {
+	st, err := hankweave.ReadState(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, "no state.json: no run to continue", nil
+		}
+		return nil, "", err
+	}
+	now := time.Now()
+	stamp := now.UTC().Format("2006-01-02T15:04:05.000Z")
+	var from *hankweave.Run
+	if from = st.CurrentRun(); from == nil && len(st.Runs) > 0 {
+		from = &st.Runs[0]
+	}
+	cont := &api.Continuation{}
+	folder := ""
+	if from != nil {
+		cont.FromRun = from.RunID
+		if from.Status == hankweave.RunRunning {
+			from.Status = hankweave.RunCompleted
+		}
+		if from.EndTime == "" {
+			from.EndTime = stamp
+		}
+		if from.RunID != "" && strings.Contains(from.RunFolder, from.RunID) {
+			folder = from.RunFolder
+		}
+	}
+	st.CurrentRunID = nil
+
+	// Where the new run resumes: after the target's codon; a rig-setup
+	// target resumes before it (null); a checkpoint outside the lifecycle
+	// resumes after the newest codon that ended before it.
+	srcRun, after := target.RunID, (*string)(nil)
+	switch {
+	case target.Kind == restore.KindRigSetup:
+	case target.CodonID != "":
+		a := target.CodonID
+		after = &a
+	default:
+		if c, ok := endedBefore(cps, target); ok {
+			a := c.CodonID
+			after = &a
+			if srcRun == "" {
+				srcRun = c.RunID
+			}
+		}
+	}
+	if srcRun == "" && from != nil {
+		srcRun = from.RunID
+	}
+	id := NewRunID(now)
+	if folder != "" {
+		folder = strings.Replace(folder, from.RunID, id, 1)
+	}
+	run := hankweave.Run{RunID: id, RunFolder: folder, GitBranch: "run-" + id,
+		StartingConditions: hankweave.StartingConditions{Type: "continuation", Reason: "rollback",
+			Source: &hankweave.ContinuationSource{RunID: srcRun, AfterCodon: after, CheckpointSHA: target.SHA}},
+		Codons: []hankweave.CodonExecution{}, Status: hankweave.RunRunning, StartTime: stamp}
+	if from != nil {
+		run.ServerPID = from.ServerPID
+	}
+	st.Runs = append([]hankweave.Run{run}, st.Runs...)
+	st.CurrentRunID = &id
+	if err := hankweave.WriteState(dir, st); err != nil {
+		return nil, "", err
+	}
+	cont.ToRun, cont.SourceRun, cont.AfterCodon, cont.CheckpointSHA = id, srcRun, after, target.SHA
+	return cont, "", nil
+}
+
+// endedBefore is the newest terminal codon checkpoint older than c in the ledger.
+func endedBefore(cps []restore.Checkpoint, c restore.Checkpoint) (restore.Checkpoint, bool) {
+	var best restore.Checkpoint
+	found := false
+	for _, x := range cps {
+		if x.CodonID == "" || x.ID == c.ID || x.Time.After(c.Time) || !x.Usable() {
+			continue
+		}
+		switch x.Kind {
+		case restore.KindCompleted, restore.KindError, restore.KindSkipped:
+		default:
+			continue
+		}
+		if !found || !x.Time.Before(best.Time) {
+			best, found = x, true
+		}
+	}
+	return best, found
+}
+
+// targetError maps a restore error to an HTTP status and code.
+func targetError(err error) (int, string) {
+	var inv *restore.InvalidTargetError
+	var amb *restore.AmbiguousError
+	var unusable *restore.UnusableError
+	switch {
+	case errors.Is(err, ErrCodonRunning):
+		return 409, "CODON_RUNNING"
+	case restore.IsNotFound(err):
+		return 404, "UNKNOWN_CHECKPOINT"
+	case errors.As(err, &inv):
+		return 400, "INVALID_TARGET"
+	case errors.As(err, &amb):
+		return 409, "AMBIGUOUS_CHECKPOINT"
+	case errors.As(err, &unusable):
+		return 409, "UNUSABLE_CHECKPOINT"
+	case strings.HasPrefix(err.Error(), "nothing to undo"):
+		return 409, "NOTHING_TO_UNDO"
+	}
+	return 500, "RESTORE_FAILED"
+}
+
+// describe is a one-line name for a checkpoint in messages.
+func describe(c restore.Checkpoint) string {
+	s := c.ID + " (" + c.Short() + ", " + c.Kind
+	if c.CodonID != "" {
+		s += " " + c.CodonID
+	}
+	return s + ")"
+}
+
+// restoreArchive brings back files the runtime archived on the line the
+// restore abandons (target..position), or as orphans.
+func restoreArchive(ctx context.Context, st *snapshot.Store, dir, target, position string) (*api.ArchiveRestore, error) {
+	abandoned := map[string]bool{}
+	if position != "" && position != target {
+		out, err := st.Git().Run(ctx, nil, "rev-list", target+".."+position)
+		if err != nil {
+			return nil, err
+		}
+		for _, sha := range strings.Fields(string(out)) {
+			abandoned[sha] = true
+		}
+	}
+	res, err := hankweave.RestoreArchive(dir, st.WorkTree(), func(sha string) bool { return abandoned[strings.ToLower(sha)] })
+	if err != nil {
+		return nil, err
+	}
+	if len(res.Restored)+len(res.Protected)+len(res.Failed) == 0 {
+		return nil, nil
+	}
+	ar := &api.ArchiveRestore{RestoredPaths: res.Restored, ProtectedPaths: res.Protected, FailedPaths: res.Failed, Status: "ok"}
+	if len(res.Failed) > 0 {
+		ar.Status = "partial"
+	}
+	if ar.RestoredPaths == nil {
+		ar.RestoredPaths = []string{}
+	}
+	return ar, nil
+}

@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/restore"
+)
+
+func init() {
+	register("show", "show one checkpoint and the files it changed", runShow)
+	register("diff", "compare two checkpoints, or a checkpoint and the work tree", runDiff)
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func runShow(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("show", "show <dir> <id> [--json]", e)
+	var rf restoreFlags
+	rf.register(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		fs.Usage()
+		return usageErr("show takes a workspace directory and a checkpoint")
+	}
+	c, abs, err := daemonFor(ctx, *rf.sock, rf.sf.stateDir, pos[0])
+	if err != nil {
+		return err
+	}
+	var d api.Diff
+	if c != nil {
+		d, err = c.Show(ctx, abs, pos[1])
+	}
+	if c == nil || fallBack(err) {
+		st, oerr := rf.sf.open(ctx, abs, nil)
+		if oerr != nil {
+			return oerr
+		}
+		defer st.Close()
+		t, perr := restore.ParseTarget(pos[1])
+		if perr != nil {
+			return usageErr("%v", perr)
+		}
+		_, rec, rerr := agent.ResolveTarget(ctx, st, t)
+		if rerr != nil {
+			return refusal(rerr)
+		}
+		d, err = agent.Show(ctx, st, rec)
+	}
+	if err != nil {
+		return refusal(err)
+	}
+	if *rf.asJSON {
+		b, _ := json.MarshalIndent(d, "", "  ")
+		fmt.Fprintln(e.stdout, string(b))
+		return nil
+	}
+	if r := d.Record; r != nil {
+		fmt.Fprintf(e.stdout, "%s %s  %s  %s\n", r.ID, r.SHA, r.Kind, r.State)
+		if r.Label != "" {
+			fmt.Fprintf(e.stdout, "label:  %s\n", r.Label)
+		}
+		if r.CodonID != "" {
+			fmt.Fprintf(e.stdout, "codon:  %s (%s), run %s, attempt %d\n", r.CodonID, r.CodonName, r.RunID, r.Attempt)
+		}
+		fmt.Fprintf(e.stdout, "time:   %s (%s)\nref:    %s\nparent: %s\nfiles:  +%d ~%d -%d\n", r.Time.Local().Format("2006-01-02 15:04:05"),
+			age(time.Since(r.Time)), r.Ref, orDash(r.Parent), r.Added, r.Changed, r.Removed)
+		for _, is := range r.Issues {
+			fmt.Fprintf(e.stdout, "  %s: %q: %s\n", r.State, is.Path, is.Reason)
+		}
+	}
+	if s := strings.TrimRight(d.Stat, "\n"); s != "" {
+		fmt.Fprintln(e.stdout, s)
+	}
+	return nil
+}
+
+func runDiff(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("diff", "diff <dir> <a> [<b>] [--stat] [--json]   (no b: the work tree)", e)
+	var rf restoreFlags
+	rf.register(fs)
+	statOnly := fs.Bool("stat", false, "the diffstat only")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 && len(pos) != 3 {
+		fs.Usage()
+		return usageErr("diff takes a workspace directory and one or two checkpoints")
+	}
+	b := ""
+	if len(pos) == 3 {
+		b = pos[2]
+	}
+	c, abs, err := daemonFor(ctx, *rf.sock, rf.sf.stateDir, pos[0])
+	if err != nil {
+		return err
+	}
+	var d api.Diff
+	if c != nil {
+		d, err = c.Diff(ctx, abs, pos[1], b, !*statOnly)
+	}
+	if c == nil || fallBack(err) {
+		st, oerr := rf.sf.open(ctx, abs, nil)
+		if oerr != nil {
+			return oerr
+		}
+		defer st.Close()
+		shas := []string{}
+		for _, arg := range pos[1:] {
+			t, perr := restore.ParseTarget(arg)
+			if perr != nil {
+				return usageErr("%v", perr)
+			}
+			_, rec, rerr := agent.ResolveTarget(ctx, st, t)
+			if rerr != nil {
+				return refusal(rerr)
+			}
+			shas = append(shas, rec.SHA)
+		}
+		d = api.Diff{A: shas[0]}
+		if len(shas) == 2 {
+			d.B = shas[1]
+		}
+		d.Stat, d.Patch, err = st.Diff(ctx, d.A, d.B, !*statOnly)
+	}
+	if err != nil {
+		return refusal(err)
+	}
+	if *rf.asJSON {
+		out, _ := json.MarshalIndent(d, "", "  ")
+		fmt.Fprintln(e.stdout, string(out))
+		return nil
+	}
+	fmt.Fprint(e.stdout, d.Stat)
+	if d.Patch != "" {
+		fmt.Fprint(e.stdout, "\n", d.Patch)
+	}
+	return nil
+}

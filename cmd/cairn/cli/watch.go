@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+)
+
+func init() {
+	register("watch", "ask the running daemon to watch a workspace", func(ctx context.Context, e *env, args []string) error {
+		return runWatch(ctx, e, args, false)
+	})
+	register("unwatch", "ask the running daemon to stop watching a workspace", func(ctx context.Context, e *env, args []string) error {
+		return runWatch(ctx, e, args, true)
+	})
+}
+
+func runWatch(ctx context.Context, e *env, args []string, unwatch bool) error {
+	name := map[bool]string{false: "watch", true: "unwatch"}[unwatch]
+	fs := newFlags(name, name+" <dir> [--socket PATH] [--json]", e)
+	sock := fs.String("socket", "", "daemon socket (default: $CAIRN_SOCKET or the per-user default)")
+	stateDir := fs.String("state-dir", "", "state directory, to find the default socket")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return usageErr("%s takes one workspace directory", name)
+	}
+	c, abs, err := daemonFor(ctx, *sock, *stateDir, pos[0])
+	if err != nil {
+		return err
+	}
+	if c == nil {
+		return fmt.Errorf("no daemon answers on %s; start one with: cairn daemon --watch %s", socketPath(*sock, *stateDir), abs)
+	}
+	if err := c.Watch(ctx, abs, unwatch); err != nil {
+		return refusal(err)
+	}
+	if *asJSON {
+		fmt.Fprintf(e.stdout, "{\"workspace\": %q, \"watching\": %v}\n", abs, !unwatch)
+	} else if unwatch {
+		fmt.Fprintf(e.stdout, "no longer watching %s\n", abs)
+	} else {
+		fmt.Fprintf(e.stdout, "watching %s\n", abs)
+	}
+	return nil
+}
