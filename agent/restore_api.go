@@ -292,7 +292,7 @@ func (d *Daemon) restoreOn(ws *workspace, st *snapshot.Store, cmdType string, op
 	op.Resolved = func(c restore.Checkpoint) {
 		target = c
 		emit(api.EvRollbackStarted, api.RollbackStarted{FromRun: fromRun, FromCodon: fromCodon, ToCodon: c.CodonID,
-			ToCheckpoint: c.SHA, CheckpointType: c.Kind})
+			ToCheckpoint: c.SHA, CheckpointType: c.Kind, CodonsToProcess: codonsAfter(st.Records(), c)})
 	}
 	op.Progress = func(step, total int, msg string) {
 		emit(api.EvRollbackProgress, api.RollbackProgress{CurrentStep: step, TotalSteps: total, Message: msg})
@@ -317,6 +317,9 @@ func (d *Daemon) restoreOn(ws *workspace, st *snapshot.Store, cmdType string, op
 		emit(api.EvError, api.ErrorEvent{Code: errCode, Message: err.Error()})
 		d.log.Warn().Err(err).Str("workspace", ws.dir).Str("command", cmdType).Msg("restore refused or failed")
 		return res, code, errCode, err
+	}
+	if res.Archive != nil {
+		emit(api.EvRollbackArchiveRestore, res.Archive)
 	}
 	if !op.DryRun {
 		toRun := ""
@@ -598,4 +601,16 @@ func (d *Daemon) handleEvents(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+}
+
+// codonsAfter counts the codons whose lifecycle checkpoints came after the
+// target: the work the rollback undoes.
+func codonsAfter(recs []snapshot.Record, target restore.Checkpoint) int {
+	seen := map[string]bool{}
+	for _, r := range recs {
+		if r.CodonID != "" && r.Kind.IsLifecycle() && r.Time.After(target.Time) && r.SHA != target.SHA {
+			seen[r.RunID+"/"+r.CodonID] = true
+		}
+	}
+	return len(seen)
 }

@@ -149,7 +149,9 @@ const (
 	EvRollbackStarted   = "rollback.started"
 	EvRollbackProgress  = "rollback.progress"
 	EvRollbackCompleted = "rollback.completed"
-	EvError             = "error"
+	// EvRollbackArchiveRestore carries ArchiveRestore: files brought back from rigArchive/.
+	EvRollbackArchiveRestore = "rollback.archiveRestore"
+	EvError                  = "error"
 )
 
 // RollbackStarted is rollback.started's data.
