@@ -38,8 +38,6 @@ func newHankState(exec string) *hankState {
 	return &hankState{exec: exec, journal: hankweave.NewJournal(exec)}
 }
 
-func (h *hankState) dir() string { return filepath.Join(h.exec, ".hankweave") }
-
 // currentPatterns is the selection of the codon running now (or last run):
 // the union of checkpointedFiles through it in plan order. ok is false
 // before there is a plan.

@@ -263,6 +263,7 @@ func (d *Daemon) restoreOn(ws *workspace, st *snapshot.Store, cmdType string, op
 	if !op.DryRun {
 		if !ws.rolling.CompareAndSwap(false, true) {
 			if strings.HasPrefix(cmdType, "rollback.") {
+				//lint:ignore ST1005 the seed's exact wording
 				return api.RestoreResult{}, http.StatusConflict, restore.CodeRollbackInProgress, errors.New(restore.ErrRollbackInProgress)
 			}
 			b := restore.RollbackBlocked(cmdType)

@@ -23,6 +23,8 @@ import (
 // its lock).
 
 // ErrCodonRunning is the seed's refusal while the runtime runs a codon.
+//
+//lint:ignore ST1005 the seed's exact wording
 var ErrCodonRunning = errors.New(restore.ErrCodonRunning)
 
 // Checkpoints converts ledger records for restore.Resolve.

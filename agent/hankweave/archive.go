@@ -73,7 +73,8 @@ func RestoreArchive(execDir, workTree string, abandoned func(sha string) bool) (
 			keep = append(keep, raw)
 			continue
 		}
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err == nil {
+		err := os.MkdirAll(filepath.Dir(dst), 0o755)
+		if err == nil {
 			err = os.Rename(src, dst)
 		}
 		if err != nil {

@@ -46,19 +46,6 @@ func (o *obj) has(k string) bool { _, ok := o.vals[k]; return ok }
 
 func (o *obj) str(k string) string { s, _ := o.vals[k].(string); return s }
 
-func (o *obj) del(k string) {
-	if _, ok := o.vals[k]; !ok {
-		return
-	}
-	delete(o.vals, k)
-	for i, x := range o.keys {
-		if x == k {
-			o.keys = append(o.keys[:i:i], o.keys[i+1:]...)
-			break
-		}
-	}
-}
-
 // spread is {...o}: a shallow copy, same order.
 func (o *obj) spread() *obj {
 	c := &obj{keys: append([]string(nil), o.keys...), vals: make(map[string]any, len(o.vals))}
