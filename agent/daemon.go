@@ -30,6 +30,7 @@ type Options struct {
 	StateDir   string   // overrides the config
 	Socket     string   // overrides the config
 	Version    string
+	Ready      func() // called once the socket listens (systemd readiness)
 }
 
 // Daemon watches execution directories and seals their checkpoints.
@@ -131,6 +132,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer srv.close()
+	if d.opts.Ready != nil {
+		d.opts.Ready()
+	}
 
 	d.log.Info().Str("state_dir", state).Str("socket", d.SocketPath()).Msg("cairn daemon started")
 	tick := time.NewTicker(discoverEvery)

@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/platform/service"
 )
 
 func init() {
@@ -20,6 +21,7 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 	fs.Var(&watch, "watch", "watch this execution directory or glob (repeatable)")
 	stateDir := fs.String("state-dir", "", "state directory (default: per-user state directory)")
 	socket := fs.String("socket", "", "socket path (default: per-user runtime directory)")
+	asService := fs.Bool("service", false, "run under the service manager (set by the unit `cairn service install` writes)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -39,7 +41,12 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 	} else if os.Getenv("CAIRN_LOG_LEVEL") == "" {
 		log = log.Level(parseLevel("info"))
 	}
-	d := agent.New(cfg, agent.Options{ConfigPath: *cfgPath, Watch: watch, StateDir: *stateDir, Socket: *socket, Version: Version}, log)
+	d := agent.New(cfg, agent.Options{ConfigPath: *cfgPath, Watch: watch, StateDir: *stateDir, Socket: *socket, Version: Version,
+		Ready: func() {
+			if err := service.NotifyReady(); err != nil {
+				log.Warn().Err(err).Msg("systemd readiness not reported")
+			}
+		}}, log)
 
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -56,5 +63,9 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 			}
 		}
 	}()
+	if *asService {
+		// kardianos's Run/Stop wrap the daemon: the manager's stop cancels it and waits.
+		return service.Run(runCtx, "cairn", d.Run)
+	}
 	return d.Run(runCtx)
 }
