@@ -39,6 +39,9 @@ type Settings struct {
 	Autosave        *bool    `toml:"autosave"`
 	AutosaveQuiet   Duration `toml:"autosave_quiet"`
 	AutosaveMaxWait Duration `toml:"autosave_max_wait"`
+	// User, for a daemon running as root, names who git runs as and who owns
+	// what cairn writes; empty: the owner of the workspace folder.
+	User string `toml:"user"`
 }
 
 // WatchRoot is a glob of execution directories, with per-root settings.
@@ -129,6 +132,9 @@ func (s Settings) merge(d Settings) Settings {
 	}
 	if s.AutosaveMaxWait.Duration == 0 {
 		s.AutosaveMaxWait = d.AutosaveMaxWait
+	}
+	if s.User == "" {
+		s.User = d.User
 	}
 	return s
 }

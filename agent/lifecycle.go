@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/hankweave"
+	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/snapshot"
 	"github.com/cairn-dev/cairn/watcher"
 )
@@ -235,10 +236,17 @@ func (w *workspace) barrier(wt *watcher.Watcher) (control bool) {
 		return false
 	}
 	p := filepath.Join(w.dir, filepath.FromSlash(barrierRel))
-	if err := os.WriteFile(p, nil, 0o600); err != nil {
+	// O_EXCL never follows a link the workspace owner may have planted.
+	_ = os.Remove(p)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
 		_, control = w.drain(wt)
 		return control
 	}
+	if uid, gid, ok := platform.Owner(w.dir); ok && os.Geteuid() == 0 {
+		_ = f.Chown(int(uid), int(gid))
+	}
+	f.Close()
 	_ = os.Remove(p)
 	timeout := time.NewTimer(time.Second)
 	defer timeout.Stop()

@@ -10,6 +10,13 @@ import (
 // folder, fsyncs it, renames it into place and fsyncs the folder, so a crash
 // leaves either the old file or the new one.
 func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return WriteFileAtomicOwned(path, data, perm, -1, -1)
+}
+
+// WriteFileAtomicOwned is WriteFileAtomic that gives the file to uid:gid
+// before it is renamed into place (uid < 0: the writer's). The rename
+// replaces a symbolic link at path rather than writing through it.
+func WriteFileAtomicOwned(path string, data []byte, perm os.FileMode, uid, gid int) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -24,6 +31,12 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	if err := f.Chmod(perm); err != nil {
 		f.Close()
 		return fmt.Errorf("chmod %s: %w", path, err)
+	}
+	if uid >= 0 {
+		if err := f.Chown(uid, gid); err != nil {
+			f.Close()
+			return fmt.Errorf("chown %s: %w", path, err)
+		}
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()

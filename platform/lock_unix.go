@@ -28,7 +28,7 @@ func Lock(path string) (*FileLock, error) { return lock(path, true) }
 func TryLock(path string) (*FileLock, error) { return lock(path, false) }
 
 func lock(path string, wait bool) (*FileLock, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open lock %s: %w", path, err)
 	}
@@ -65,11 +65,23 @@ func readPid(f *os.File) string {
 	return strings.TrimSpace(string(b[:n]))
 }
 
-// Unlock releases the lock. The file stays, so the next holder reuses it.
+// Chown gives the lock file to uid:gid (uid < 0: no change).
+func (l *FileLock) Chown(uid, gid int) error {
+	if l == nil || l.f == nil || uid < 0 {
+		return nil
+	}
+	return l.f.Chown(uid, gid)
+}
+
+// Unlock releases the lock and clears the pid. The file stays, so the next
+// holder reuses it.
 func (l *FileLock) Unlock() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
+	// A clean release clears the pid: a pid left in the file names a holder
+	// that died holding it (cairn doctor reports those).
+	_ = l.f.Truncate(0)
 	err := syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
 	if cerr := l.f.Close(); err == nil {
 		err = cerr

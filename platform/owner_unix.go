@@ -3,19 +3,107 @@
 package platform
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 )
 
 // OwnerUID is the uid owning path.
 func OwnerUID(path string) (uint32, bool) {
+	uid, _, ok := Owner(path)
+	return uid, ok
+}
+
+// Owner is the uid and gid owning path (following a final symlink).
+func Owner(path string) (uid, gid uint32, ok bool) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
-		return 0, false
+		return 0, 0, false
 	}
-	return st.Uid, true
+	return st.Uid, st.Gid, true
+}
+
+// ErrSymlink is returned when cairn refuses to write through a symbolic link
+// inside a workspace: a root daemon must not follow links its owner planted.
+var ErrSymlink = errors.New("refusing to write through a symbolic link")
+
+// NoFollow is the open flag that refuses a symbolic link as the last component.
+const NoFollow = syscall.O_NOFOLLOW
+
+// Chown gives path (never a link's target) to uid:gid; uid < 0 does nothing.
+func Chown(path string, uid, gid int) error {
+	if uid < 0 {
+		return nil
+	}
+	return os.Lchown(path, uid, gid)
+}
+
+// MkdirAllOwned is os.MkdirAll that gives every folder it creates to uid:gid
+// (uid < 0: no change of owner). An existing component that is a symbolic
+// link is refused, so a root caller never creates folders through one.
+func MkdirAllOwned(path string, perm os.FileMode, uid, gid int) error {
+	path = filepath.Clean(path)
+	fi, err := os.Lstat(path)
+	if err == nil {
+		if fi.IsDir() {
+			return nil
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%s: %w", path, ErrSymlink)
+		}
+		return fmt.Errorf("mkdir %s: not a directory", path)
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if parent := filepath.Dir(path); parent != path {
+		if err := MkdirAllOwned(parent, perm, uid, gid); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(path, perm); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
+				return nil
+			}
+		}
+		return err
+	}
+	return Chown(path, uid, gid)
+}
+
+// NoSymlinkBelow checks that no component of path below base (base itself
+// excluded, path's last component included when last) is a symbolic link.
+// Missing components end the check: whatever is created later is created by
+// cairn. It narrows, not closes, the window in which an owner could swap a
+// folder for a link; git does the same check before it writes.
+func NoSymlinkBelow(base, path string, last bool) error {
+	rel, err := filepath.Rel(base, path)
+	if err != nil || rel == "." {
+		return err
+	}
+	cur := base
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	for i, p := range parts {
+		if i == len(parts)-1 && !last {
+			break
+		}
+		cur = filepath.Join(cur, p)
+		fi, err := os.Lstat(cur)
+		if err != nil {
+			return nil
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%s: %w", cur, ErrSymlink)
+		}
+	}
+	return nil
 }

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cairn-dev/cairn/platform"
 )
 
 // Trailers cairn adds after the seed's message, enough to rebuild the ledger
@@ -44,7 +46,7 @@ func (s *Store) Reload(ctx context.Context) error {
 // ref update and the ledger append loses nothing, nor does a lost ledger.
 // Callers hold the lock.
 func (s *Store) loadLedger(ctx context.Context) error {
-	data, err := os.ReadFile(s.ledger)
+	data, err := readNoFollow(s.ledger)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("read ledger: %w", err)
 	}
@@ -71,7 +73,7 @@ func (s *Store) loadLedger(ctx context.Context) error {
 		good = off
 	}
 	if good < len(data) {
-		if err := os.Truncate(s.ledger, int64(good)); err != nil {
+		if err := truncateNoFollow(s.ledger, int64(good)); err != nil {
 			return fmt.Errorf("drop torn ledger line: %w", err)
 		}
 	}
@@ -215,9 +217,12 @@ func (s *Store) appendRecord(r Record) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(s.ledger, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(s.ledger, os.O_WRONLY|os.O_APPEND|os.O_CREATE|platform.NoFollow, 0o644)
 	if err != nil {
 		return fmt.Errorf("open ledger: %w", err)
+	}
+	if uid, gid := s.ids(); uid >= 0 {
+		_ = f.Chown(uid, gid)
 	}
 	w := bufio.NewWriter(f)
 	w.Write(b)
@@ -249,4 +254,17 @@ func (s *Store) refreshIfChanged(ctx context.Context) error {
 		return nil
 	}
 	return s.loadLedger(ctx)
+}
+
+// truncateNoFollow cuts the ledger to size, refusing a symbolic link.
+func truncateNoFollow(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|platform.NoFollow, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Truncate(size)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cairn-dev/cairn/platform"
 )
 
 // RestoreOptions say what to restore.
@@ -207,12 +209,12 @@ func (s *Store) dryTree(ctx context.Context, target string) (string, error) {
 	tmp := s.git.Index + ".dry-" + strconv.Itoa(os.Getpid())
 	defer os.Remove(tmp)
 	defer os.Remove(tmp + ".json")
-	if b, err := os.ReadFile(s.git.Index); err == nil {
-		if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	if b, err := readNoFollow(s.git.Index); err == nil {
+		if err := s.createNoFollow(tmp, b); err != nil {
 			return "", err
 		}
-		if m, err := os.ReadFile(s.git.Index + ".json"); err == nil {
-			_ = os.WriteFile(tmp+".json", m, 0o644)
+		if m, err := readNoFollow(s.git.Index + ".json"); err == nil {
+			_ = s.createNoFollow(tmp+".json", m)
 		}
 	}
 	saved := s.git
@@ -383,6 +385,10 @@ func (s *Store) apply_(ctx context.Context, res *RestoreResult, target string, p
 	}
 	var gone []string
 	for _, d := range res.Delete {
+		// Never remove through a folder the owner replaced by a link.
+		if err := platform.NoSymlinkBelow(s.workTree, filepath.Join(s.workTree, filepath.FromSlash(d.Path)), false); err != nil {
+			return err
+		}
 		if err := os.Remove(filepath.Join(s.workTree, filepath.FromSlash(d.Path))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}

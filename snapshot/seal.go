@@ -267,7 +267,7 @@ func (s *Store) Position() string {
 }
 
 func (s *Store) setPosition(sha string) {
-	_ = platform.WriteFileAtomic(filepath.Join(s.gitDir, cairnSubdir, "position"), []byte(sha+"\n"), 0o644)
+	_ = s.writeAtomic(filepath.Join(s.gitDir, cairnSubdir, "position"), []byte(sha+"\n"))
 }
 
 // refTip reads a full ref name from the store's files (a loose ref, else
@@ -442,7 +442,7 @@ func (s *Store) stage(ctx context.Context, sel *Selector, changed []string) (sta
 	}
 	if prev != meta {
 		b, _ := json.Marshal(meta)
-		if err := platform.WriteFileAtomic(metaPath, b, 0o644); err != nil {
+		if err := s.writeAtomic(metaPath, b); err != nil {
 			return staged{}, err
 		}
 	}
@@ -475,11 +475,7 @@ type fileID struct {
 }
 
 func idOf(fi fs.FileInfo) fileID {
-	id := fileID{size: fi.Size(), mtime: fi.ModTime().UnixNano(), mode: fi.Mode()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		id.ino = uint64(st.Ino)
-	}
-	return id
+	return fileID{size: fi.Size(), mtime: fi.ModTime().UnixNano(), mode: fi.Mode(), ino: inode(fi)}
 }
 
 // consider classifies one present-or-missing path that passed ignore rules.

@@ -136,15 +136,28 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	s.git = &Git{Path: gitPath, Version: ver, Dir: s.gitDir, WorkTree: s.workTree,
 		Index: filepath.Join(s.gitDir, cairnSubdir, "index"), Home: s.home, Cred: opts.Cred}
 
-	if err := os.MkdirAll(s.home, 0o755); err != nil {
-		return nil, fmt.Errorf("create %s: %w", s.home, err)
+	if err := s.checkLinks(); err != nil {
+		return nil, err
 	}
 	if s.layout == LayoutPlain {
-		_ = os.WriteFile(filepath.Join(s.home, "workspace"), []byte(s.workTree+"\n"), 0o644)
+		// The state directory and its stores folder stay the daemon's; a
+		// store's own folder is the workspace owner's, as git runs as them.
+		if err := os.MkdirAll(filepath.Dir(s.home), 0o755); err != nil {
+			return nil, fmt.Errorf("create %s: %w", s.home, err)
+		}
+	}
+	if err := s.mkdirAll(s.home); err != nil {
+		return nil, fmt.Errorf("create %s: %w", s.home, err)
+	}
+	if err := s.reown(); err != nil {
+		return nil, err
+	}
+	if s.layout == LayoutPlain {
+		_ = s.writeAtomic(filepath.Join(s.home, "workspace"), []byte(s.workTree+"\n"))
 	}
 	// Creating, migrating and sweeping happen under a lock beside the store,
 	// since the store's own folder may not exist yet.
-	lk, err := lockCtx(ctx, filepath.Join(s.home, ".cairn-init.lock"))
+	lk, err := s.lock(ctx, filepath.Join(s.home, ".cairn-init.lock"))
 	if err != nil {
 		return nil, err
 	}
@@ -200,11 +213,25 @@ func lockCtx(ctx context.Context, path string) (*platform.FileLock, error) {
 	}
 }
 
+// lock takes a file lock in the store and gives its file to the owner.
+func (s *Store) lock(ctx context.Context, path string) (*platform.FileLock, error) {
+	lk, err := lockCtx(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	uid, gid := s.ids()
+	_ = lk.Chown(uid, gid)
+	return lk, nil
+}
+
 // withLock runs fn holding the in-process mutex and the store's file lock.
 func (s *Store) withLock(ctx context.Context, fn func() error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	lk, err := lockCtx(ctx, filepath.Join(s.gitDir, cairnSubdir, "lock"))
+	if err := s.checkLinks(); err != nil {
+		return err
+	}
+	lk, err := s.lock(ctx, filepath.Join(s.gitDir, cairnSubdir, "lock"))
 	if err != nil {
 		return err
 	}
@@ -226,7 +253,7 @@ func (s *Store) ensure(ctx context.Context) error {
 		if s.layout == LayoutHankweave {
 			content = hankGitconfig
 		}
-		if err := platform.WriteFileAtomic(gc, []byte(content), 0o644); err != nil {
+		if err := s.writeAtomic(gc, []byte(content)); err != nil {
 			return err
 		}
 	}
@@ -235,7 +262,7 @@ func (s *Store) ensure(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(s.gitDir, cairnSubdir), 0o755); err != nil {
+	if err := s.mkdirAll(filepath.Join(s.gitDir, cairnSubdir)); err != nil {
 		return err
 	}
 	return s.configure(ctx, s.git)
@@ -296,7 +323,7 @@ func (s *Store) create(ctx context.Context) error {
 		return fmt.Errorf("create store %s: %w", s.gitDir, err)
 	}
 	err := func() error {
-		if err := os.MkdirAll(filepath.Join(tmp, cairnSubdir), 0o755); err != nil {
+		if err := s.mkdirAll(filepath.Join(tmp, cairnSubdir)); err != nil {
 			return err
 		}
 		if err := s.configure(ctx, &g); err != nil {
@@ -363,10 +390,10 @@ func (s *Store) configure(ctx context.Context, g *Git) error {
 		if b, err := os.ReadFile(p); err == nil && string(b) == content {
 			continue
 		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		if err := s.mkdirAll(filepath.Dir(p)); err != nil {
 			return err
 		}
-		if err := platform.WriteFileAtomic(p, []byte(content), 0o644); err != nil {
+		if err := s.writeAtomic(p, []byte(content)); err != nil {
 			return err
 		}
 	}

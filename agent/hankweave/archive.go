@@ -56,6 +56,7 @@ func RestoreArchive(execDir, workTree string, abandoned func(sha string) bool) (
 		}
 	}
 	var keep []json.RawMessage
+	uid, gid := ownerIDs(execDir)
 	for _, raw := range entries {
 		var e ArchiveEntry
 		if json.Unmarshal(raw, &e) != nil || !(e.CheckpointSHA == "orphan" || abandoned(e.CheckpointSHA)) {
@@ -73,7 +74,16 @@ func RestoreArchive(execDir, workTree string, abandoned func(sha string) bool) (
 			keep = append(keep, raw)
 			continue
 		}
-		err := os.MkdirAll(filepath.Dir(dst), 0o755)
+		// A root daemon moves files for the owner: never through a folder
+		// replaced by a link, and folders it creates are the owner's. The
+		// moved file keeps its owner.
+		err := noLinkBelow(execDir, src)
+		if err == nil {
+			err = noLinkBelow(workTree, dst)
+		}
+		if err == nil {
+			err = mkdirOwned(workTree, filepath.Dir(dst), uid, gid)
+		}
 		if err == nil {
 			err = os.Rename(src, dst)
 		}
@@ -104,10 +114,61 @@ func RestoreArchive(execDir, workTree string, abandoned func(sha string) bool) (
 		return res, err
 	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, pretty.Bytes(), 0o644); err != nil {
+	_ = os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return res, err
+	}
+	if uid >= 0 {
+		_ = f.Chown(uid, gid)
+	}
+	_, err = f.Write(pretty.Bytes())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
 		return res, err
 	}
 	return res, os.Rename(tmp, path)
+}
+
+// noLinkBelow refuses p when a folder between base and p is a symbolic link.
+func noLinkBelow(base, p string) error {
+	rel, err := filepath.Rel(base, filepath.Dir(p))
+	if err != nil || rel == "." {
+		return err
+	}
+	cur := base
+	for _, part := range strings.Split(filepath.ToSlash(rel), "/") {
+		cur = filepath.Join(cur, part)
+		fi, err := os.Lstat(cur)
+		if err != nil {
+			return nil // missing: created below, by us
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%s is a symbolic link", cur)
+		}
+	}
+	return nil
+}
+
+// mkdirOwned creates dir's missing folders below base, each given to uid:gid
+// (uid < 0: the writer's).
+func mkdirOwned(base, dir string, uid, gid int) error {
+	if _, err := os.Lstat(dir); err == nil || dir == base || dir == filepath.Dir(dir) {
+		return nil
+	}
+	if err := mkdirOwned(base, filepath.Dir(dir), uid, gid); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	if uid >= 0 {
+		return os.Lchown(dir, uid, gid)
+	}
+	return nil
 }
 
 // archivePaths checks an entry's paths stay where they belong: the archive

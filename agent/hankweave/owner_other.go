@@ -8,3 +8,5 @@ import (
 )
 
 func chownLike(*os.File, fs.FileInfo) {}
+
+func ownerIDs(string) (int, int) { return -1, -1 }

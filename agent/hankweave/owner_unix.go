@@ -17,3 +17,20 @@ func chownLike(f *os.File, like fs.FileInfo) {
 	}
 	_ = f.Chown(int(st.Uid), int(st.Gid))
 }
+
+// ownerIDs is the uid and gid of path when this process may give files away
+// (root), else -1, -1: files it creates keep the writer's owner.
+func ownerIDs(path string) (int, int) {
+	if os.Geteuid() != 0 {
+		return -1, -1
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return -1, -1
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return -1, -1
+	}
+	return int(st.Uid), int(st.Gid)
+}
