@@ -3,9 +3,13 @@ package snapshot
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -43,7 +47,12 @@ type RestoreResult struct {
 	Kept       int         `json:"kept"`                  // files on disk the target lacks that cairn did not track: left alone
 	Diff       []PathIssue `json:"differences,omitempty"` // what verification found different from the target
 	DryRun     bool        `json:"dryRun,omitempty"`
+
+	kept  []string          // the untracked paths the target lacks: checkout must leave them
+	wrote map[string]blobID // path → the blob the target holds, for verification
 }
+
+type blobID struct{ sha, mode string }
 
 // Restore brings the work tree to a checkpoint: it seals a pre-restore
 // checkpoint of the whole visible work tree (so the restore can be undone),
@@ -83,7 +92,7 @@ func (s *Store) restoreLocked(ctx context.Context, opts RestoreOptions) (Restore
 		}
 		prefixes = append(prefixes, c)
 	}
-	res := RestoreResult{Target: target, DryRun: opts.DryRun}
+	res := RestoreResult{Target: target, DryRun: opts.DryRun, wrote: map[string]blobID{}}
 	pos := s.position()
 
 	// 1. The work tree as it is now, whole and visible, plus any file the
@@ -131,7 +140,7 @@ func (s *Store) restoreLocked(ctx context.Context, opts RestoreOptions) (Restore
 
 	// 4. Verify.
 	progress(4, "verifying the work tree against the target")
-	diff, err := s.verify(ctx, target, prefixes)
+	diff, err := s.verify(ctx, &res)
 	if err != nil {
 		return res, err
 	}
@@ -174,25 +183,23 @@ func recoveryRef(label string) string {
 // but that the pre-restore staging left out (ignored): the restore will
 // overwrite them, so the pre-restore checkpoint must hold them.
 func (s *Store) addOverwritten(ctx context.Context, target string) error {
-	inTarget, err := s.git.Run(ctx, nil, "ls-tree", "-r", "-z", "--name-only", "--full-tree", target)
+	// The paths the target holds that the staged tree lacks: a tree diff,
+	// which skips every unchanged folder, instead of listing both in full.
+	out, err := s.git.Run(ctx, nil, "write-tree")
 	if err != nil {
 		return err
 	}
-	inIndex, err := s.git.Run(ctx, nil, "ls-files", "-z")
+	missing, err := s.rawDiff(ctx, strings.TrimSpace(string(out)), target)
 	if err != nil {
 		return err
-	}
-	have := map[string]bool{}
-	for _, p := range splitNul(inIndex) {
-		have[p] = true
 	}
 	var add []string
-	for _, p := range splitNul(inTarget) {
-		if have[p] || Excluded(p) {
+	for _, c := range missing {
+		if c.status != "A" || Excluded(c.path) {
 			continue
 		}
-		if fi, err := os.Lstat(filepath.Join(s.workTree, filepath.FromSlash(p))); err == nil && fi.Mode().IsRegular() {
-			add = append(add, p)
+		if fi, err := os.Lstat(filepath.Join(s.workTree, filepath.FromSlash(c.path))); err == nil && fi.Mode().IsRegular() {
+			add = append(add, c.path)
 		}
 	}
 	if len(add) == 0 {
@@ -234,6 +241,7 @@ func (s *Store) dryTree(ctx context.Context, target string) (string, error) {
 }
 
 type rawChange struct {
+	mode   string // new mode (writes)
 	status string
 	sha    string // new blob (writes)
 	oldSHA string
@@ -253,7 +261,7 @@ func (s *Store) rawDiff(ctx context.Context, a, b string) ([]rawChange, error) {
 		if len(meta) < 5 {
 			continue
 		}
-		ch = append(ch, rawChange{status: meta[4], oldSHA: meta[2], sha: meta[3], path: f[i+1]})
+		ch = append(ch, rawChange{status: meta[4], mode: meta[1], oldSHA: meta[2], sha: meta[3], path: f[i+1]})
 	}
 	return ch, nil
 }
@@ -321,13 +329,16 @@ func (s *Store) plan(ctx context.Context, res *RestoreResult, before, pos, targe
 		switch c.status {
 		case "A":
 			res.Write = append(res.Write, PlanFile{c.path, sizes[c.sha], "add"})
+			res.wrote[c.path] = blobID{c.sha, c.mode}
 		case "M", "T":
 			res.Write = append(res.Write, PlanFile{c.path, sizes[c.sha], "modify"})
+			res.wrote[c.path] = blobID{c.sha, c.mode}
 		case "D":
 			if tracked[c.path] {
 				res.Delete = append(res.Delete, PlanFile{c.path, sizes[c.oldSHA], "delete"})
 			} else {
 				res.Kept++
+				res.kept = append(res.kept, c.path)
 			}
 		}
 	}
@@ -344,29 +355,13 @@ func (s *Store) apply_(ctx context.Context, res *RestoreResult, target string, p
 		del[d.Path] = true
 	}
 	if len(prefixes) == 0 {
-		inIndex, err := s.git.Run(ctx, nil, "ls-files", "-z")
-		if err != nil {
-			return err
-		}
-		inTarget, err := s.git.Run(ctx, nil, "ls-tree", "-r", "-z", "--name-only", "--full-tree", target)
-		if err != nil {
-			return err
-		}
-		want := map[string]bool{}
-		for _, p := range splitNul(inTarget) {
-			want[p] = true
-		}
-		var keep []string
-		for _, p := range splitNul(inIndex) {
-			if !want[p] && !del[p] {
-				keep = append(keep, p)
-			}
-		}
-		if len(keep) > 0 {
-			if _, err := s.git.Run(ctx, nulJoin(keep), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
+		// Untracked files the target lacks leave the index first, so checkout leaves them on disk.
+		if len(res.kept) > 0 {
+			if _, err := s.git.Run(ctx, nulJoin(res.kept), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
 				return err
 			}
 		}
+		var err error
 		_, err = s.git.Run(ctx, nil, "checkout", "-q", "--force", "--detach", target)
 		return err
 	}
@@ -401,34 +396,55 @@ func (s *Store) apply_(ctx context.Context, res *RestoreResult, target string, p
 	return nil
 }
 
-// verify compares the work tree with the target: the index must equal the
-// target's tree, and the files on disk the index.
-func (s *Store) verify(ctx context.Context, target string, prefixes []string) ([]PathIssue, error) {
+// verify checks every planned path on disk against the target: each
+// written file has the target's bytes (its blob hash) and mode, each deleted
+// file is gone. Paths outside the plan were already equal to the target in
+// the pre-restore checkpoint, and checkout does not touch them.
+func (s *Store) verify(ctx context.Context, res *RestoreResult) ([]PathIssue, error) {
 	var issues []PathIssue
-	out, err := s.git.Run(ctx, nil, "diff-index", "--cached", "-z", "--name-only", "--no-renames", target)
-	if err != nil {
-		return nil, err
-	}
-	for _, p := range splitNul(out) {
-		if under(p, prefixes) {
-			issues = append(issues, PathIssue{p, "index differs from the target"})
+	for _, w := range res.Write {
+		want := res.wrote[w.Path]
+		abs := filepath.Join(s.workTree, filepath.FromSlash(w.Path))
+		got, exec, err := blobHash(abs, len(want.sha))
+		switch {
+		case err != nil:
+			issues = append(issues, PathIssue{w.Path, "not written: " + err.Error()})
+		case got != want.sha:
+			issues = append(issues, PathIssue{w.Path, "content differs from the target"})
+		case exec != (want.mode == "100755"):
+			issues = append(issues, PathIssue{w.Path, "mode differs from the target"})
+		}
+		if ctx.Err() != nil {
+			return issues, ctx.Err()
 		}
 	}
-	out, err = s.git.Run(ctx, nil, "ls-files", "-z", "-t", "-m", "-d")
-	if err != nil {
-		return nil, err
-	}
-	seen := map[string]bool{}
-	for _, e := range splitNul(out) {
-		if len(e) < 3 {
-			continue
+	for _, d := range res.Delete {
+		if _, err := os.Lstat(filepath.Join(s.workTree, filepath.FromSlash(d.Path))); err == nil {
+			issues = append(issues, PathIssue{d.Path, "still on disk; the target lacks it"})
 		}
-		p := e[2:]
-		if seen[p] || !under(p, prefixes) {
-			continue
-		}
-		seen[p] = true
-		issues = append(issues, PathIssue{p, "differs from the target on disk"})
 	}
 	return issues, nil
+}
+
+// blobHash is git's object id of a file's content ("blob <size>\0" + bytes),
+// SHA-1 or SHA-256 by the length of the id it is compared with.
+func blobHash(path string, idLen int) (string, bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", false, err
+	}
+	var h hash.Hash = sha1.New()
+	if idLen == 64 {
+		h = sha256.New()
+	}
+	fmt.Fprintf(h, "blob %d\x00", fi.Size())
+	if _, err := io.Copy(h, f); err != nil {
+		return "", false, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), fi.Mode()&0o100 != 0, nil
 }

@@ -13,15 +13,19 @@ import (
 )
 
 func init() {
-	register("bench", "measure sealing against git's reference pipelines (bench seal), or the daemon (bench daemon)", runBench)
+	register("bench", "measure sealing (bench seal) or restoring (bench restore) against git, or the daemon (bench daemon)", runBench)
 }
 
 func runBench(ctx context.Context, e *env, args []string) error {
 	if len(args) > 0 && args[0] == "daemon" {
 		return runBenchDaemon(ctx, e, args[1:])
 	}
+	if len(args) > 0 && args[0] == "restore" {
+		return runBenchRestore(ctx, e, args[1:])
+	}
 	if len(args) == 0 || args[0] != "seal" {
 		return usageErr("usage: cairn bench seal [--sizes 1k,10k,100k] [--runs 5] [--skip-slow] [--dir D] [--json]\n" +
+			"       cairn bench restore [--files 100000] [--changed 1000] [--runs 5] [--json]\n" +
 			"       cairn bench daemon [--files 10000] [--watch-files 100000] [--runs 3] [--json]")
 	}
 	fs := newFlags("bench seal", "bench seal [--sizes 1k,10k,100k] [--runs N] [--skip-slow] [--dir D] [--keep] [--json]", e)
@@ -47,6 +51,35 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		cfg.Progress = e.stderr
 	}
 	return sealbench.Run(ctx, cfg, e.stdout)
+}
+
+func runBenchRestore(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("bench restore", "bench restore [--files 100000] [--changed 1000] [--runs N] [--dir D] [--keep] [--json]", e)
+	files := fs.String("files", "100k", "tracked files in the generated tree (k = thousand)")
+	changed := fs.String("changed", "1k", "files that differ between the checkpoints: a tenth added, a tenth deleted, the rest edited")
+	runs := fs.Int("runs", 5, "counted runs of each side, after one warm-up")
+	dir := fs.String("dir", "", "scratch folder (default: a temporary folder)")
+	keep := fs.Bool("keep", false, "keep the generated trees and stores")
+	asJSON := fs.Bool("json", false, "print the results as JSON")
+	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErr("bench restore takes no arguments")
+	}
+	cfg := sealbench.RestoreConfig{Runs: *runs, Dir: *dir, KeepTrees: *keep, JSON: *asJSON}
+	if cfg.Files, err = parseCount(*files); err != nil {
+		return usageErr("--files: %v", err)
+	}
+	if cfg.Changed, err = parseCount(*changed); err != nil {
+		return usageErr("--changed: %v", err)
+	}
+	if !*quiet {
+		cfg.Progress = e.stderr
+	}
+	return sealbench.RunRestore(ctx, cfg, e.stdout)
 }
 
 func runBenchDaemon(ctx context.Context, e *env, args []string) error {
