@@ -3,6 +3,7 @@
 package snapshot
 
 import (
+	"io/fs"
 	"os/exec"
 	"syscall"
 )
@@ -18,4 +19,12 @@ func (c *SysCred) apply(cmd *exec.Cmd) {
 		return
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: c.UID, Gid: c.GID}}
+}
+
+// inode is fi's inode number, 0 when unknown.
+func inode(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Ino)
+	}
+	return 0
 }

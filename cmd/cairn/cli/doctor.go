@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/client"
@@ -295,7 +294,7 @@ func (d *doctor) checkLock(path string) {
 	if err != nil || pid <= 0 {
 		return
 	}
-	if err := syscall.Kill(pid, 0); err == nil || errors.Is(err, syscall.EPERM) {
+	if platform.ProcessRunning(pid) {
 		return
 	}
 	d.bad("lock", "rm "+path, "stale lock %s: pid %d is not running", path, pid)
