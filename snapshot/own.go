@@ -27,12 +27,6 @@ func (s *Store) ids() (int, int) {
 	return int(s.opts.Cred.UID), int(s.opts.Cred.GID)
 }
 
-// own gives path (not a link's target) to the owner.
-func (s *Store) own(path string) error {
-	uid, gid := s.ids()
-	return platform.Chown(path, uid, gid)
-}
-
 // mkdirAll creates path's missing folders, owned by the owner, refusing links.
 func (s *Store) mkdirAll(path string) error {
 	uid, gid := s.ids()

@@ -73,7 +73,7 @@ func New(c Config) (*Manager, error) {
 		return nil, err
 	}
 	paths := platform.PathsFor(runtime.GOOS, c.Mode)
-	u := Unit{Name: c.Name, Mode: c.Mode, Executable: c.Executable, ConfigPath: c.ConfigPath, LogPath: c.LogPath}
+	u := Unit(c)
 	if u.Name == "" {
 		u.Name = DefaultName()
 	}
