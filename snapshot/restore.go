@@ -148,8 +148,9 @@ func (s *Store) restoreLocked(ctx context.Context, opts RestoreOptions) (Restore
 	if len(prefixes) == 0 {
 		s.setPosition(target)
 	}
-	// The index now holds the target's selection; the next seal reconciles in full.
-	_ = os.Remove(s.git.Index + ".json")
+	// The index now holds the target's files, a subset of the pre-restore's
+	// "**" selection it stays recorded under: a seal under "**" stages only
+	// what differs, one under other patterns reconciles in full.
 	return res, nil
 }
 
