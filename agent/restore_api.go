@@ -26,18 +26,20 @@ import (
 
 // restoreJob is a restore run on the workspace's goroutine.
 type restoreJob struct {
-	fn   func(ctx context.Context)
+	// fn runs on the workspace's goroutine; changed is its dirty set (nil
+	// when only a full reconcile knows what changed).
+	fn   func(ctx context.Context, changed []string)
 	done chan struct{}
 }
 
 // restoreTimeout bounds one restore; shutdown does not cut one short.
 const restoreTimeout = 30 * time.Minute
 
-func (j restoreJob) run(ctx context.Context) {
+func (j restoreJob) run(ctx context.Context, changed []string) {
 	defer close(j.done)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restoreTimeout)
 	defer cancel()
-	j.fn(rctx)
+	j.fn(rctx, changed)
 }
 
 // listSnap is the ledger as it was when a rollback began: listings answer
@@ -300,7 +302,8 @@ func (d *Daemon) restoreOn(ws *workspace, st *snapshot.Store, cmdType string, op
 	}
 	var res api.RestoreResult
 	var err error
-	job := restoreJob{done: make(chan struct{}), fn: func(ctx context.Context) {
+	job := restoreJob{done: make(chan struct{}), fn: func(ctx context.Context, changed []string) {
+		op.Changed = changed
 		if undo {
 			res, err = Undo(ctx, st, ws.dir, op)
 		} else {

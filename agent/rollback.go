@@ -84,6 +84,9 @@ type RestoreOp struct {
 	Progress func(step, total int, msg string)
 	// Resolved, when set, is called once the target is known, before anything changes.
 	Resolved func(c restore.Checkpoint)
+	// Changed is what changed since the last seal, when a watch knows it
+	// (nil: the pre-restore checkpoint reconciles the whole work tree).
+	Changed []string
 }
 
 // RunRestore resolves op.Target over the store's ledger and restores the
@@ -103,7 +106,7 @@ func RunRestore(ctx context.Context, st *snapshot.Store, dir string, op RestoreO
 	}
 	position := st.Position()
 	res, err := st.Restore(ctx, snapshot.RestoreOptions{Target: c.SHA, Label: c.ID, Paths: op.Paths,
-		DryRun: op.DryRun, Progress: op.Progress})
+		DryRun: op.DryRun, Progress: op.Progress, Changed: op.Changed})
 	out := toAPIResult(res, rec)
 	out.Paths = op.Paths
 	if err != nil {

@@ -327,7 +327,17 @@ func (w *workspace) serve(ctx context.Context) error {
 			job.reply <- sealResult{rec, err}
 		case job := <-w.restores:
 			w.drain(wt)
-			job.run(ctx)
+			// The pre-restore checkpoint stages only what the watch saw change.
+			var changed []string
+			if !w.needFull {
+				changed = make([]string, 0, len(w.dirty))
+				for p := range w.dirty {
+					if p != "" {
+						changed = append(changed, p)
+					}
+				}
+			}
+			job.run(ctx, changed)
 			// The checkout rewrote files: the next seal reconciles everything.
 			w.needFull = true
 		case <-degraded:

@@ -29,6 +29,9 @@ type RestoreOptions struct {
 	DryRun bool     // plan only: nothing is sealed, written or deleted
 	// Progress, when set, hears each step as it starts.
 	Progress func(step, total int, msg string)
+	// Changed, when not nil, is every path that changed since the last seal
+	// (a watcher's dirty set): the pre-restore checkpoint stages only those.
+	Changed []string
 }
 
 // PlanFile is one file a restore writes or deletes.
@@ -108,7 +111,7 @@ func (s *Store) restoreLocked(ctx context.Context, opts RestoreOptions) (Restore
 	} else {
 		rec, err := s.sealLocked(ctx, SealRequest{
 			Kind: KindPreRestore, Label: "before restore to " + orDefault(opts.Label, short7(target)),
-			Patterns: []string{"**"}, Ref: recoveryRef(opts.Label), StartSHA: pos,
+			Patterns: []string{"**"}, Ref: recoveryRef(opts.Label), StartSHA: pos, Changed: opts.Changed,
 			subject:    "Recovery snapshot before rollback to " + target,
 			afterStage: func() error { return s.addOverwritten(ctx, target) },
 		})

@@ -50,8 +50,11 @@ type RestoreConfig struct {
 
 // Restore benchmark operations, as they appear in the JSON result.
 const (
-	OpRestore  = "cairn-restore"
-	OpCheckout = "ref-checkout"
+	OpRestore = "cairn-restore"
+	// OpRestoreWatched is the daemon's restore: its watch knows what changed
+	// since the last seal (here: nothing), so the pre-restore stages only that.
+	OpRestoreWatched = "cairn-restore-watched"
+	OpCheckout       = "ref-checkout"
 )
 
 // RestoreReport is the restore benchmark's machine-readable result. The
@@ -332,18 +335,44 @@ func runRestore(ctx context.Context, cfg RestoreConfig, env *gitEnv, root string
 		if err := check("git", refTree, "Y", wantY); err != nil {
 			return err
 		}
+
+		// The daemon's path: the watch says nothing changed since Y's seal.
+		if err := timed(OpRestoreWatched, func() error {
+			r, err := cs.st.Restore(ctx, snapshot.RestoreOptions{Target: recX.SHA, Label: "X", Changed: []string{}})
+			if err == nil && len(r.Diff) > 0 {
+				err = fmt.Errorf("verified %d differences from X", len(r.Diff))
+			}
+			return err
+		}); err != nil {
+			return err
+		}
+		if err := check("cairn", cairnTree, "X", wantX); err != nil {
+			return err
+		}
+		if _, err := cs.st.Restore(ctx, snapshot.RestoreOptions{Target: recY.SHA, Label: "Y"}); err != nil {
+			return fmt.Errorf("cairn: restore back to Y: %w", err)
+		}
+		if _, err := cs.seal(ctx, "restorebench Y again", nil); err != nil {
+			return err
+		}
+		if err := check("cairn", cairnTree, "Y", wantY); err != nil {
+			return err
+		}
 	}
 
 	res.Notes = notes
 	res.Ops = []OpResult{
 		summarize(OpRestore, fmt.Sprintf("cairn restore to X (pre-restore checkpoint, plan, checkout, verify), %d files away", rep.Changed), samples[OpRestore]),
+		summarize(OpRestoreWatched, "cairn restore as the daemon runs it (the watch's dirty set: pre-restore stages only that)", samples[OpRestoreWatched]),
 		summarize(OpCheckout, "git checkout -q --force X alone, same tree, own store", samples[OpCheckout]),
 	}
-	if a, b := medianOf(res.Ops, OpRestore), medianOf(res.Ops, OpCheckout); a > 0 && b > 0 {
-		rt := Ratio{Name: "restore/checkout", Value: a / b, Target: 2}
-		met := rt.Value <= rt.Target
-		rt.Met = &met
-		res.Ratios = append(res.Ratios, rt)
+	for _, op := range []struct{ op, name string }{{OpRestore, "restore/checkout"}, {OpRestoreWatched, "restore-watched/checkout"}} {
+		if a, b := medianOf(res.Ops, op.op), medianOf(res.Ops, OpCheckout); a > 0 && b > 0 {
+			rt := Ratio{Name: op.name, Value: a / b, Target: 2}
+			met := rt.Value <= rt.Target
+			rt.Met = &met
+			res.Ratios = append(res.Ratios, rt)
+		}
 	}
 	res.LoadAfter = loadAvg()
 	rep.Result = res
