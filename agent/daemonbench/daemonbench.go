@@ -25,10 +25,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/cairn-dev/cairn/snapshot"
+	"github.com/cairn-dev/cairn/snapshot/sealbench"
 )
 
 // Parts of the benchmark, as Config.Parts names them.
@@ -176,7 +176,7 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 	}
 
 	rep := Report{Git: ver.String(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(),
-		Bin: cfg.Bin, Runs: cfg.Runs, LoadBefore: loadAvg()}
+		Bin: cfg.Bin, Runs: cfg.Runs, LoadBefore: sealbench.LoadAvg()}
 	if !cfg.JSON {
 		fmt.Fprintf(w, "cairn daemon benchmark: git %s, %s/%s, %d CPUs, %d counted runs per part\n   daemon binary %s\n",
 			rep.Git, rep.GOOS, rep.GOARCH, rep.CPUs, cfg.Runs, cfg.Bin)
@@ -207,7 +207,7 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 			return fmt.Errorf("daemonbench: %s: %w", part, err)
 		}
 	}
-	rep.LoadAfter = loadAvg()
+	rep.LoadAfter = sealbench.LoadAvg()
 	if cfg.JSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -268,19 +268,6 @@ func percentile(xs []float64, p float64) float64 {
 	s := slices.Sorted(slices.Values(xs))
 	k := int(float64(len(s))*p/100+0.999999) - 1
 	return s[min(max(k, 0), len(s)-1)]
-}
-
-// loadAvg is /proc/loadavg's three averages, where there is one.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
 }
 
 // writeConfig writes a daemon config file into the scratch folder.

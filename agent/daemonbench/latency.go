@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/hankweave/hwsim"
 	"github.com/cairn-dev/cairn/snapshot"
+	"github.com/cairn-dev/cairn/snapshot/sealbench"
 )
 
 // latencyWarmup markers come first and are not counted: the first creates
@@ -100,7 +101,7 @@ func (b *bench) latency(ctx context.Context) (*LatencyResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	settle()
+	sealbench.Settle()
 	d, err := b.startDaemon("latency", execDir, cfgPath)
 	if err != nil {
 		return nil, err
@@ -144,7 +145,7 @@ func (b *bench) latency(ctx context.Context) (*LatencyResult, error) {
 		if err := sim.Err(); err != nil {
 			return nil, err
 		}
-		settle()
+		sealbench.Settle()
 		// Let the daemon read the codon's start (four state.json rewrites).
 		if err := sleep(ctx, 50*time.Millisecond); err != nil {
 			return nil, err
@@ -173,7 +174,7 @@ func (b *bench) latency(ctx context.Context) (*LatencyResult, error) {
 		if err := sleep(ctx, 100*time.Millisecond); err != nil { // the daemon finishes its ledger line
 			return nil, err
 		}
-		settle()
+		sealbench.Settle()
 		if err := appendLine(filepath.Join(engineDir, "agentRoot"), paths, line); err != nil {
 			return nil, err
 		}

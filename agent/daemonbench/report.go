@@ -3,9 +3,9 @@ package daemonbench
 import (
 	"bytes"
 	"fmt"
+	"github.com/cairn-dev/cairn/snapshot/sealbench"
 	"io"
 	"strings"
-	"time"
 )
 
 // The tables are built in memory and written once, so one error check covers each.
@@ -18,11 +18,11 @@ func writeLatency(out io.Writer, r *LatencyResult) error {
 	fmt.Fprintf(w, "   reference: the engine alone (in-process snapshot.Store.Seal) sealing the same change\n")
 	fmt.Fprintf(w, "   %6s %9s %9s %9s %12s\n", "run", "p50", "p99", "max", "engine p50")
 	for i, run := range r.Runs {
-		fmt.Fprintf(w, "   %6d %9s %9s %9s %12s\n", i+1, dur(run.P50MS), dur(run.P99MS), dur(run.MaxMS), dur(run.EngineP50MS))
+		fmt.Fprintf(w, "   %6d %9s %9s %9s %12s\n", i+1, sealbench.FormatMS(run.P50MS), sealbench.FormatMS(run.P99MS), sealbench.FormatMS(run.MaxMS), sealbench.FormatMS(run.EngineP50MS))
 	}
-	fmt.Fprintf(w, "   %6s %9s %9s %9s %12s\n", "median", dur(r.P50MS), dur(r.P99MS), "", dur(r.EngineP50MS))
-	fmt.Fprintf(w, "   all %d samples: p99 %s, max %s\n", len(r.Runs)*r.SamplesPerRun, dur(r.AllP99MS), dur(r.AllMaxMS))
-	fmt.Fprintf(w, "   p50 / engine p50: %.2fx; the daemon's own seal (ledger durationMs) p50 %s\n", r.Ratio, dur(r.DaemonSealP50MS))
+	fmt.Fprintf(w, "   %6s %9s %9s %9s %12s\n", "median", sealbench.FormatMS(r.P50MS), sealbench.FormatMS(r.P99MS), "", sealbench.FormatMS(r.EngineP50MS))
+	fmt.Fprintf(w, "   all %d samples: p99 %s, max %s\n", len(r.Runs)*r.SamplesPerRun, sealbench.FormatMS(r.AllP99MS), sealbench.FormatMS(r.AllMaxMS))
+	fmt.Fprintf(w, "   p50 / engine p50: %.2fx; the daemon's own seal (ledger durationMs) p50 %s\n", r.Ratio, sealbench.FormatMS(r.DaemonSealP50MS))
 	fmt.Fprintf(w, "   target p50 < %g ms: %s; p99 < %g ms: %s\n", r.TargetP50MS, verdict(r.P50MS < r.TargetP50MS),
 		r.TargetP99MS, verdict(r.P99MS < r.TargetP99MS))
 	fmt.Fprintf(w, "   checkpoints: %d racy, %d failed, %d missing of %d\n", r.Racy, r.Failed, r.Missing, len(r.Runs)*r.SamplesPerRun)
@@ -46,17 +46,17 @@ func writeWatch(out io.Writer, r *WatchResult) error {
 		if run.RefMS > 0 {
 			ratio = run.ReadyMS / run.RefMS
 		}
-		fmt.Fprintf(w, "   %6d %9s %9s %8d %12s %7.2fx %10s %8.1fM %8.1fM %8.1fM %10s %8d\n", i+1, dur(run.AnsweredMS), dur(run.ReadyMS), run.Watches,
-			dur(run.RefMS), ratio, dur(run.BaselineMS), run.RSSReadyMiB, run.RSSMiB, run.HWMMiB, dur(run.Idle.CPUMS), run.Idle.Wakeups)
+		fmt.Fprintf(w, "   %6d %9s %9s %8d %12s %7.2fx %10s %8.1fM %8.1fM %8.1fM %10s %8d\n", i+1, sealbench.FormatMS(run.AnsweredMS), sealbench.FormatMS(run.ReadyMS), run.Watches,
+			sealbench.FormatMS(run.RefMS), ratio, sealbench.FormatMS(run.BaselineMS), run.RSSReadyMiB, run.RSSMiB, run.HWMMiB, sealbench.FormatMS(run.Idle.CPUMS), run.Idle.Wakeups)
 	}
-	fmt.Fprintf(w, "   %6s %9s %9s %8s %12s %7.2fx %10s %8.1fM %8.1fM %8.1fM %10s %8.0f\n", "median", dur(r.AnsweredMS), dur(r.ReadyMS), "",
-		dur(r.RefMS), r.Ratio, dur(r.BaselineMS), r.RSSReadyMiB, r.RSSMiB, r.HWMMiB, dur(r.IdleCPUMS), r.IdleWakeups)
+	fmt.Fprintf(w, "   %6s %9s %9s %8s %12s %7.2fx %10s %8.1fM %8.1fM %8.1fM %10s %8.0f\n", "median", sealbench.FormatMS(r.AnsweredMS), sealbench.FormatMS(r.ReadyMS), "",
+		sealbench.FormatMS(r.RefMS), r.Ratio, sealbench.FormatMS(r.BaselineMS), r.RSSReadyMiB, r.RSSMiB, r.HWMMiB, sealbench.FormatMS(r.IdleCPUMS), r.IdleWakeups)
 	fmt.Fprintf(w, "   target ready within %gx the reference: %s; RSS under %g MiB: %s when ready, %s after the baseline (peak %s)\n",
 		r.TargetRatio, verdict(r.Ratio <= r.TargetRatio), r.TargetRSS, verdict(r.RSSReadyMiB < r.TargetRSS),
 		verdict(r.RSSMiB < r.TargetRSS), verdict(r.HWMMiB < r.TargetRSS))
 	for _, run := range r.Runs {
 		if run.BaselineState != "ok" {
-			fmt.Fprintf(w, "   note: a baseline ended %q after %s: %s\n", run.BaselineState, dur(run.BaselineMS), run.BaselineError)
+			fmt.Fprintf(w, "   note: a baseline ended %q after %s: %s\n", run.BaselineState, sealbench.FormatMS(run.BaselineMS), run.BaselineError)
 		}
 		if run.Watches != r.Folders {
 			fmt.Fprintf(w, "   note: the daemon watched %d folders of %d\n", run.Watches, r.Folders)
@@ -71,17 +71,17 @@ func writeWatch(out io.Writer, r *WatchResult) error {
 
 func writeStorm(out io.Writer, r *StormResult) error {
 	w := new(bytes.Buffer)
-	fmt.Fprintf(w, "\n== 3. event storm: %d writes over %s into a plain workspace of %d files\n", r.Writes, dur(r.ForMS), r.Files)
+	fmt.Fprintf(w, "\n== 3. event storm: %d writes over %s into a plain workspace of %d files\n", r.Writes, sealbench.FormatMS(r.ForMS), r.Files)
 	fmt.Fprintf(w, "   autosave quiet %s, max wait %s (the product's max wait is 60s); one write in ten creates a file\n",
 		r.Config.Quiet, r.Config.MaxWait)
 	fmt.Fprintf(w, "   autosaves during the storm vs the bound ceil(storm / max wait); the final autosave vs the disk\n")
 	fmt.Fprintf(w, "   %6s %8s %9s %10s %6s %8s %24s %12s %10s %s\n", "run", "writes", "took", "autosaves", "bound",
 		"partial", "their seal times", "final after", "final seal", "final tree = disk")
 	for i, run := range r.Runs {
-		fmt.Fprintf(w, "   %6d %8d %9s %10d %6d %8d %24s %12s %10s %s\n", i+1, run.Writes, dur(run.TookMS), run.AutosavesDuring,
-			run.Bound, run.Partial, list(run.AutosaveMS), dur(run.FinalAfterMS), dur(run.FinalSealMS), treeVerdict(run.Tree))
+		fmt.Fprintf(w, "   %6d %8d %9s %10d %6d %8d %24s %12s %10s %s\n", i+1, run.Writes, sealbench.FormatMS(run.TookMS), run.AutosavesDuring,
+			run.Bound, run.Partial, list(run.AutosaveMS), sealbench.FormatMS(run.FinalAfterMS), sealbench.FormatMS(run.FinalSealMS), treeVerdict(run.Tree))
 	}
-	fmt.Fprintf(w, "   %6s %8s %9s %10.1f %6d %8s %24s %12s\n", "median", "", "", r.Autosaves, r.Bound, "", "", dur(r.FinalMS))
+	fmt.Fprintf(w, "   %6s %8s %9s %10.1f %6d %8s %24s %12s\n", "median", "", "", r.Autosaves, r.Bound, "", "", sealbench.FormatMS(r.FinalMS))
 	fmt.Fprintf(w, "   partial: autosaves the engine recorded partial (files changed while it sealed them, named)\n")
 	fmt.Fprintf(w, "   autosaves within the bound: %s; every final tree equals the disk: %s\n",
 		verdict(allWithin(r.Runs)), verdict(r.AllEqual))
@@ -97,7 +97,7 @@ func writeStorm(out io.Writer, r *StormResult) error {
 
 func writeIdle(w io.Writer, what string, r IdleResult) {
 	fmt.Fprintf(w, "   idle %.0f s %s: CPU %s (+%s in children; 10 ms resolution), %d wakeups\n",
-		r.Seconds, what, dur(r.CPUMS), dur(r.ChildCPUMS), r.Wakeups)
+		r.Seconds, what, sealbench.FormatMS(r.CPUMS), sealbench.FormatMS(r.ChildCPUMS), r.Wakeups)
 	fmt.Fprintf(w, "   timers while idle: %s; and the Go runtime's own (sysmon, GC at most every 2 min)\n", strings.Join(r.Timers, "; "))
 }
 
@@ -153,23 +153,7 @@ func list(xs []float64) string {
 	}
 	s := make([]string, len(xs))
 	for i, x := range xs {
-		s[i] = dur(x)
+		s[i] = sealbench.FormatMS(x)
 	}
 	return strings.Join(s, " ")
-}
-
-// dur prints milliseconds as a rounded duration.
-func dur(msec float64) string {
-	d := time.Duration(msec * float64(time.Millisecond))
-	switch {
-	case d >= 10*time.Second:
-		d = d.Round(100 * time.Millisecond)
-	case d >= time.Second:
-		d = d.Round(10 * time.Millisecond)
-	case d >= 10*time.Millisecond:
-		d = d.Round(100 * time.Microsecond)
-	default:
-		d = d.Round(10 * time.Microsecond)
-	}
-	return d.String()
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/snapshot"
+	"github.com/cairn-dev/cairn/snapshot/sealbench"
 )
 
 // StormResult is part 3: a burst of writes with autosave on.
@@ -73,7 +74,7 @@ func (b *bench) storm(ctx context.Context) (*StormResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	settle()
+	sealbench.Settle()
 	d, err := b.startDaemon("storm", root, cfgPath)
 	if err != nil {
 		return nil, err
@@ -95,7 +96,7 @@ func (b *bench) storm(ctx context.Context) (*StormResult, error) {
 
 	var autosaves, finals []float64
 	for r := range cfg.Runs {
-		settle()
+		sealbench.Settle()
 		if err := sleep(ctx, time.Second); err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package daemonbench
 import (
 	"context"
 	"fmt"
+	"github.com/cairn-dev/cairn/snapshot/sealbench"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -75,7 +76,7 @@ func (b *bench) watch(ctx context.Context) (*WatchResult, error) {
 	for r := range cfg.Runs {
 		var run WatchRun
 		reference := func() error {
-			settle()
+			sealbench.Settle()
 			d, n, err := walkAndWatch(root)
 			run.RefMS, run.RefWatches = ms(d), n
 			return err
@@ -112,7 +113,7 @@ func (b *bench) watch(ctx context.Context) (*WatchResult, error) {
 }
 
 func (b *bench) watchOnce(ctx context.Context, name, root string, run *WatchRun) error {
-	settle()
+	sealbench.Settle()
 	d, err := b.startDaemon(name, root, "")
 	if err != nil {
 		return err

@@ -504,3 +504,14 @@ func loadAvg() string {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// The helpers other benchmarks of cairn share (cairn bench daemon).
+
+// Settle flushes dirty pages before a timed step (see settle).
+func Settle() { settle() }
+
+// LoadAvg is the 1, 5 and 15 minute load averages, or "".
+func LoadAvg() string { return loadAvg() }
+
+// FormatMS prints milliseconds rounded to what a noisy benchmark can claim.
+func FormatMS(msec float64) string { return dur(msec) }
