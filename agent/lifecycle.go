@@ -111,9 +111,6 @@ func (w *workspace) lifecycle(ctx context.Context, wt *watcher.Watcher, startup 
 		w.hank.stateTime = fi.ModTime()
 	}
 	alive := lockErr == nil && lock != nil && lock.Alive(time.Now())
-	// Every change made before the state was read is taken in before anything is sealed.
-	rerun := w.barrier(wt)
-
 	have := map[string]bool{}
 	recs := w.store.Records()
 	var since time.Time // markers older than the first checkpoint predate cairn
@@ -125,17 +122,22 @@ func (w *workspace) lifecycle(ctx context.Context, wt *watcher.Watcher, startup 
 			have[markerKey(r.RunID, r.CodonID, r.Attempt, string(r.Kind))] = true
 		}
 	}
-	due := hankweave.Due(st)
+	all := hankweave.Due(st)
 	if m := hankweave.ExitDue(st, alive); m != nil {
-		due = append(due, *m)
+		all = append(all, *m)
+	}
+	var due []hankweave.Marker
+	for _, m := range all {
+		if !have[m.Key()] && (m.Kind == hankweave.KindExit || !predates(m, since)) {
+			due = append(due, m)
+		}
+	}
+	rerun := false
+	if len(due) > 0 {
+		// Every change made before the state was read is taken in before anything is sealed.
+		rerun = w.barrier(wt)
 	}
 	for _, m := range due {
-		if have[m.Key()] {
-			continue
-		}
-		if m.Kind != hankweave.KindExit && predates(m, since) {
-			continue
-		}
 		w.sealMarker(ctx, wt, st, m, startup)
 		if ctx.Err() != nil {
 			return nil
