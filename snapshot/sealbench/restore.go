@@ -105,29 +105,12 @@ func RunRestore(ctx context.Context, cfg RestoreConfig, w io.Writer) error {
 	if cfg.Changed > (cfg.Files-fixedFiles)/2 {
 		return fmt.Errorf("sealbench: %d changed files is more than half the tree's %d source files", cfg.Changed, cfg.Files-fixedFiles)
 	}
-	logf := func(format string, args ...any) {
-		if cfg.Progress != nil {
-			fmt.Fprintf(cfg.Progress, "restorebench: "+format+"\n", args...)
-		}
-	}
-	if cfg.Dir != "" {
-		if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-			return err
-		}
-	}
-	root, err := os.MkdirTemp(cfg.Dir, "restorebench-")
+	logf := progressf(cfg.Progress, "restorebench")
+	root, env, cleanup, err := scratch(ctx, cfg.Dir, "restorebench-", cfg.KeepTrees, logf)
 	if err != nil {
 		return err
 	}
-	if cfg.KeepTrees {
-		logf("trees and stores kept in %s", root)
-	} else {
-		defer os.RemoveAll(root)
-	}
-	env, err := newGitEnv(ctx, filepath.Join(root, "home"))
-	if err != nil {
-		return err
-	}
+	defer cleanup()
 	rep := RestoreReport{Git: env.version.String(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH,
 		CPUs: runtime.NumCPU(), Runs: cfg.Runs, Seed: cfg.Seed}
 	if err := runRestore(ctx, cfg, env, root, &rep, logf); err != nil {

@@ -156,30 +156,12 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 			return fmt.Errorf("sealbench: size %d is below the minimum of %d files", n, minTreeFiles)
 		}
 	}
-	logf := func(format string, args ...any) {
-		if cfg.Progress != nil {
-			fmt.Fprintf(cfg.Progress, "sealbench: "+format+"\n", args...)
-		}
-	}
-
-	if cfg.Dir != "" {
-		if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-			return err
-		}
-	}
-	root, err := os.MkdirTemp(cfg.Dir, "sealbench-")
+	logf := progressf(cfg.Progress, "sealbench")
+	root, env, cleanup, err := scratch(ctx, cfg.Dir, "sealbench-", cfg.KeepTrees, logf)
 	if err != nil {
 		return err
 	}
-	if cfg.KeepTrees {
-		logf("trees and stores kept in %s", root)
-	} else {
-		defer os.RemoveAll(root)
-	}
-	env, err := newGitEnv(ctx, filepath.Join(root, "home"))
-	if err != nil {
-		return err
-	}
+	defer cleanup()
 
 	rep := Report{Git: env.version.String(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH,
 		CPUs: runtime.NumCPU(), Runs: cfg.Runs, Seed: cfg.Seed}
@@ -515,3 +497,38 @@ func LoadAvg() string { return loadAvg() }
 
 // FormatMS prints milliseconds rounded to what a noisy benchmark can claim.
 func FormatMS(msec float64) string { return dur(msec) }
+
+// progressf prints progress lines to w (nil: nowhere), prefixed by name.
+func progressf(w io.Writer, name string) func(string, ...any) {
+	return func(format string, args ...any) {
+		if w != nil {
+			fmt.Fprintf(w, name+": "+format+"\n", args...)
+		}
+	}
+}
+
+// scratch makes a benchmark's scratch folder inside dir (default: the
+// system's temporary folder) and the git environment its reference stores
+// use. cleanup removes the folder unless keep is set.
+func scratch(ctx context.Context, dir, prefix string, keep bool, logf func(string, ...any)) (string, *gitEnv, func(), error) {
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", nil, nil, err
+		}
+	}
+	root, err := os.MkdirTemp(dir, prefix)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	cleanup := func() { os.RemoveAll(root) }
+	if keep {
+		logf("trees and stores kept in %s", root)
+		cleanup = func() {}
+	}
+	env, err := newGitEnv(ctx, filepath.Join(root, "home"))
+	if err != nil {
+		cleanup()
+		return "", nil, nil, err
+	}
+	return root, env, cleanup, nil
+}
