@@ -111,3 +111,25 @@ func TestInvalidConfigRefusedAtStart(t *testing.T) {
 		t.Errorf("bad config at start: %v: %s", err, out)
 	}
 }
+
+// TestSocketSafety: a second daemon (other state directory) on a socket a
+// live daemon answers is refused; a path that is not a socket is never replaced.
+func TestSocketSafety(t *testing.T) {
+	d := startDaemon(t, "")
+	out, err := runCairn(t, "daemon", "--state-dir", t.TempDir(), "--socket", d.socket)
+	if err == nil || !strings.Contains(out, "already answers on "+d.socket) {
+		t.Errorf("second daemon on a live socket: %v: %s", err, out)
+	}
+	if st := d.status(); st.PID == 0 {
+		t.Error("first daemon stopped answering")
+	}
+	notSock := filepath.Join(t.TempDir(), "plain-file")
+	write(t, notSock, "keep me")
+	out, err = runCairn(t, "daemon", "--state-dir", t.TempDir(), "--socket", notSock)
+	if err == nil || !strings.Contains(out, "not a socket") {
+		t.Errorf("daemon on a regular file: %v: %s", err, out)
+	}
+	if b, _ := os.ReadFile(notSock); string(b) != "keep me" {
+		t.Errorf("regular file at the socket path replaced: %q", b)
+	}
+}
