@@ -65,6 +65,10 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// MarshalText writes d back as UnmarshalText reads it (the supervisor hands
+// settings to its workers as JSON).
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
+
 // Size is a byte count written as 1048576, "100MiB", "2GiB" or "500KB".
 type Size int64
 
@@ -76,6 +80,9 @@ func (s *Size) UnmarshalText(b []byte) error {
 	*s = Size(v)
 	return nil
 }
+
+// MarshalText writes s as a plain byte count.
+func (s Size) MarshalText() ([]byte, error) { return []byte(strconv.FormatInt(int64(s), 10)), nil }
 
 func parseSize(str string) (int64, error) {
 	t := strings.TrimSpace(str)

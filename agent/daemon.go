@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"net"
 	"path/filepath"
 	"reflect"
 	"sort"
 	"sync"
 	"time"
 
-	"github.com/bmatcuk/doublestar/v4"
 	"github.com/rs/zerolog"
 
 	"github.com/cairn-dev/cairn/agent/api"
@@ -31,6 +31,14 @@ type Options struct {
 	Socket     string   // overrides the config
 	Version    string
 	Ready      func() // called once the socket listens (systemd readiness)
+
+	// Worker runs the process a root daemon starts for one owner: it serves
+	// the workspaces its supervisor assigns on Listener, a private socket.
+	Worker   bool
+	Listener net.Listener
+	// WorkerExe is the binary a root daemon starts its workers from
+	// (default: this process's executable).
+	WorkerExe string
 }
 
 // Daemon watches execution directories and seals their checkpoints.
@@ -46,6 +54,13 @@ type Daemon struct {
 	roots      []WatchRoot
 	extra      []string // roots added over the socket (POST /v1/watch)
 
+	runCtx   context.Context        // what workspaces and workers run under
+	discMu   sync.Mutex             // one discovery at a time
+	owners   map[string]placement   // every workspace served, here or in a worker
+	refused  []api.RefusedWorkspace // folders matched and refused, with why
+	workers  map[uint32]*worker     // root: one worker process per owner
+	assigned map[string]Settings    // worker: the workspaces its supervisor gave it
+
 	bus *bus // events for GET /v1/events
 }
 
@@ -54,7 +69,8 @@ func New(cfg *Config, opts Options, log zerolog.Logger) *Daemon {
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	return &Daemon{opts: opts, log: log, cfg: cfg, workspaces: map[string]*workspace{}, started: time.Now(), bus: newBus()}
+	return &Daemon{opts: opts, log: log, cfg: cfg, workspaces: map[string]*workspace{}, started: time.Now(), bus: newBus(),
+		runCtx: context.Background(), owners: map[string]placement{}, workers: map[uint32]*worker{}}
 }
 
 // StateDir is where the daemon keeps plain-layout stores and its lock.
@@ -114,9 +130,19 @@ func (d *Daemon) rootsLocked() []WatchRoot {
 // Run serves until ctx ends: discovers workspaces, watches them, reloads
 // config on SIGHUP (via Reload) and stops every workspace before returning.
 func (d *Daemon) Run(ctx context.Context) error {
+	if d.opts.Worker {
+		return d.runWorker(ctx)
+	}
 	state := d.StateDir()
-	if err := os.MkdirAll(state, 0o755); err != nil {
+	if err := os.MkdirAll(state, 0o700); err != nil {
 		return fmt.Errorf("state directory: %w", err)
+	}
+	// Workers' folders are entered, never listed, by other users.
+	if fi, err := os.Lstat(state); err == nil && fi.Mode().Perm()&0o066 != 0 {
+		_ = os.Chmod(state, fi.Mode().Perm()&^0o066|0o011)
+	}
+	if fi, err := os.Lstat(filepath.Join(state, "stores")); err == nil && fi.IsDir() {
+		_ = os.Chmod(filepath.Join(state, "stores"), 0o700) // what root's own workspaces keep there is root's
 	}
 	lk, err := platform.TryLock(filepath.Join(state, "daemon.lock"))
 	if err != nil {
@@ -132,6 +158,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer srv.close()
+	d.mu.Lock()
+	d.runCtx = ctx
+	d.mu.Unlock()
 	if d.opts.Ready != nil {
 		d.opts.Ready()
 	}
@@ -157,6 +186,31 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 }
 
+// runWorker serves the workspaces its supervisor assigns, on the private
+// socket it inherited, until ctx ends or the supervisor is gone.
+func (d *Daemon) runWorker(ctx context.Context) error {
+	if d.opts.Listener == nil {
+		return errors.New("worker mode needs the supervisor's socket")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go watchParent(ctx, cancel)
+	d.mu.Lock()
+	d.runCtx = ctx
+	d.mu.Unlock()
+	srv, err := d.serve(ctx, d.opts.Listener, d.opts.Socket)
+	if err != nil {
+		return err
+	}
+	srv.keep = true // the socket file is the supervisor's
+	defer srv.close()
+	d.log.Info().Str("state_dir", d.StateDir()).Int("uid", os.Geteuid()).Msg("cairn worker started")
+	<-ctx.Done()
+	d.stopAll()
+	d.log.Info().Msg("cairn worker stopped")
+	return nil
+}
+
 // fileStamp changes when a file is rewritten.
 func fileStamp(path string) string {
 	if path == "" {
@@ -170,74 +224,55 @@ func fileStamp(path string) string {
 }
 
 // discover starts workspaces that match a root and stops the ones that no
-// longer exist or match.
+// longer exist or match. The walk runs outside the daemon's lock and stops
+// with ctx.
 func (d *Daemon) discover(ctx context.Context) {
+	d.discMu.Lock()
+	defer d.discMu.Unlock()
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	roots := d.rootsLocked()
 	d.roots = roots
-	want := map[string]Settings{}
-	for _, r := range roots {
-		dirs, err := globDirs(r.Path)
-		if err != nil {
-			d.log.Warn().Err(err).Str("root", r.Path).Msg("bad watch root")
-			continue
+	assigned := d.assigned
+	d.mu.Unlock()
+	var want map[string]placement
+	var refused []api.RefusedWorkspace
+	if d.opts.Worker {
+		self := selfUID()
+		want = map[string]placement{}
+		for dir, set := range assigned {
+			want[dir] = placement{set: set, owner: self, act: self}
 		}
-		for _, dir := range dirs {
-			if _, ok := want[dir]; !ok {
-				want[dir] = r.Settings
-			}
-		}
+	} else {
+		want, refused = d.find(ctx, roots)
 	}
-	for dir, ws := range d.workspaces {
-		if set, ok := want[dir]; !ok || !sameSettings(set, ws.set) {
-			ws.stop()
-			delete(d.workspaces, dir)
-			d.log.Info().Str("workspace", dir).Msg("workspace released")
-		}
+	if ctx.Err() != nil {
+		return
 	}
-	for dir, set := range want {
-		if _, ok := d.workspaces[dir]; ok {
-			continue
-		}
-		ws := newWorkspace(dir, set, d.stateDirLocked(), d.log)
-		ws.emit = d.bus.publish
-		d.workspaces[dir] = ws
-		ws.start(ctx)
-		d.log.Info().Str("workspace", dir).Msg("workspace watched")
-	}
-}
-
-// globDirs lists the directories a root glob names (a plain path names itself).
-func globDirs(pattern string) ([]string, error) {
-	if !doublestar.ValidatePattern(filepath.ToSlash(pattern)) {
-		return nil, fmt.Errorf("invalid glob %q", pattern)
-	}
-	matches, err := doublestar.FilepathGlob(pattern, doublestar.WithNoFollow())
-	if err != nil {
-		return nil, err
-	}
-	var dirs []string
-	for _, m := range matches {
-		if fi, err := os.Stat(m); err == nil && fi.IsDir() {
-			dirs = append(dirs, filepath.Clean(m))
-		}
-	}
-	return dirs, nil
+	d.apply(want, refused)
 }
 
 func sameSettings(a, b Settings) bool { return reflect.DeepEqual(a, b) }
 
 func (d *Daemon) stopAll() {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	var wg sync.WaitGroup
+	wss := make([]*workspace, 0, len(d.workspaces))
 	for _, ws := range d.workspaces {
-		wg.Add(1)
-		go func() { defer wg.Done(); ws.stop() }()
+		wss = append(wss, ws)
 	}
-	wg.Wait()
 	clear(d.workspaces)
+	wks := make([]*worker, 0, len(d.workers))
+	for _, wk := range d.workers {
+		wks = append(wks, wk)
+	}
+	clear(d.workers)
+	d.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, wk := range wks {
+		wg.Add(1)
+		go func() { defer wg.Done(); wk.stop() }()
+	}
+	stopWorkspaces(wss)
+	wg.Wait()
 }
 
 // Reload swaps in a new config. A config that fails to load keeps the old
@@ -274,6 +309,9 @@ func (d *Daemon) Status() api.Status {
 	}
 	d.mu.Unlock()
 	st.Socket = d.SocketPath()
+	d.mu.Lock()
+	st.Refused = append(st.Refused, d.refused...)
+	d.mu.Unlock()
 	for _, ws := range wss {
 		st.Workspaces = append(st.Workspaces, ws.snapshotStatus())
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -106,8 +105,10 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
-// checkPath refuses a workspace path that is not absolute and clean, or
-// that goes through a symbolic link.
+// checkPath refuses a workspace path that is not absolute and clean. It is
+// lexical only: resolving links as root would tell a user what exists in
+// folders they cannot read. Workspaces are only ever found by a walk that
+// never follows a link, so a path through one matches none.
 func checkPath(p string) error {
 	switch {
 	case p == "":
@@ -116,11 +117,10 @@ func checkPath(p string) error {
 		return fmt.Errorf("workspace path %q is not absolute", p)
 	case slices.Contains(strings.Split(filepath.ToSlash(p), "/"), ".."):
 		return fmt.Errorf("workspace path %q contains '..'; give the real path", p)
-	case filepath.Clean(p) != p:
+	case filepath.Clean(p) != p || strings.Contains(p, "//"):
 		return fmt.Errorf("workspace path %q is not clean; give the real path", p)
-	}
-	if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
-		return fmt.Errorf("workspace path %q goes through a symbolic link; give the real path", p)
+	case strings.ContainsRune(p, 0):
+		return fmt.Errorf("workspace path %q contains a NUL byte", p)
 	}
 	return nil
 }
@@ -136,7 +136,7 @@ func (d *Daemon) workspaceFor(w http.ResponseWriter, r *http.Request, dir string
 	d.mu.Lock()
 	ws := d.workspaces[dir]
 	d.mu.Unlock()
-	if ws == nil || !authorize(r, ws.dir) {
+	if ws == nil || !d.authorize(r, ws.dir) {
 		writeError(w, http.StatusForbidden, "FORBIDDEN", "not a workspace you may act on: "+dir)
 		return nil, nil, false
 	}
@@ -483,7 +483,8 @@ func (d *Daemon) watchChange(w http.ResponseWriter, r *http.Request, add bool) {
 		writeError(w, http.StatusBadRequest, "BAD_WORKSPACE", err.Error())
 		return
 	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() || !authorize(r, dir) {
+	uid, known := peerOf(r)
+	if !known || !d.mayWatch(uid, dir) {
 		writeError(w, http.StatusForbidden, "FORBIDDEN", "not a workspace you may act on: "+dir)
 		return
 	}
@@ -501,15 +502,41 @@ func (d *Daemon) watchChange(w http.ResponseWriter, r *http.Request, add bool) {
 		d.extra = slices.Delete(d.extra, i, i+1)
 	}
 	d.mu.Unlock()
-	d.discover(context.WithoutCancel(r.Context()))
+	d.discover(d.runCtx)
 	d.mu.Lock()
-	_, watched := d.workspaces[dir]
+	_, watched := d.owners[dir]
+	var why string
+	for _, rf := range d.refused {
+		if rf.Dir == dir {
+			why = rf.Reason
+		}
+	}
 	d.mu.Unlock()
+	if add && !watched && why != "" {
+		writeError(w, http.StatusUnprocessableEntity, "WATCH_REFUSED", why)
+		return
+	}
 	if !add && watched {
 		writeError(w, http.StatusConflict, "WATCHED_BY_CONFIG", "the daemon's config or --watch watches "+dir+"; remove it there")
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"workspace": dir, "watching": watched})
+}
+
+// mayWatch answers whether uid may add or remove dir as a watch root: root,
+// or the owner of the folder, read from a descriptor opened without
+// following any link. Missing and forbidden look the same to the caller.
+func (d *Daemon) mayWatch(uid uint32, dir string) bool {
+	f, err := platform.OpenDirNoFollow(dir)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	owner, _, _, _, err := platform.DirInfo(f)
+	if err != nil {
+		return false
+	}
+	return uid == 0 || uid == selfUID() || owner == uid
 }
 
 // bus fans events out to subscribers; a subscriber whose buffer is full is
@@ -568,17 +595,19 @@ func (d *Daemon) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	only := r.URL.Query().Get("workspace")
 	if only != "" {
-		if _, _, ok := d.workspaceFor(w, r, only); !ok {
+		if err := checkPath(only); err != nil {
+			writeError(w, http.StatusBadRequest, "BAD_WORKSPACE", err.Error())
+			return
+		}
+		d.mu.Lock()
+		_, served := d.owners[only]
+		d.mu.Unlock()
+		if !served || !d.mayAct(uid, only) {
+			writeError(w, http.StatusForbidden, "FORBIDDEN", "not a workspace you may act on: "+only)
 			return
 		}
 	}
-	allow := func(dir string) bool {
-		if uid == 0 {
-			return true
-		}
-		owner, ok := platform.OwnerUID(dir)
-		return ok && owner == uid
-	}
+	allow := func(dir string) bool { return d.mayAct(uid, dir) }
 	sub := d.bus.subscribe(allow, only)
 	defer d.bus.unsubscribe(sub)
 	w.Header().Set("Content-Type", "application/x-ndjson")

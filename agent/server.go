@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/api"
-	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/snapshot"
 )
 
@@ -21,6 +20,7 @@ type server struct {
 	http *http.Server
 	ln   net.Listener
 	path string
+	keep bool // the socket file is not ours to remove
 	done chan struct{}
 }
 
@@ -52,33 +52,51 @@ func (d *Daemon) listen(ctx context.Context) (*server, error) {
 		ln.Close()
 		return nil, err
 	}
+	return d.serve(ctx, ln, path)
+}
+
+// maxConnsPerUser caps the connections one uid other than root holds open at
+// once, so one user cannot take the descriptors every other user needs.
+var maxConnsPerUser = 64
+
+// serve answers the API on ln.
+func (d *Daemon) serve(ctx context.Context, ln net.Listener, path string) (*server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, d.Status())
+		uid, ok := peerOf(r)
+		if !ok {
+			writeError(w, http.StatusForbidden, "FORBIDDEN", "unknown peer credentials")
+			return
+		}
+		writeJSON(w, http.StatusOK, d.statusFor(r.Context(), uid))
 	})
 	mux.HandleFunc("POST /v1/checkpoint", d.handleCheckpoint)
 	d.routes(mux)
+	if d.opts.Worker {
+		mux.HandleFunc("POST "+assignPath, d.handleAssign)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "NOT_FOUND", fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
 	})
-	s := &server{ln: ln, path: path, done: make(chan struct{}),
+	capped := newCapListener(ln, maxConnsPerUser, d.log)
+	s := &server{ln: capped, path: path, done: make(chan struct{}),
 		http: &http.Server{
-			Handler:           versioned(mux),
+			Handler:           versioned(d.route(mux)),
 			ReadHeaderTimeout: 5 * time.Second,
 			ReadTimeout:       30 * time.Second,
 			IdleTimeout:       60 * time.Second,
 			BaseContext:       func(net.Listener) context.Context { return ctx },
 			// Who is asking is decided once per connection, from the kernel.
 			ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-				if uid, ok := peerUID(c); ok {
-					return context.WithValue(ctx, peerKey{}, uid)
+				if pc, ok := c.(*peerConn); ok && pc.known {
+					return context.WithValue(ctx, peerKey{}, pc.uid)
 				}
 				return ctx
 			},
 		}}
 	go func() {
 		defer close(s.done)
-		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := s.http.Serve(capped); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			d.log.Error().Err(err).Msg("socket server stopped")
 		}
 	}()
@@ -90,7 +108,9 @@ func (s *server) close() {
 	defer cancel()
 	_ = s.http.Shutdown(ctx)
 	<-s.done
-	_ = os.Remove(s.path)
+	if !s.keep {
+		_ = os.Remove(s.path)
+	}
 }
 
 // versioned stamps the API version on every answer.
@@ -117,17 +137,11 @@ type peerKey struct{}
 const maxBody = 1 << 20
 
 // authorize answers whether the peer may act on dir: root, or the uid owning
-// it. Unknown credentials fail closed; a refusal says nothing about the workspace.
-func authorize(r *http.Request, dir string) bool {
-	uid, ok := r.Context().Value(peerKey{}).(uint32)
-	if !ok {
-		return false
-	}
-	if uid == 0 {
-		return true
-	}
-	owner, ok := platform.OwnerUID(dir)
-	return ok && owner == uid
+// it (as discovery read it from an open descriptor). Unknown credentials fail
+// closed; a refusal says nothing about the workspace.
+func (d *Daemon) authorize(r *http.Request, dir string) bool {
+	uid, ok := peerOf(r)
+	return ok && d.mayAct(uid, dir)
 }
 
 func (d *Daemon) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
@@ -138,8 +152,12 @@ func (d *Daemon) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "BAD_REQUEST", "request body is not a valid checkpoint request: "+err.Error())
 		return
 	}
+	if err := checkPath(req.Workspace); err != nil {
+		writeError(w, http.StatusBadRequest, "BAD_WORKSPACE", err.Error())
+		return
+	}
 	ws := d.lookup(req.Workspace)
-	if ws == nil || !authorize(r, ws.dir) {
+	if ws == nil || !d.authorize(r, ws.dir) {
 		writeError(w, http.StatusForbidden, "FORBIDDEN", "not a workspace you may act on: "+req.Workspace)
 		return
 	}
@@ -167,24 +185,11 @@ func (d *Daemon) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, code, toAPIRecord(rec))
 }
 
-// lookup finds a watched workspace by path (as given, or its real path).
+// lookup finds a workspace this process serves by its exact path.
 func (d *Daemon) lookup(dir string) *workspace {
-	if dir == "" {
-		return nil
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil
-	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if ws, ok := d.workspaces[abs]; ok {
-		return ws
-	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		return d.workspaces[real]
-	}
-	return nil
+	return d.workspaces[dir]
 }
 
 func toAPIRecord(r snapshot.Record) api.Record {

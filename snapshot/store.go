@@ -122,9 +122,8 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		if state, err = filepath.Abs(state); err != nil {
 			return nil, err
 		}
-		sum := sha256.Sum256([]byte(real))
 		s.workTree = real
-		s.home = filepath.Join(state, "stores", filepath.Base(real)+"-"+hex.EncodeToString(sum[:8]))
+		s.home = filepath.Join(state, "stores", PlainStoreName(real))
 		s.gitDir = filepath.Join(s.home, "store.git")
 		s.ledger = filepath.Join(s.home, plainLedgerName)
 		if rel, err := filepath.Rel(real, s.home); err == nil && !strings.HasPrefix(rel, "..") {
@@ -270,6 +269,13 @@ func (s *Store) ensure(ctx context.Context) error {
 
 // tempPrefix names folders a store is built in before it is renamed into place.
 func (s *Store) tempPrefix() string { return filepath.Base(s.gitDir) + "-tmp-" }
+
+// PlainStoreName is the folder, under the state directory's stores/, of the
+// plain-layout store of the workspace whose real path is real.
+func PlainStoreName(real string) string {
+	sum := sha256.Sum256([]byte(real))
+	return filepath.Base(real) + "-" + hex.EncodeToString(sum[:8])
+}
 
 // sweepTemp removes stores left half-built by a crash.
 func (s *Store) sweepTemp() {

@@ -29,6 +29,28 @@ type Status struct {
 	ConfigErr  string            `json:"configError,omitempty"` // a reload that was refused: the old config runs
 	Roots      []string          `json:"roots"`
 	Workspaces []WorkspaceStatus `json:"workspaces"`
+	// Workers are the per-owner processes of a root daemon (shown to root only).
+	Workers []WorkerStatus `json:"workers,omitempty"`
+	// Refused are folders a watch root matched that cairn will not serve, with why (root only).
+	Refused []RefusedWorkspace `json:"refused,omitempty"`
+}
+
+// WorkerStatus is one worker process of a root daemon: it does every file
+// operation for the workspaces of one owner, as that owner.
+type WorkerStatus struct {
+	UID        uint32 `json:"uid"`
+	User       string `json:"user,omitempty"`
+	PID        int    `json:"pid,omitempty"`
+	State      string `json:"state"` // starting, running, restarting
+	Error      string `json:"error,omitempty"`
+	Restarts   int    `json:"restarts"`
+	Workspaces int    `json:"workspaces"`
+}
+
+// RefusedWorkspace is a folder a watch root matched and cairn refused.
+type RefusedWorkspace struct {
+	Dir    string `json:"dir"`
+	Reason string `json:"reason"`
 }
 
 // WorkspaceStatus is one watched workspace.

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -22,12 +24,16 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 	stateDir := fs.String("state-dir", "", "state directory (default: per-user state directory)")
 	socket := fs.String("socket", "", "socket path (default: per-user runtime directory)")
 	asService := fs.Bool("service", false, "run under the service manager (set by the unit `cairn service install` writes)")
+	worker := fs.Bool("worker", false, "internal: run as a root daemon's worker for one user (started by the daemon itself)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
 		return usageErr("daemon takes no arguments; use --watch DIR")
+	}
+	if *worker {
+		return runWorker(ctx, e, *stateDir, *socket)
 	}
 	var cfg *agent.Config
 	if *cfgPath != "" {
@@ -68,4 +74,28 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 		return service.Run(runCtx, "cairn", d.Run)
 	}
 	return d.Run(runCtx)
+}
+
+// runWorker serves one user's workspaces for a root daemon: the private
+// socket's listener arrives as fd 3, the executable it was started from as fd 4.
+func runWorker(ctx context.Context, e *env, stateDir, socket string) error {
+	if os.Geteuid() == 0 {
+		return usageErr("a worker never runs as root")
+	}
+	_ = os.NewFile(4, "executable").Close()
+	lf := os.NewFile(3, "worker-socket")
+	if lf == nil {
+		return usageErr("--worker is started by the daemon, with its socket as fd 3")
+	}
+	ln, err := net.FileListener(lf)
+	lf.Close()
+	if err != nil {
+		return fmt.Errorf("worker socket: %w", err)
+	}
+	log := e.log.With().Int("worker_uid", os.Geteuid()).Logger()
+	if os.Getenv("CAIRN_LOG_LEVEL") == "" {
+		log = log.Level(parseLevel("info"))
+	}
+	d := agent.New(nil, agent.Options{Worker: true, Listener: ln, StateDir: stateDir, Socket: socket, Version: Version}, log)
+	return d.Run(ctx)
 }

@@ -1,0 +1,407 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/snapshot"
+)
+
+// placement is where one discovered workspace is served and for whom.
+type placement struct {
+	set    Settings
+	owner  uint32 // uid owning the workspace folder (read from an open descriptor)
+	act    uint32 // uid its work runs as: the owner, or the configured user
+	actGID uint32
+}
+
+// selfUID is the daemon's effective uid.
+func selfUID() uint32 { return uint32(os.Geteuid()) }
+
+// discoveryLimits bound every root's walk.
+var discoveryLimits = discoverLimits{MaxMatches: 1000, MaxDirs: 100000}
+
+// find lists the workspaces the roots name, with their owners, and the
+// folders it refused (and why).
+func (d *Daemon) find(ctx context.Context, roots []WatchRoot) (map[string]placement, []api.RefusedWorkspace) {
+	want := map[string]placement{}
+	var refused []api.RefusedWorkspace
+	for _, r := range roots {
+		found, truncated, err := discoverRoot(ctx, r.Path, discoveryLimits)
+		if err != nil {
+			if ctx.Err() != nil {
+				return want, refused
+			}
+			d.log.Warn().Err(err).Str("root", r.Path).Msg("watch root refused")
+			refused = append(refused, api.RefusedWorkspace{Dir: r.Path, Reason: err.Error()})
+			continue
+		}
+		if truncated != "" {
+			d.log.Warn().Str("root", r.Path).Str("reason", truncated).Msg("watch root discovery capped")
+			refused = append(refused, api.RefusedWorkspace{Dir: r.Path, Reason: truncated})
+		}
+		for _, f := range found {
+			if _, ok := want[f.Path]; ok {
+				continue
+			}
+			p, why := place(f, r.Settings)
+			if why != "" {
+				refused = append(refused, api.RefusedWorkspace{Dir: f.Path, Reason: why})
+				continue
+			}
+			want[f.Path] = p
+		}
+	}
+	return want, refused
+}
+
+// place decides who a workspace's work runs as. A daemon that is not root
+// does everything itself; a root daemon acts as the owner (or the
+// configured user), and serves in its own process only what root owns.
+func place(f found, set Settings) (placement, string) {
+	p := placement{set: set, owner: f.UID, act: f.UID, actGID: f.GID}
+	self := selfUID()
+	if self != 0 {
+		p.act, p.actGID = self, uint32(os.Getegid())
+		return p, ""
+	}
+	if set.User != "" {
+		u, err := user.Lookup(set.User)
+		if err != nil {
+			return p, fmt.Sprintf("user %q: %v", set.User, err)
+		}
+		uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+		gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+		if err1 != nil || err2 != nil {
+			return p, fmt.Sprintf("user %q has no numeric uid", set.User)
+		}
+		p.act, p.actGID = uint32(uid), uint32(gid)
+	}
+	if p.act == 0 && f.Mode.Perm()&0o002 != 0 {
+		return p, "a folder every user may write is never served as root; give it to its user"
+	}
+	return p, ""
+}
+
+// apply makes the served workspaces what want says: the ones that run as
+// this process's uid here, the others in their owner's worker.
+func (d *Daemon) apply(want map[string]placement, refused []api.RefusedWorkspace) {
+	self := selfUID()
+	d.mu.Lock()
+	var stop []*workspace
+	for dir, ws := range d.workspaces {
+		if p, ok := want[dir]; !ok || p.act != self || !sameSettings(p.set, ws.set) {
+			stop = append(stop, ws)
+			delete(d.workspaces, dir)
+			d.log.Info().Str("workspace", dir).Msg("workspace released")
+		}
+	}
+	d.mu.Unlock()
+	// Stopping waits for a seal in progress: never under the daemon's lock.
+	stopWorkspaces(stop)
+
+	d.mu.Lock()
+	byUID := map[uint32]map[string]Settings{}
+	gids := map[uint32]uint32{}
+	for dir, p := range want {
+		if p.act != self {
+			if byUID[p.act] == nil {
+				byUID[p.act] = map[string]Settings{}
+			}
+			byUID[p.act][dir] = p.set
+			gids[p.act] = p.actGID
+			continue
+		}
+		if _, ok := d.workspaces[dir]; ok {
+			continue
+		}
+		ws := newWorkspace(dir, p.set, d.stateDirLocked(), d.log)
+		ws.emit = d.bus.publish
+		d.workspaces[dir] = ws
+		ws.start(d.runCtx)
+		d.log.Info().Str("workspace", dir).Msg("workspace watched")
+	}
+	d.owners, d.refused = want, refused
+	var stopW []*worker
+	for uid, wk := range d.workers {
+		if _, ok := byUID[uid]; !ok {
+			stopW = append(stopW, wk)
+			delete(d.workers, uid)
+		}
+	}
+	state := d.stateDirLocked()
+	for uid, m := range byUID {
+		wk := d.workers[uid]
+		if wk == nil {
+			wk = d.newWorker(uid, gids[uid], state)
+			d.workers[uid] = wk
+			d.migrateStores(wk, m)
+			wk.start(d.runCtx)
+		}
+		wk.assign(m)
+	}
+	d.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, wk := range stopW {
+		wg.Add(1)
+		go func() { defer wg.Done(); wk.stop() }()
+	}
+	wg.Wait()
+}
+
+func stopWorkspaces(wss []*workspace) {
+	var wg sync.WaitGroup
+	for _, ws := range wss {
+		wg.Add(1)
+		go func() { defer wg.Done(); ws.stop() }()
+	}
+	wg.Wait()
+}
+
+// migrateStores moves plain-layout stores an earlier cairn kept in the shared
+// stores folder into the owner's private folder. Both parents are root's
+// folders at fixed places, so the owner cannot redirect the rename.
+func (d *Daemon) migrateStores(wk *worker, dirs map[string]Settings) {
+	if selfUID() != 0 {
+		return
+	}
+	if err := wk.prepare(); err != nil {
+		return
+	}
+	old := filepath.Join(d.stateDirLocked(), "stores")
+	for dir := range dirs {
+		name := snapshot.PlainStoreName(dir)
+		src := filepath.Join(old, name)
+		fi, err := os.Lstat(src)
+		if err != nil || !fi.IsDir() {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Join(wk.state, "stores"), 0o700); err != nil {
+			continue
+		}
+		_ = os.Lchown(filepath.Join(wk.state, "stores"), int(wk.uid), int(wk.gid))
+		dst := filepath.Join(wk.state, "stores", name)
+		if err := os.Rename(src, dst); err != nil {
+			d.log.Warn().Err(err).Str("store", src).Msg("could not move a store into its owner's private folder")
+			continue
+		}
+		d.log.Info().Str("from", src).Str("to", dst).Msg("store moved into its owner's private folder")
+	}
+}
+
+// mayAct answers whether uid may see and act on the workspace at dir: root,
+// the workspace's owner, or the user its work runs as.
+func (d *Daemon) mayAct(uid uint32, dir string) bool {
+	if uid == 0 || uid == selfUID() {
+		return true
+	}
+	d.mu.Lock()
+	p, ok := d.owners[dir]
+	d.mu.Unlock()
+	return ok && (p.owner == uid || p.act == uid)
+}
+
+// workerFor is the worker serving dir, nil when this process serves it (or nobody does).
+func (d *Daemon) workerFor(dir string) *worker {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p, ok := d.owners[dir]
+	if !ok || p.act == selfUID() {
+		return nil
+	}
+	return d.workers[p.act]
+}
+
+// forwarded are the endpoints that act on one workspace: a workspace a
+// worker serves is answered by that worker.
+var forwarded = []string{"/v1/checkpoint", "/v1/command", "/v1/restore", "/v1/undo", "/v1/list", "/v1/diff", "/v1/show"}
+
+// route sends a request about a workspace a worker serves to that worker,
+// after checking the path lexically and the peer's right to it.
+func (d *Daemon) route(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !slices.Contains(forwarded, r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		dir, ok := requestWorkspace(w, r)
+		if !ok {
+			return
+		}
+		wk := d.workerFor(dir)
+		if wk == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if err := checkPath(dir); err != nil {
+			writeError(w, http.StatusBadRequest, "BAD_WORKSPACE", err.Error())
+			return
+		}
+		uid, known := peerOf(r)
+		if !known || !d.mayAct(uid, dir) {
+			writeError(w, http.StatusForbidden, "FORBIDDEN", "not a workspace you may act on: "+dir)
+			return
+		}
+		wk.proxy.ServeHTTP(w, r)
+	})
+}
+
+// requestWorkspace reads the workspace a request names (query or body),
+// leaving the body readable again. It answers an oversized body itself.
+func requestWorkspace(w http.ResponseWriter, r *http.Request) (string, bool) {
+	if r.Method == http.MethodGet {
+		return r.URL.Query().Get("workspace"), true
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "BAD_REQUEST", "could not read the request body: "+err.Error())
+		return "", false
+	}
+	if len(body) > maxBody {
+		writeError(w, http.StatusRequestEntityTooLarge, "BODY_TOO_LARGE", fmt.Sprintf("request body is larger than %d bytes", maxBody))
+		return "", false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	var v struct {
+		Workspace string `json:"workspace"`
+		Data      struct {
+			Workspace string `json:"workspace"`
+		} `json:"data"`
+	}
+	_ = json.Unmarshal(body, &v) // a malformed body gets its answer from the handler
+	if v.Workspace == "" {
+		v.Workspace = v.Data.Workspace
+	}
+	return v.Workspace, true
+}
+
+// peerOf is the uid the kernel gave for the request's connection.
+func peerOf(r *http.Request) (uint32, bool) {
+	uid, ok := r.Context().Value(peerKey{}).(uint32)
+	return uid, ok
+}
+
+// statusFor is the daemon's status as uid may see it: root everything, a
+// user only their own workspaces (and nothing of the config or other users).
+func (d *Daemon) statusFor(ctx context.Context, uid uint32) api.Status {
+	st := d.Status()
+	d.mu.Lock()
+	workers := make([]*worker, 0, len(d.workers))
+	for _, wk := range d.workers {
+		workers = append(workers, wk)
+	}
+	d.mu.Unlock()
+	// Each worker answers within its own timeout, all at once: a hung
+	// worker costs status at most that timeout and stalls no one else.
+	res := make([][]api.WorkspaceStatus, len(workers))
+	var wg sync.WaitGroup
+	for i, wk := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := wk.workspaces(ctx, workerStatusTimeout)
+			if err != nil {
+				ws := wk.snapshot()
+				why := fmt.Sprintf("worker for uid %d (%s) not answering: %v", wk.uid, ws.State, err)
+				if ws.Error != "" {
+					why += "; " + ws.Error
+				}
+				for _, dir := range wk.dirs() {
+					got = append(got, api.WorkspaceStatus{Dir: dir, State: stateFailed, Error: why})
+				}
+			}
+			res[i] = got
+		}()
+	}
+	wg.Wait()
+	for i, wk := range workers {
+		st.Workspaces = append(st.Workspaces, res[i]...)
+		st.Workers = append(st.Workers, wk.snapshot())
+	}
+	sort.Slice(st.Workspaces, func(i, j int) bool { return st.Workspaces[i].Dir < st.Workspaces[j].Dir })
+	sort.Slice(st.Workers, func(i, j int) bool { return st.Workers[i].UID < st.Workers[j].UID })
+	if uid == 0 || uid == selfUID() {
+		return st
+	}
+	own := st.Workspaces[:0:0]
+	for _, ws := range st.Workspaces {
+		if d.mayAct(uid, ws.Dir) {
+			own = append(own, ws)
+		}
+	}
+	return api.Status{PID: st.PID, Version: st.Version, Started: st.Started, Socket: st.Socket, Workspaces: own, Roots: []string{}}
+}
+
+// Worker mode: the process a root daemon starts for one owner.
+
+// handleAssign takes the supervisor's list of workspaces (worker mode only;
+// only root can reach a worker's socket, and the peer is checked again).
+func (d *Daemon) handleAssign(w http.ResponseWriter, r *http.Request) {
+	if uid, ok := peerOf(r); !ok || uid != 0 {
+		writeError(w, http.StatusForbidden, "FORBIDDEN", "only the supervisor assigns workspaces")
+		return
+	}
+	var a assignment
+	if !decode(w, r, &a) {
+		return
+	}
+	for dir := range a.Workspaces {
+		if err := checkPath(dir); err != nil {
+			writeError(w, http.StatusBadRequest, "BAD_WORKSPACE", err.Error())
+			return
+		}
+	}
+	d.mu.Lock()
+	d.assigned = a.Workspaces
+	d.mu.Unlock()
+	d.discover(d.runCtx)
+	writeJSON(w, http.StatusOK, map[string]int{"workspaces": len(a.Workspaces)})
+}
+
+// watchParent ends a worker whose supervisor is gone.
+func watchParent(ctx context.Context, cancel context.CancelFunc) {
+	ppid := os.Getppid()
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if os.Getppid() != ppid {
+				cancel()
+				return
+			}
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// errWorkerMode is returned for what a worker never does itself.
+var errWorkerMode = errors.New("a worker serves only what its supervisor assigns")
+
+var _ = strings.TrimSpace

@@ -1,0 +1,454 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/cairn-dev/cairn/agent/api"
+)
+
+// A root daemon is a supervisor: every file operation on a user's workspace
+// runs in a worker process with that user's uid, gid and groups (one worker
+// per owner). The supervisor talks to a worker over a private socket only
+// root can reach, with the same /v1 API the workers serve; see README
+// "Security".
+
+// Worker timings.
+var (
+	workerStatusTimeout = 500 * time.Millisecond // a status never waits longer on a worker
+	workerCheckEvery    = 10 * time.Second       // liveness probe of each worker
+	workerStopGrace     = sealGrace + 3*time.Second
+	workerMaxBackoff    = time.Minute
+)
+
+// Worker states in status.
+const (
+	workerStarting   = "starting"
+	workerRunning    = "running"
+	workerRestarting = "restarting"
+)
+
+// assignPath is where a worker takes the list of workspaces it serves.
+const assignPath = "/v1/worker/assign"
+
+// assignment is the supervisor's list of workspaces for one worker.
+type assignment struct {
+	Workspaces map[string]Settings `json:"workspaces"`
+}
+
+// worker is one owner's worker process, owned by the supervisor: it starts
+// it, hands it its workspaces, restarts it with backoff when it dies or
+// stops answering, and relays its events.
+type worker struct {
+	d      *Daemon
+	uid    uint32
+	gid    uint32
+	groups []uint32
+	name   string
+	home   string
+	state  string // the worker's state directory (its plain-layout stores), private to the owner
+	sock   string // the private socket, in a folder only root may enter
+	log    zerolog.Logger
+	client *http.Client
+	proxy  *httputil.ReverseProxy
+
+	mu       sync.Mutex
+	want     map[string]Settings // the workspaces it should serve
+	pushed   bool                // want reached the running process
+	status   string
+	err      string
+	pid      int
+	restarts int
+
+	kick   chan struct{} // want changed
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (d *Daemon) newWorker(uid, gid uint32, state string) *worker {
+	wk := &worker{d: d, uid: uid, gid: gid, groups: []uint32{gid}, state: filepath.Join(state, "users", strconv.FormatUint(uint64(uid), 10)),
+		sock:   filepath.Join(state, "workers", strconv.FormatUint(uint64(uid), 10)+".sock"),
+		log:    d.log.With().Uint32("worker_uid", uid).Logger(),
+		status: workerStarting, kick: make(chan struct{}, 1), home: "/"}
+	if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil {
+		wk.name, wk.home = u.Username, u.HomeDir
+		if ids, err := u.GroupIds(); err == nil {
+			wk.groups = wk.groups[:0]
+			for _, s := range ids {
+				if g, err := strconv.ParseUint(s, 10, 32); err == nil {
+					wk.groups = append(wk.groups, uint32(g))
+				}
+			}
+		}
+	}
+	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var dd net.Dialer
+		return dd.DialContext(ctx, "unix", wk.sock)
+	}
+	wk.client = &http.Client{Transport: &http.Transport{DialContext: dial, MaxIdleConnsPerHost: 4}}
+	target := &url.URL{Scheme: "http", Host: "worker"}
+	wk.proxy = &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			r.Out.Host = "worker"
+		},
+		Transport:     &http.Transport{DialContext: dial, MaxIdleConnsPerHost: 16},
+		FlushInterval: -1,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			wk.log.Warn().Err(err).Str("path", r.URL.Path).Msg("worker did not answer")
+			writeError(w, http.StatusServiceUnavailable, "WORKER_UNAVAILABLE",
+				fmt.Sprintf("the worker process for uid %d did not answer (%v); see cairn status", uid, err))
+		},
+	}
+	return wk
+}
+
+// assign sets the workspaces the worker serves.
+func (wk *worker) assign(want map[string]Settings) {
+	wk.mu.Lock()
+	if maps.EqualFunc(wk.want, want, sameSettings) && wk.want != nil {
+		wk.mu.Unlock()
+		return
+	}
+	wk.want, wk.pushed = want, false
+	wk.mu.Unlock()
+	select {
+	case wk.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (wk *worker) start(ctx context.Context) {
+	ctx, wk.cancel = context.WithCancel(ctx)
+	wk.done = make(chan struct{})
+	go func() {
+		defer close(wk.done)
+		wk.run(ctx)
+	}()
+}
+
+// stop ends the worker process (SIGTERM, then SIGKILL after its grace) and waits.
+func (wk *worker) stop() {
+	wk.cancel()
+	<-wk.done
+}
+
+func (wk *worker) setState(state, errText string, pid int) {
+	wk.mu.Lock()
+	wk.status, wk.err, wk.pid = state, errText, pid
+	wk.mu.Unlock()
+}
+
+func (wk *worker) snapshot() api.WorkerStatus {
+	wk.mu.Lock()
+	defer wk.mu.Unlock()
+	return api.WorkerStatus{UID: wk.uid, User: wk.name, PID: wk.pid, State: wk.status, Error: wk.err,
+		Restarts: wk.restarts, Workspaces: len(wk.want)}
+}
+
+func (wk *worker) dirs() []string {
+	wk.mu.Lock()
+	defer wk.mu.Unlock()
+	return sortedKeys(wk.want)
+}
+
+// run keeps one worker process alive until ctx ends.
+func (wk *worker) run(ctx context.Context) {
+	backoff := time.Second
+	for ctx.Err() == nil {
+		began := time.Now()
+		err := wk.life(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(began) > 5*time.Minute {
+			backoff = time.Second // it ran well for a while: not a crash loop
+		}
+		wk.mu.Lock()
+		wk.restarts++
+		wk.mu.Unlock()
+		wk.setState(workerRestarting, fmt.Sprintf("%v; restarting in %s", err, backoff), 0)
+		wk.log.Error().Err(err).Dur("backoff", backoff).Msg("worker stopped; restarting")
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, workerMaxBackoff)
+	}
+}
+
+// life starts one worker process and serves it until it exits or ctx ends.
+func (wk *worker) life(ctx context.Context) error {
+	if err := wk.prepare(); err != nil {
+		return err
+	}
+	cmd, err := wk.spawn()
+	if err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
+	wk.setState(workerRunning, "", cmd.Process.Pid)
+	wk.log.Info().Int("pid", cmd.Process.Pid).Str("user", wk.name).Msg("worker started")
+	wk.mu.Lock()
+	wk.pushed = false
+	wk.mu.Unlock()
+
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var relay sync.WaitGroup
+	relay.Add(1)
+	go func() { defer relay.Done(); wk.relayEvents(lctx) }()
+	defer relay.Wait()
+
+	check := time.NewTicker(workerCheckEvery)
+	defer check.Stop()
+	retry := time.NewTimer(0)
+	defer retry.Stop()
+	misses := 0
+	for {
+		select {
+		case <-ctx.Done():
+			cancel()
+			wk.terminate(cmd, exited)
+			return ctx.Err()
+		case <-exited:
+			cancel()
+			return fmt.Errorf("worker exited: %v", waitErr)
+		case <-wk.kick:
+			if err := wk.push(ctx); err != nil {
+				retry.Reset(500 * time.Millisecond)
+			}
+		case <-retry.C:
+			if err := wk.push(ctx); err != nil {
+				retry.Reset(500 * time.Millisecond)
+			}
+		case <-check.C:
+			if err := wk.ping(ctx); err != nil {
+				misses++
+				wk.log.Warn().Err(err).Int("misses", misses).Msg("worker did not answer its liveness probe")
+				if misses >= 3 {
+					cancel()
+					_ = cmd.Process.Kill()
+					<-exited
+					return fmt.Errorf("worker hung (3 liveness probes unanswered); killed")
+				}
+				continue
+			}
+			misses = 0
+			if err := wk.push(ctx); err != nil {
+				retry.Reset(500 * time.Millisecond)
+			}
+		}
+	}
+}
+
+// terminate asks the worker to stop, then kills it after its grace.
+func (wk *worker) terminate(cmd *exec.Cmd, exited <-chan struct{}) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(workerStopGrace):
+		wk.log.Warn().Msg("worker ignored SIGTERM; killing it")
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+	wk.setState(workerStarting, "", 0)
+}
+
+// push hands the worker its workspaces unless it already has them.
+func (wk *worker) push(ctx context.Context) error {
+	wk.mu.Lock()
+	if wk.pushed {
+		wk.mu.Unlock()
+		return nil
+	}
+	body, err := json.Marshal(assignment{Workspaces: wk.want})
+	wk.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(rctx, http.MethodPost, "http://worker"+assignPath, bytes.NewReader(body))
+	req.Header.Set(api.VersionHeader, api.Version)
+	resp, err := wk.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("worker refused its workspaces: %s", resp.Status)
+	}
+	wk.mu.Lock()
+	// Only what was sent counts as pushed; a newer want is pushed next.
+	if sent, _ := json.Marshal(assignment{Workspaces: wk.want}); bytes.Equal(sent, body) {
+		wk.pushed = true
+	}
+	wk.mu.Unlock()
+	return nil
+}
+
+func (wk *worker) ping(ctx context.Context) error {
+	_, err := wk.workspaces(ctx, 5*time.Second)
+	return err
+}
+
+// workspaces asks the worker for the status of its workspaces.
+func (wk *worker) workspaces(ctx context.Context, timeout time.Duration) ([]api.WorkspaceStatus, error) {
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(rctx, http.MethodGet, "http://worker/v1/status", nil)
+	resp, err := wk.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var st api.Status
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&st); err != nil {
+		return nil, fmt.Errorf("worker status: %w", err)
+	}
+	return st.Workspaces, nil
+}
+
+// relayEvents copies the worker's events onto the supervisor's bus until ctx ends.
+func (wk *worker) relayEvents(ctx context.Context) {
+	for ctx.Err() == nil {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://worker/v1/events", nil)
+		resp, err := wk.client.Do(req)
+		if err == nil {
+			sc := bufio.NewScanner(resp.Body)
+			sc.Buffer(make([]byte, 64<<10), 16<<20)
+			for sc.Scan() {
+				var ev api.Event
+				if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.Workspace != "" {
+					wk.d.bus.publish(ev)
+				}
+			}
+			resp.Body.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// prepare makes the worker's folders: its state directory (0700, the
+// owner's) under root's users/ folder, and root's private socket folder. Every
+// parent is root's, so the owner cannot swap them for links.
+func (wk *worker) prepare() error {
+	if err := mkdirExact(filepath.Dir(wk.sock), 0o700, 0, 0); err != nil {
+		return err
+	}
+	if err := mkdirExact(filepath.Dir(wk.state), 0o711, 0, 0); err != nil {
+		return err
+	}
+	return mkdirExact(wk.state, 0o700, int(wk.uid), int(wk.gid))
+}
+
+// mkdirExact makes dir (its parent must exist) or checks the existing one is a
+// real folder, then sets its mode and owner.
+func mkdirExact(dir string, mode os.FileMode, uid, gid int) error {
+	if err := os.Mkdir(dir, mode); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a folder; not using it", dir)
+	}
+	if err := os.Lchown(dir, uid, gid); err != nil {
+		return fmt.Errorf("chown %s: %w", dir, err)
+	}
+	return os.Chmod(dir, mode)
+}
+
+// spawn starts the worker process as the owner. It inherits a listener on
+// the private socket (fd 3) and the executable (fd 4, run through
+// /proc/self/fd so a binary in a folder the owner cannot enter still runs).
+func (wk *worker) spawn() (*exec.Cmd, error) {
+	_ = os.Remove(wk.sock)
+	ln, err := net.Listen("unix", wk.sock)
+	if err != nil {
+		return nil, fmt.Errorf("worker socket: %w", err)
+	}
+	ul := ln.(*net.UnixListener)
+	ul.SetUnlinkOnClose(false)
+	lf, err := ul.File()
+	ul.Close()
+	if err != nil {
+		return nil, err
+	}
+	defer lf.Close()
+	if err := os.Chmod(wk.sock, 0o600); err != nil {
+		return nil, err
+	}
+	exe := wk.d.opts.WorkerExe
+	if exe == "" {
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("find cairn's executable: %w", err)
+		}
+	}
+	ef, err := os.Open(exe)
+	if err != nil {
+		return nil, fmt.Errorf("open cairn's executable: %w", err)
+	}
+	defer ef.Close()
+	cmd := exec.Command(workerExePath(exe), "daemon", "--worker", "--state-dir", wk.state, "--socket", wk.sock)
+	cmd.Args[0] = "cairn-worker"
+	cmd.ExtraFiles = []*os.File{lf, ef}
+	cmd.Dir = "/"
+	cmd.Env = wk.env()
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.SysProcAttr = workerAttr(wk.uid, wk.gid, wk.groups)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start worker for uid %d: %w", wk.uid, err)
+	}
+	return cmd, nil
+}
+
+// env is the worker's environment, built from scratch: nothing of root's
+// but PATH and cairn's own settings.
+func (wk *worker) env() []string {
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + wk.home, "LC_ALL=C"}
+	if wk.name != "" {
+		env = append(env, "USER="+wk.name, "LOGNAME="+wk.name)
+	}
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "CAIRN_") || strings.HasPrefix(kv, "GORACE=") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}

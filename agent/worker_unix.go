@@ -1,0 +1,12 @@
+//go:build unix && !linux
+
+package agent
+
+import "syscall"
+
+// workerAttr runs a worker as uid:gid with its groups, in its own session.
+func workerAttr(uid, gid uint32, groups []uint32) *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid, Groups: groups}, Setsid: true}
+}
+
+func workerExePath(exe string) string { return exe }
