@@ -137,9 +137,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		return fmt.Errorf("state directory: %w", err)
 	}
-	// Workers' folders are entered, never listed, by other users.
-	if fi, err := os.Lstat(state); err == nil && fi.Mode().Perm()&0o066 != 0 {
-		_ = os.Chmod(state, fi.Mode().Perm()&^0o066|0o011)
+	// No one else may list it; a root daemon's workers (and clients, when the
+	// socket is there) must be able to pass through it.
+	if fi, err := os.Lstat(state); err == nil {
+		perm := fi.Mode().Perm() &^ 0o066
+		if selfUID() == 0 {
+			perm |= 0o011
+		}
+		if perm != fi.Mode().Perm() {
+			_ = os.Chmod(state, perm)
+		}
 	}
 	if fi, err := os.Lstat(filepath.Join(state, "stores")); err == nil && fi.IsDir() {
 		_ = os.Chmod(filepath.Join(state, "stores"), 0o700) // what root's own workspaces keep there is root's

@@ -22,8 +22,15 @@ import (
 var cairnBin string
 
 func TestMain(m *testing.M) {
+	if os.Getenv("CAIRN_TEST_ATTACK") != "" {
+		os.Exit(attackerMain())
+	}
 	dir, err := os.MkdirTemp("", "cairn-agent-test")
 	if err != nil {
+		panic(err)
+	}
+	// Workers and the security tests' users run the binaries from here.
+	if err := os.Chmod(dir, 0o755); err != nil {
 		panic(err)
 	}
 	cairnBin = filepath.Join(dir, "cairn")

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -42,6 +41,11 @@ func (d *Daemon) find(ctx context.Context, roots []WatchRoot) (map[string]placem
 	want := map[string]placement{}
 	var refused []api.RefusedWorkspace
 	for _, r := range roots {
+		if err := wholeDisk(r.Path); err != nil {
+			d.log.Warn().Err(err).Str("root", r.Path).Msg("watch root refused")
+			refused = append(refused, api.RefusedWorkspace{Dir: r.Path, Reason: err.Error()})
+			continue
+		}
 		found, truncated, err := discoverRoot(ctx, r.Path, discoveryLimits)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -68,6 +72,16 @@ func (d *Daemon) find(ctx context.Context, roots []WatchRoot) (map[string]placem
 		}
 	}
 	return want, refused
+}
+
+// wholeDisk refuses a root that is "/" or globs directly below it (`/*`,
+// `/**`): it would make every system folder a workspace.
+func wholeDisk(pattern string) error {
+	first, _, _ := strings.Cut(strings.TrimPrefix(filepath.ToSlash(pattern), "/"), "/")
+	if first == "" || strings.ContainsAny(first, "*?[{\\") {
+		return fmt.Errorf("watch root %q would watch the whole disk; name a folder below /", pattern)
+	}
+	return nil
 }
 
 // place decides who a workspace's work runs as. A daemon that is not root
@@ -400,8 +414,3 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
-
-// errWorkerMode is returned for what a worker never does itself.
-var errWorkerMode = errors.New("a worker serves only what its supervisor assigns")
-
-var _ = strings.TrimSpace

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/cairn-dev/cairn/platform"
 )
 
 // ArchiveManifestFile is .hankweave/archive-manifest.json: what the runtime
@@ -38,12 +40,17 @@ type ArchiveResult struct {
 func RestoreArchive(execDir, workTree string, abandoned func(sha string) bool) (ArchiveResult, error) {
 	var res ArchiveResult
 	path := filepath.Join(execDir, HankweaveDir, ArchiveManifestFile)
-	data, err := os.ReadFile(path)
+	// The manifest says what to move and is rewritten below: never read or
+	// replaced through a linked .hankweave, a link, a FIFO or a device.
+	if err := platform.NoSymlinkBelow(execDir, path, false); err != nil {
+		return res, fmt.Errorf("restore archive: %w", err)
+	}
+	data, err := platform.ReadFileCapped(path, platform.MaxRuntimeFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return res, nil
 	}
 	if err != nil {
-		return res, err
+		return res, fmt.Errorf("restore archive: %w", err)
 	}
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(data, &doc); err != nil {
@@ -114,8 +121,9 @@ func RestoreArchive(execDir, workTree string, abandoned func(sha string) bool) (
 		return res, err
 	}
 	tmp := path + ".tmp"
-	_ = os.Remove(tmp)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	_ = os.Remove(tmp) // unlink removes a link planted there, never its target
+	// O_EXCL: created afresh, never through a link (NoFollow says so twice).
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|platform.NoFollow, 0o644)
 	if err != nil {
 		return res, err
 	}

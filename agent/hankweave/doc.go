@@ -7,7 +7,12 @@
 // the whole file, and nothing panics on any input. Writing is exact: every
 // field cairn does not know survives a rewrite byte for byte, in its order.
 //
-// The package uses the standard library only, so any room of cairn may import it.
+// Every runtime file is opened as a root daemon must open a file its owner
+// controls (platform.OpenRegular, platform.ReadFileCapped): no symbolic link is
+// followed, a FIFO or device is refused without blocking, and a file read
+// whole is size-capped. Writes go through a fresh file and a rename.
+//
+// The package uses the standard library and cairn's platform package only.
 package hankweave
 
 import "path/filepath"

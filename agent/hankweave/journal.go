@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"time"
+
+	"github.com/cairn-dev/cairn/platform"
 )
 
 // Event is one journal line: {"id", "timestamp", "type", "data"}.
@@ -103,7 +105,9 @@ func (j *Journal) Reset() {
 
 // Read returns the events completed since the last call, in file order.
 func (j *Journal) Read() ([]Event, error) {
-	f, err := os.Open(j.path)
+	// The journal is tailed, not read whole, so it has no size limit; but a
+	// link, FIFO or device in its place is refused, never followed or waited on.
+	f, err := platform.OpenRegular(j.path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			j.Reset() // compacted or not yet created: a file that comes back starts over

@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cairn-dev/cairn/platform"
 )
 
 // StaleAfter is how old a lock's heartbeat may be before the runtime is
@@ -41,7 +42,9 @@ type Lock struct {
 // caller should look again later rather than decide either way).
 func ReadLock(execDir string) (*Lock, error) {
 	path := LockPath(execDir)
-	f, err := os.Open(path)
+	// A link, FIFO, device or huge file planted by the owner is refused, not
+	// followed, waited on or read whole.
+	f, err := platform.OpenRegular(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
@@ -53,11 +56,11 @@ func ReadLock(execDir string) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read lock: %w", err)
 	}
-	var b bytes.Buffer
-	if _, err := b.ReadFrom(f); err != nil {
-		return nil, fmt.Errorf("read lock %s: %w", path, err)
+	data, err := platform.ReadCapped(f, platform.MaxRuntimeFile)
+	if err != nil {
+		return nil, fmt.Errorf("read lock: %w", err)
 	}
-	l, err := ParseLock(b.Bytes())
+	l, err := ParseLock(data)
 	if err != nil {
 		return nil, fmt.Errorf("read lock %s: %w", path, err)
 	}

@@ -34,3 +34,13 @@ func ownerIDs(path string) (int, int) {
 	}
 	return int(st.Uid), int(st.Gid)
 }
+
+// likeOwner is like's uid and gid when this process may give files away
+// (root), else -1, -1, as platform.WriteFileAtomicOwned takes them.
+func likeOwner(like fs.FileInfo) (int, int) {
+	st, ok := like.Sys().(*syscall.Stat_t)
+	if !ok || os.Geteuid() != 0 {
+		return -1, -1
+	}
+	return int(st.Uid), int(st.Gid)
+}

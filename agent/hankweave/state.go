@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/cairn-dev/cairn/platform"
 )
 
 // Codon statuses (FORMATS.md, "state.json").
@@ -291,7 +293,9 @@ func isJSONKind(v json.RawMessage, first byte) bool {
 // When both files are unusable the error is an *InvalidStateError.
 func ReadState(execDir string) (*State, error) {
 	primary := StatePath(execDir)
-	data, err := os.ReadFile(primary)
+	// The workspace's owner controls these files: a link, a FIFO, a device or
+	// a huge file is refused rather than followed, waited on or read whole.
+	data, err := platform.ReadFileCapped(primary, platform.MaxRuntimeFile)
 	if err != nil {
 		return nil, fmt.Errorf("read state: %w", err)
 	}
@@ -302,7 +306,7 @@ func ReadState(execDir string) (*State, error) {
 	}
 	setPath(perr, primary)
 	backup := filepath.Join(execDir, HankweaveDir, StateBackupFile)
-	bdata, berr := os.ReadFile(backup)
+	bdata, berr := platform.ReadFileCapped(backup, platform.MaxRuntimeFile)
 	if berr != nil {
 		if errors.Is(berr, fs.ErrNotExist) {
 			return nil, perr
@@ -346,7 +350,10 @@ var ErrRuntimeLive = errors.New("the runtime holds a live lock")
 // WriteState rewrites <exec>/.hankweave/state.json with the runtime's own
 // protocol: the current file is copied to state.json.bak, the new content is
 // written to state.json.tmp (2-space indent) and renamed over state.json.
-// Fields cairn does not know are preserved from st's Raw members.
+// Fields cairn does not know are preserved from st's Raw members. Nothing is
+// written through a symbolic link: the backup is replaced by rename, the
+// temporary file is created exclusively, and a state.json that is a link, not
+// a regular file, or over platform.MaxRuntimeFile is refused.
 //
 // It refuses with ErrRuntimeLive while runtime.lock is live (SPEC §2: cairn
 // never writes state.json under a running runtime). Files it creates take the
@@ -371,23 +378,37 @@ func writeState(execDir string, st *State, now time.Time) error {
 	primary := filepath.Join(dir, StateFile)
 	backup := filepath.Join(dir, StateBackupFile)
 	tmp := filepath.Join(dir, StateTempFile)
+	// Every file below is created or replaced inside .hankweave: a root writer
+	// must not do that through a folder its owner replaced by a link.
+	if err := platform.NoSymlinkBelow(execDir, primary, false); err != nil {
+		return fmt.Errorf("write state: %w", err)
+	}
 
 	mode := fs.FileMode(0o644)
 	var like fs.FileInfo
-	if fi, err := os.Stat(primary); err == nil {
-		mode, like = fi.Mode().Perm(), fi
-		old, err := os.ReadFile(primary)
-		if err != nil {
-			return fmt.Errorf("write state: read %s: %w", primary, err)
+	if f, err := platform.OpenRegular(primary); err == nil {
+		fi, err := f.Stat()
+		var old []byte
+		if err == nil {
+			old, err = platform.ReadCapped(f, platform.MaxRuntimeFile)
 		}
-		if err := writeFileSync(backup, old, mode, like); err != nil {
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("write state: %w", err)
+		}
+		mode, like = fi.Mode().Perm(), fi
+		// The runtime copies state.json over the backup in place; cairn
+		// replaces it by rename instead, so a link or hard link planted at
+		// state.json.bak is replaced, never written through.
+		uid, gid := likeOwner(like)
+		if err := platform.WriteFileAtomicOwned(backup, old, mode, uid, gid); err != nil {
 			return fmt.Errorf("write state: backup: %w", err)
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("write state: %w", err)
 	}
-	_ = os.Remove(tmp)
-	if err := writeFileSync(tmp, body, mode, like); err != nil {
+	_ = os.Remove(tmp) // a stale one, or a link planted there: unlink never follows
+	if err := createFileSync(tmp, body, mode, like); err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("write state: %w", err)
 	}
@@ -399,25 +420,24 @@ func writeState(execDir string, st *State, now time.Time) error {
 	return nil
 }
 
-// writeFileSync writes data to path (truncating it, as fs.copyFile does),
-// flushes it, and gives a file it created the owner of like.
-func writeFileSync(path string, data []byte, mode fs.FileMode, like fs.FileInfo) error {
-	_, statErr := os.Lstat(path)
-	created := errors.Is(statErr, fs.ErrNotExist)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+// createFileSync creates path, which must not exist (O_EXCL: not even as a
+// symbolic link, so nothing is written through one), writes data, flushes
+// it, and gives it the owner of like.
+func createFileSync(path string, data []byte, mode fs.FileMode, like fs.FileInfo) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|platform.NoFollow, mode)
 	if err != nil {
 		return err
 	}
-	if created && like != nil {
+	if like != nil {
 		chownLike(f, like)
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
-		return err
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return err
+		return fmt.Errorf("fsync %s: %w", path, err)
 	}
 	return f.Close()
 }
