@@ -12,7 +12,6 @@ import (
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/hankweave"
-	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/snapshot"
 	"github.com/cairn-dev/cairn/watcher"
 )
@@ -244,9 +243,6 @@ func (w *workspace) barrier(wt *watcher.Watcher) (control bool) {
 	if err != nil {
 		_, control = w.drain(wt)
 		return control
-	}
-	if uid, gid, ok := platform.Owner(w.dir); ok && os.Geteuid() == 0 {
-		_ = f.Chown(int(uid), int(gid))
 	}
 	f.Close()
 	_ = os.Remove(p)

@@ -31,6 +31,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/hankweave/hwsim"
 )
 
 // testUser is an unprivileged account made for one test.
@@ -748,5 +749,100 @@ func TestSecurityPathRestoreRace(t *testing.T) {
 		if fi, err := os.Lstat(p); err == nil && fi.Sys().(*syscall.Stat_t).Uid != 0 {
 			t.Errorf("root's %s changed owner", name)
 		}
+	}
+}
+
+// TestSecurityStateLinksOnRollback: after a rollback with no live runtime,
+// cairn records the continuation in state.json. With state.json.bak a link
+// to a root-owned file, that file is never written; with state.json a link to
+// a root-only file, its bytes never reach a file the user can read.
+func TestSecurityStateLinksOnRollback(t *testing.T) {
+	alice := newUser(t)
+	for _, c := range []struct {
+		name string
+		// plant turns the runtime's files into links, as alice could.
+		plant func(t *testing.T, hw, victim string)
+	}{
+		{"bak links to a root file", func(t *testing.T, hw, victim string) {
+			_ = os.Remove(filepath.Join(hw, "state.json.bak"))
+			if err := os.Symlink(victim, filepath.Join(hw, "state.json.bak")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"state links to a root file", func(t *testing.T, hw, victim string) {
+			b, err := os.ReadFile(filepath.Join(hw, "state.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(t, filepath.Join(hw, "state.json.bak"), string(b))
+			_ = os.Remove(filepath.Join(hw, "state.json"))
+			if err := os.Symlink(victim, filepath.Join(hw, "state.json")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base := openBase(t)
+			victimDir := filepath.Join(base, "etc")
+			if err := os.MkdirAll(victimDir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			victim := filepath.Join(victimDir, "root-secret")
+			const secret = "ROOT-ONLY-BYTES-7f3a9c"
+			if err := os.WriteFile(victim, []byte(secret+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			execDir := filepath.Join(base, "exec")
+			plan := hwsim.Plan(hwsim.Codon{ID: "a", Name: "Codon A", Files: []string{"**"}})
+			sim := hwsim.New(t, execDir, plan, hwsim.WithClock(hwClock()))
+			chownTree(t, execDir, alice)
+			d := startDaemon(t, filepath.Join(base, "state"), "--watch", execDir)
+			waitWatching(t, d, execDir)
+			run := sim.StartRun()
+			chownTree(t, execDir, alice)
+			sim.StartCodon("a")
+			sim.WriteFile("a.txt", "a\n")
+			sim.CompleteCodon("a")
+			chownTree(t, execDir, alice)
+			waitFor(t, 30*time.Second, "codon a's completed checkpoint", func() bool {
+				code, out := call(t, d.socket, "GET", "/v1/list?workspace="+execDir, nil)
+				recs, _ := out["records"].([]any)
+				for _, r := range recs {
+					m, _ := r.(map[string]any)
+					if code == 200 && m["kind"] == "completed" && m["runId"] == run {
+						return true
+					}
+				}
+				return false
+			})
+			sim.Shutdown()
+			chownTree(t, execDir, alice)
+			hw := filepath.Join(execDir, ".hankweave")
+			c.plant(t, hw, victim)
+			_ = os.Lchown(filepath.Join(hw, "state.json"), alice.uid, alice.gid)
+			_ = os.Lchown(filepath.Join(hw, "state.json.bak"), alice.uid, alice.gid)
+
+			code, body := command(t, d.socket, execDir, "rollback.toCodon", map[string]any{"codonId": "a", "checkpointType": "start"})
+			t.Logf("rollback: %d %v", code, body)
+
+			if b, err := os.ReadFile(victim); err != nil || string(b) != secret+"\n" {
+				t.Errorf("the root file changed: %q %v", b, err)
+			}
+			if fi, err := os.Stat(victim); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 0 || fi.Mode().Perm() != 0o600 {
+				t.Errorf("the root file's owner or mode changed: %v", err)
+			}
+			_ = filepath.WalkDir(execDir, func(p string, de fs.DirEntry, err error) error {
+				if err != nil || !de.Type().IsRegular() {
+					return nil
+				}
+				if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(secret)) {
+					t.Errorf("root's bytes copied into %s", p)
+				}
+				return nil
+			})
+			if _, ok := d.workspace(execDir); !ok {
+				t.Error("the workspace is gone from status")
+			}
+		})
 	}
 }

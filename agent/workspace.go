@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/user"
 	"path"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,7 +16,6 @@ import (
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/hankweave"
-	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/snapshot"
 	"github.com/cairn-dev/cairn/watcher"
 )
@@ -173,14 +169,9 @@ func (w *workspace) run(ctx context.Context) {
 }
 
 func (w *workspace) open(ctx context.Context) error {
-	cred, err := workspaceCred(w.dir, w.set.User)
-	if err != nil {
-		return err
-	}
 	st, err := snapshot.Open(ctx, w.dir, snapshot.Options{
 		Layout: snapshot.Layout(w.set.Layout), StateDir: w.stateDir,
 		MaxFileSize: int64(w.set.MaxFileSize), Patterns: w.patterns(w.set.Patterns),
-		Cred: cred,
 	})
 	if err != nil {
 		return err
@@ -193,39 +184,6 @@ func (w *workspace) open(ctx context.Context) error {
 		w.hank = newHankState(w.dir)
 	}
 	return nil
-}
-
-// workspaceCred is who git runs as and who owns what cairn writes for the
-// workspace at dir. Only a daemon running as root acts for someone: the user
-// the config names, else the owner (uid and gid) of the workspace folder. A
-// workspace owned by root runs as root (nil), deliberately.
-func workspaceCred(dir, name string) (*snapshot.SysCred, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
-	}
-	if name != "" {
-		u, err := user.Lookup(name)
-		if err != nil {
-			return nil, fmt.Errorf("workspace %s: user %q: %w", dir, name, err)
-		}
-		uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
-		gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
-		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("workspace %s: user %q has no numeric uid", dir, name)
-		}
-		if uid == 0 {
-			return nil, nil
-		}
-		return &snapshot.SysCred{UID: uint32(uid), GID: uint32(gid)}, nil
-	}
-	uid, gid, ok := platform.Owner(dir)
-	if !ok {
-		return nil, fmt.Errorf("workspace %s: cannot read its owner", dir)
-	}
-	if uid == 0 {
-		return nil, nil
-	}
-	return &snapshot.SysCred{UID: uid, GID: gid}, nil
 }
 
 // patterns adds the configured excludes to a selection.
