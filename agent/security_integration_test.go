@@ -207,6 +207,27 @@ func attackerMain() int {
 		fmt.Printf("ready %d\n", len(conns))
 		_, _ = io.Copy(io.Discard, os.Stdin) // hold them until told to stop
 		return 0
+	case "events":
+		// Print the first event within ATTACK_WAIT, or "none".
+		wait, _ := time.ParseDuration(os.Getenv("ATTACK_WAIT"))
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		c := &http.Client{Transport: &http.Transport{DialContext: dial}}
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://cairn/v1/events", nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		defer resp.Body.Close()
+		fmt.Println("subscribed")
+		sc := bufio.NewScanner(resp.Body)
+		if sc.Scan() {
+			fmt.Println(sc.Text())
+			return 0
+		}
+		fmt.Println("none")
+		return 0
 	case "read":
 		if _, err := os.ReadFile(os.Getenv("ATTACK_PATH")); err != nil {
 			fmt.Print(err)
@@ -215,6 +236,29 @@ func attackerMain() int {
 		return 0
 	}
 	return 2
+}
+
+// eventsAs subscribes to the event stream as u and delivers the first event
+// (or "none" when wait passes); it returns once subscribed.
+func eventsAs(t *testing.T, u testUser, sock string, wait time.Duration) <-chan string {
+	t.Helper()
+	cmd := asUser(u, attacker(t), "-test.run=^$")
+	cmd.Env = append(cmd.Env, "CAIRN_TEST_ATTACK=events", "ATTACK_SOCK="+sock, "ATTACK_WAIT="+wait.String())
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rd := bufio.NewReader(out)
+	if l, err := rd.ReadString('\n'); err != nil || strings.TrimSpace(l) != "subscribed" {
+		t.Fatalf("events as %s: %q %v", u.name, l, err)
+	}
+	ch := make(chan string, 1)
+	go func() {
+		l, _ := rd.ReadString('\n')
+		_ = cmd.Wait()
+		ch <- strings.TrimSpace(l)
+	}()
+	return ch
 }
 
 // statusAs is /v1/status as u sees it.
@@ -338,6 +382,18 @@ func TestSecurityWorkerRunsAsOwner(t *testing.T) {
 		if code != 200 {
 			t.Errorf("%s's own checkpoint: %d %s", c.u.name, code, body)
 		}
+	}
+
+	// Events from a worker reach root and the owner, never another user.
+	evAlice, evBob := eventsAs(t, alice, d.socket, 10*time.Second), eventsAs(t, bob, d.socket, 4*time.Second)
+	if code, body := httpAs(t, alice, d.socket, "POST", "/v1/checkpoint", api.CheckpointRequest{Workspace: wa, Label: "seen"}); code != 200 {
+		t.Fatalf("alice's checkpoint: %d %s", code, body)
+	}
+	if got := <-evAlice; !strings.Contains(got, `"checkpoint.sealed"`) || !strings.Contains(got, wa) {
+		t.Errorf("alice's event stream: %q", got)
+	}
+	if got := <-evBob; strings.Contains(got, wa) {
+		t.Errorf("bob saw alice's event: %q", got)
 	}
 
 	// Plain-layout stores are private: the state directory cannot be listed,
@@ -844,5 +900,65 @@ func TestSecurityStateLinksOnRollback(t *testing.T) {
 				t.Error("the workspace is gone from status")
 			}
 		})
+	}
+}
+
+// TestSecurityWorkerFailures: a worker that dies is restarted with its
+// workspaces; a hung one costs status at most its timeout and stalls no
+// other user.
+func TestSecurityWorkerFailures(t *testing.T) {
+	alice, bob := newUser(t), newUser(t)
+	base := openBase(t)
+	wa, wb := filepath.Join(base, "alice-ws"), filepath.Join(base, "bob-ws")
+	ownedDir(t, alice, wa, map[string]string{"a.txt": "a\n"})
+	ownedDir(t, bob, wb, map[string]string{"b.txt": "b\n"})
+	d := startDaemon(t, filepath.Join(base, "state"), "--watch", wa, "--watch", wb)
+	waitWatching(t, d, wa)
+	waitWatching(t, d, wb)
+	pidOf := func(uid int) int {
+		for _, w := range d.status().Workers {
+			if int(w.UID) == uid && w.State == "running" {
+				return w.PID
+			}
+		}
+		return 0
+	}
+
+	// Hung: alice's worker stopped. Status still answers, says so; bob is served.
+	pa := pidOf(alice.uid)
+	if err := syscall.Kill(pa, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	code, body := httpAsCtx(ctx, t, bob, d.socket)
+	cancel()
+	if code != 200 {
+		t.Errorf("bob's status with alice's worker hung: %d %s", code, body)
+	}
+	ws, _ := d.workspace(wa)
+	if ws.State != "failed" || !strings.Contains(ws.Error, "not answering") {
+		t.Errorf("alice's workspace with her worker hung: %+v", ws)
+	}
+	if code, body := httpAs(t, bob, d.socket, "POST", "/v1/checkpoint", api.CheckpointRequest{Workspace: wb}); code != 200 {
+		t.Errorf("bob's checkpoint with alice's worker hung: %d %s", code, body)
+	}
+	_ = syscall.Kill(pa, syscall.SIGCONT)
+
+	// Dead: killed outright, it comes back with its workspace.
+	if err := syscall.Kill(pa, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "alice's worker restarted", func() bool {
+		p := pidOf(alice.uid)
+		return p != 0 && p != pa
+	})
+	waitFor(t, 30*time.Second, "alice's workspace served again", func() bool {
+		code, _ := call(t, d.socket, "POST", "/v1/checkpoint", api.CheckpointRequest{Workspace: wa, Label: "after the restart"})
+		return code == 200
+	})
+	for _, w := range d.status().Workers {
+		if int(w.UID) == alice.uid && w.Restarts != 1 {
+			t.Errorf("alice's worker: %+v, want 1 restart", w)
+		}
 	}
 }
