@@ -19,12 +19,15 @@ import (
 
 // Config is the daemon's configuration (TOML).
 type Config struct {
-	StateDir          string      `toml:"state_dir"`
-	Socket            string      `toml:"socket"`
-	LogLevel          string      `toml:"log_level"`
-	ReconcileInterval Duration    `toml:"reconcile_interval"`
-	Defaults          Settings    `toml:"defaults"`
-	Watch             []WatchRoot `toml:"watch"`
+	StateDir          string   `toml:"state_dir"`
+	Socket            string   `toml:"socket"`
+	LogLevel          string   `toml:"log_level"`
+	ReconcileInterval Duration `toml:"reconcile_interval"`
+	// MaxRuntimeFile caps what cairn reads of a runtime file (state.json, its
+	// .bak, runtime.lock, the archive manifest); default 64 MiB. Read at start.
+	MaxRuntimeFile Size        `toml:"max_runtime_file"`
+	Defaults       Settings    `toml:"defaults"`
+	Watch          []WatchRoot `toml:"watch"`
 
 	path string // the file it came from, if any
 }

@@ -39,6 +39,8 @@ type Options struct {
 	// WorkerExe is the binary a root daemon starts its workers from
 	// (default: this process's executable).
 	WorkerExe string
+	// MaxRuntimeFile is a worker's cap on runtime files (its supervisor's config).
+	MaxRuntimeFile int64
 }
 
 // Daemon watches execution directories and seals their checkpoints.
@@ -131,8 +133,16 @@ func (d *Daemon) rootsLocked() []WatchRoot {
 // config on SIGHUP (via Reload) and stops every workspace before returning.
 func (d *Daemon) Run(ctx context.Context) error {
 	if d.opts.Worker {
+		if d.opts.MaxRuntimeFile > 0 {
+			platform.MaxRuntimeFile = d.opts.MaxRuntimeFile
+		}
 		return d.runWorker(ctx)
 	}
+	d.mu.Lock()
+	if d.cfg.MaxRuntimeFile > 0 {
+		platform.MaxRuntimeFile = int64(d.cfg.MaxRuntimeFile)
+	}
+	d.mu.Unlock()
 	state := d.StateDir()
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		return fmt.Errorf("state directory: %w", err)
@@ -148,8 +158,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 			_ = os.Chmod(state, perm)
 		}
 	}
-	if fi, err := os.Lstat(filepath.Join(state, "stores")); err == nil && fi.IsDir() {
-		_ = os.Chmod(filepath.Join(state, "stores"), 0o700) // what root's own workspaces keep there is root's
+	if selfUID() == 0 {
+		// Root's own workspaces keep their stores here: root's alone.
+		if err := mkdirExact(filepath.Join(state, "stores"), 0o700, 0, 0); err != nil {
+			return err
+		}
 	}
 	lk, err := platform.TryLock(filepath.Join(state, "daemon.lock"))
 	if err != nil {

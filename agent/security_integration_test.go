@@ -962,3 +962,40 @@ func TestSecurityWorkerFailures(t *testing.T) {
 		}
 	}
 }
+
+// TestSecurityOldStoreMovesToOwner: a plain-layout store an earlier cairn
+// kept in the shared stores folder (owned by the workspace's owner) moves
+// into the owner's private folder, history intact.
+func TestSecurityOldStoreMovesToOwner(t *testing.T) {
+	alice := newUser(t)
+	base := openBase(t)
+	ws := filepath.Join(base, "ws")
+	ownedDir(t, alice, ws, map[string]string{"a.txt": "a\n"})
+	state := filepath.Join(base, "state")
+	if out, err := runCairn(t, "checkpoint", ws, "--state-dir", state, "--label", "made by an older cairn"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	old, _ := filepath.Glob(filepath.Join(state, "stores", "ws-*"))
+	if len(old) != 1 {
+		t.Fatalf("old store: %v", old)
+	}
+	chownTree(t, old[0], alice) // as the previous release left it
+	d := startDaemon(t, state, "--watch", ws)
+	waitFor(t, 30*time.Second, "the old checkpoint listed through alice's worker", func() bool {
+		code, out := call(t, d.socket, "GET", "/v1/list?workspace="+ws, nil)
+		recs, _ := out["records"].([]any)
+		for _, r := range recs {
+			if m, _ := r.(map[string]any); code == 200 && m["label"] == "made by an older cairn" {
+				return true
+			}
+		}
+		return false
+	})
+	moved := filepath.Join(state, "users", strconv.Itoa(alice.uid), "stores", filepath.Base(old[0]))
+	if fi, err := os.Stat(moved); err != nil || !fi.IsDir() {
+		t.Errorf("store not in alice's folder: %v", err)
+	}
+	if _, err := os.Lstat(old[0]); err == nil {
+		t.Errorf("old store still in the shared folder")
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/platform"
 )
 
 // A root daemon is a supervisor: every file operation on a user's workspace
@@ -425,7 +426,8 @@ func (wk *worker) spawn() (*exec.Cmd, error) {
 		return nil, fmt.Errorf("open cairn's executable: %w", err)
 	}
 	defer ef.Close()
-	cmd := exec.Command(workerExePath(exe), "daemon", "--worker", "--state-dir", wk.state, "--socket", wk.sock)
+	cmd := exec.Command(workerExePath(exe), "daemon", "--worker", "--state-dir", wk.state, "--socket", wk.sock,
+		"--max-runtime-file", strconv.FormatInt(platform.MaxRuntimeFile, 10))
 	cmd.Args[0] = "cairn-worker"
 	cmd.ExtraFiles = []*os.File{lf, ef}
 	cmd.Dir = "/"

@@ -25,6 +25,7 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 	socket := fs.String("socket", "", "socket path (default: per-user runtime directory)")
 	asService := fs.Bool("service", false, "run under the service manager (set by the unit `cairn service install` writes)")
 	worker := fs.Bool("worker", false, "internal: run as a root daemon's worker for one user (started by the daemon itself)")
+	maxRuntime := fs.Int64("max-runtime-file", 0, "internal (workers): cap on a runtime file read, in bytes")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -33,7 +34,7 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 		return usageErr("daemon takes no arguments; use --watch DIR")
 	}
 	if *worker {
-		return runWorker(ctx, e, *stateDir, *socket)
+		return runWorker(ctx, e, *stateDir, *socket, *maxRuntime)
 	}
 	var cfg *agent.Config
 	if *cfgPath != "" {
@@ -78,7 +79,7 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 
 // runWorker serves one user's workspaces for a root daemon: the private
 // socket's listener arrives as fd 3, the executable it was started from as fd 4.
-func runWorker(ctx context.Context, e *env, stateDir, socket string) error {
+func runWorker(ctx context.Context, e *env, stateDir, socket string, maxRuntime int64) error {
 	if os.Geteuid() == 0 {
 		return usageErr("a worker never runs as root")
 	}
@@ -96,6 +97,7 @@ func runWorker(ctx context.Context, e *env, stateDir, socket string) error {
 	if os.Getenv("CAIRN_LOG_LEVEL") == "" {
 		log = log.Level(parseLevel("info"))
 	}
-	d := agent.New(nil, agent.Options{Worker: true, Listener: ln, StateDir: stateDir, Socket: socket, Version: Version}, log)
+	d := agent.New(nil, agent.Options{Worker: true, Listener: ln, StateDir: stateDir, Socket: socket, Version: Version,
+		MaxRuntimeFile: maxRuntime}, log)
 	return d.Run(ctx)
 }
