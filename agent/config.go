@@ -50,6 +50,9 @@ type Settings struct {
 // WatchRoot is a glob of execution directories, with per-root settings.
 type WatchRoot struct {
 	Path string `toml:"path"`
+	// CrossMounts lets discovery enter other file systems below the root's
+	// fixed part (never /proc, /sys or /dev).
+	CrossMounts bool `toml:"cross_mounts"`
 	Settings
 }
 

@@ -114,7 +114,7 @@ func (d *Daemon) rootsLocked() []WatchRoot {
 	defaults := d.cfg.Defaults.merge(DefaultSettings())
 	var roots []WatchRoot
 	for _, w := range d.cfg.Watch {
-		roots = append(roots, WatchRoot{Path: filepath.Clean(w.Path), Settings: w.Settings.merge(defaults)})
+		roots = append(roots, WatchRoot{Path: filepath.Clean(w.Path), CrossMounts: w.CrossMounts, Settings: w.Settings.merge(defaults)})
 	}
 	for _, p := range d.opts.Watch {
 		abs, err := filepath.Abs(p)

@@ -970,7 +970,7 @@ func TestSecurityOldStoreMovesToOwner(t *testing.T) {
 	alice := newUser(t)
 	base := openBase(t)
 	ws := filepath.Join(base, "ws")
-	ownedDir(t, alice, ws, map[string]string{"a.txt": "a\n"})
+	write(t, filepath.Join(ws, "a.txt"), "a\n")
 	state := filepath.Join(base, "state")
 	if out, err := runCairn(t, "checkpoint", ws, "--state-dir", state, "--label", "made by an older cairn"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -979,7 +979,13 @@ func TestSecurityOldStoreMovesToOwner(t *testing.T) {
 	if len(old) != 1 {
 		t.Fatalf("old store: %v", old)
 	}
-	chownTree(t, old[0], alice) // as the previous release left it
+	// As the previous release left it: the workspace and its store alice's.
+	chownTree(t, ws, alice)
+	chownTree(t, old[0], alice)
+	// As root, cairn no longer works on alice's workspace itself.
+	if out, err := runCairn(t, "list", ws, "--state-dir", state); err == nil || !strings.Contains(out, "sudo -u") {
+		t.Errorf("root's direct list of alice's workspace: %v %s", err, out)
+	}
 	d := startDaemon(t, state, "--watch", ws)
 	waitFor(t, 30*time.Second, "the old checkpoint listed through alice's worker", func() bool {
 		code, out := call(t, d.socket, "GET", "/v1/list?workspace="+ws, nil)
@@ -997,5 +1003,103 @@ func TestSecurityOldStoreMovesToOwner(t *testing.T) {
 	}
 	if _, err := os.Lstat(old[0]); err == nil {
 		t.Errorf("old store still in the shared folder")
+	}
+}
+
+// TestSecurityArchiveRestoreRace: while rollbacks bring archived files back
+// from rigArchive/, the user swaps the destination folder with a link to a
+// root folder in a loop; nothing lands in, or leaves, root's folder.
+func TestSecurityArchiveRestoreRace(t *testing.T) {
+	alice := newUser(t)
+	base := openBase(t)
+	rootDir := filepath.Join(base, "rootdir")
+	write(t, filepath.Join(rootDir, "keep.txt"), "root's\n")
+	execDir := filepath.Join(base, "exec")
+	plan := hwsim.Plan(
+		hwsim.Codon{ID: "a", Name: "Codon A", Files: []string{"**"}},
+		hwsim.Codon{ID: "b", Name: "Codon B", Files: []string{"**"}},
+	)
+	sim := hwsim.New(t, execDir, plan, hwsim.WithClock(hwClock()))
+	chownTree(t, execDir, alice)
+	d := startDaemon(t, filepath.Join(base, "state"), "--watch", execDir)
+	waitWatching(t, d, execDir)
+	sim.StartRun()
+	sim.StartCodon("a")
+	sim.WriteFile("dir/a.txt", "a\n")
+	sim.CompleteCodon("a")
+	sim.StartCodon("b")
+	sim.WriteFile("dir/out.md", "b's output\n")
+	sim.CompleteCodon("b")
+	sim.Shutdown()
+	chownTree(t, execDir, alice)
+	var shaA, shaB string
+	waitFor(t, 30*time.Second, "both codons' checkpoints", func() bool {
+		_, out := call(t, d.socket, "GET", "/v1/list?workspace="+execDir, nil)
+		recs, _ := out["records"].([]any)
+		shaA, shaB = "", ""
+		for _, r := range recs {
+			m, _ := r.(map[string]any)
+			if m["kind"] == "completed" && m["codonId"] == "a" {
+				shaA, _ = m["sha"].(string)
+			}
+			if m["kind"] == "completed" && m["codonId"] == "b" {
+				shaB, _ = m["sha"].(string)
+			}
+		}
+		return shaA != "" && shaB != ""
+	})
+	root := filepath.Join(execDir, "agentRoot")
+	link := filepath.Join(root, "dlink")
+	if err := os.Symlink(rootDir, link); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Lchown(link, alice.uid, alice.gid)
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_ = unix.Renameat2(unix.AT_FDCWD, filepath.Join(root, "dir"), unix.AT_FDCWD, link, unix.RENAME_EXCHANGE)
+		}
+	}()
+	end := time.Now().Add(5 * time.Second)
+	rounds := 0
+	for time.Now().Before(end) {
+		// The runtime archived b's output again: file and manifest entry.
+		write(t, filepath.Join(execDir, "rigArchive/b/dir/out.md"), "b's output\n")
+		manifest := map[string]any{"version": "1.0.0", "entries": []map[string]any{
+			{"sourcePath": "dir/out.md", "archivePath": "rigArchive/b/dir/out.md", "codonId": "b", "checkpointSha": shaB, "timestamp": "t"},
+		}}
+		b, _ := json.Marshal(manifest)
+		write(t, filepath.Join(execDir, ".hankweave/archive-manifest.json"), string(b))
+		chownTree(t, filepath.Join(execDir, "rigArchive"), alice)
+		_ = os.Lchown(filepath.Join(execDir, ".hankweave/archive-manifest.json"), alice.uid, alice.gid)
+		command(t, d.socket, execDir, "rollback.toCheckpoint", map[string]any{"checkpointSha": shaA})
+		call(t, d.socket, "POST", "/v1/undo", api.WorkspaceRequest{Workspace: execDir})
+		rounds++
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("%d rollbacks with archive restores under the exchange loop", rounds)
+	entries, err := os.ReadDir(rootDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Name() != "keep.txt" {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("root's folder now holds %v", names)
+	}
+	if b, err := os.ReadFile(filepath.Join(rootDir, "keep.txt")); err != nil || string(b) != "root's\n" {
+		t.Errorf("root's keep.txt: %q %v", b, err)
 	}
 }

@@ -46,7 +46,9 @@ func (d *Daemon) find(ctx context.Context, roots []WatchRoot) (map[string]placem
 			refused = append(refused, api.RefusedWorkspace{Dir: r.Path, Reason: err.Error()})
 			continue
 		}
-		found, truncated, err := discoverRoot(ctx, r.Path, discoveryLimits)
+		lim := discoveryLimits
+		lim.CrossMounts = r.CrossMounts
+		found, truncated, err := discoverRoot(ctx, r.Path, lim)
 		if err != nil {
 			if ctx.Err() != nil {
 				return want, refused

@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/client"
-
+	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/snapshot"
 )
 
@@ -38,6 +42,9 @@ func (f *storeFlags) register(fs interface {
 }
 
 func (f *storeFlags) open(ctx context.Context, dir string, patterns []string) (*snapshot.Store, error) {
+	if err := notAsRootFor(dir); err != nil {
+		return nil, err
+	}
 	return snapshot.Open(ctx, dir, snapshot.Options{
 		Layout: snapshot.Layout(f.layout), StateDir: f.stateDir, MaxFileSize: f.maxSize, Patterns: patterns,
 	})
@@ -164,4 +171,35 @@ func statusOf(req snapshot.SealRequest) string {
 		return ""
 	}
 	return string(req.Kind)
+}
+
+// notAsRootFor refuses to work, as root, on a workspace another user owns:
+// root never acts on a user's files itself (README "Security"). The daemon's
+// worker for that user, or the user, does it.
+func notAsRootFor(dir string) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	f, err := platform.OpenDirNoFollow(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // the store's own open says what is missing
+	}
+	if err != nil {
+		return &exitError{ExitRefused, fmt.Errorf("%s: %w; as root cairn works only on real paths", abs, err)}
+	}
+	defer f.Close()
+	uid, _, _, _, err := platform.DirInfo(f)
+	if err != nil || uid == 0 {
+		return err
+	}
+	who := strconv.FormatUint(uint64(uid), 10)
+	if u, err := user.LookupId(who); err == nil {
+		who = u.Username
+	}
+	return &exitError{ExitRefused, fmt.Errorf("%s belongs to %s: as root, cairn does not work on a user's files itself; "+
+		"go through the running daemon (--socket), or run it as the owner: sudo -u %s cairn ...", abs, who, who)}
 }

@@ -102,6 +102,10 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 	// store in the state directory.
 	seen := map[string]bool{}
 	for _, ws := range workspaces {
+		if err := notAsRootFor(ws); err != nil {
+			d.ok("store", "%s: its store is checked by its owner, not as root (sudo -u OWNER cairn doctor %s)", ws, ws)
+			continue
+		}
 		gitDir := filepath.Join(ws, ".hankweave", "checkpoints", ".hankweavecheckpoints")
 		if _, err := os.Stat(filepath.Join(gitDir, "HEAD")); err != nil {
 			continue
