@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ func TestParseConfig(t *testing.T) {
 	good := `
 state_dir = "/var/lib/cairn"
 log_level = "info"
+max_runtime_file = "8MiB"
 
 [defaults]
 layout = "auto"
@@ -24,18 +26,29 @@ autosave_max_wait = "1m"
 path = "/srv/runs/*"
 layout = "hankweave"
 autosave = false
+cross_mounts = true
 `
 	c, err := ParseConfig("cairn.toml", good)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Defaults.MaxFileSize != 50<<20 || c.Defaults.AutosaveQuiet.Duration != 3*time.Second || len(c.Watch) != 1 ||
-		c.Watch[0].Layout != "hankweave" || *c.Watch[0].Autosave {
+		c.Watch[0].Layout != "hankweave" || *c.Watch[0].Autosave || !c.Watch[0].CrossMounts || c.MaxRuntimeFile != 8<<20 {
 		t.Fatalf("parsed %+v", c)
 	}
 	merged := c.Watch[0].Settings.merge(c.Defaults.merge(DefaultSettings()))
 	if merged.AutosaveMaxWait.Duration != time.Minute || merged.Excludes[0] != "node_modules" || *merged.Autosave {
 		t.Errorf("merged %+v", merged)
+	}
+
+	// Settings travel to a root daemon's workers as JSON: they must come back equal.
+	raw, err := json.Marshal(merged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Settings
+	if err := json.Unmarshal(raw, &back); err != nil || !sameSettings(back, merged) {
+		t.Errorf("settings through JSON: %s → %+v (%v), want %+v", raw, back, err, merged)
 	}
 
 	for _, tc := range []struct {

@@ -75,6 +75,13 @@ func New(cfg *Config, opts Options, log zerolog.Logger) *Daemon {
 		runCtx: context.Background(), owners: map[string]placement{}, workers: map[uint32]*worker{}}
 }
 
+// ctx is what workspaces and workers started now run under.
+func (d *Daemon) ctx() context.Context {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.runCtx
+}
+
 // StateDir is where the daemon keeps plain-layout stores and its lock.
 func (d *Daemon) StateDir() string {
 	d.mu.Lock()
@@ -173,14 +180,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	defer lk.Unlock()
 
+	d.mu.Lock()
+	d.runCtx = ctx
+	d.mu.Unlock()
 	srv, err := d.listen(ctx)
 	if err != nil {
 		return err
 	}
 	defer srv.close()
-	d.mu.Lock()
-	d.runCtx = ctx
-	d.mu.Unlock()
 	if d.opts.Ready != nil {
 		d.opts.Ready()
 	}

@@ -502,7 +502,7 @@ func (d *Daemon) watchChange(w http.ResponseWriter, r *http.Request, add bool) {
 		d.extra = slices.Delete(d.extra, i, i+1)
 	}
 	d.mu.Unlock()
-	d.discover(d.runCtx)
+	d.discover(d.ctx())
 	d.mu.Lock()
 	_, watched := d.owners[dir]
 	var why string

@@ -386,7 +386,7 @@ func (d *Daemon) handleAssign(w http.ResponseWriter, r *http.Request) {
 	d.mu.Lock()
 	d.assigned = a.Workspaces
 	d.mu.Unlock()
-	d.discover(d.runCtx)
+	d.discover(d.ctx())
 	writeJSON(w, http.StatusOK, map[string]int{"workspaces": len(a.Workspaces)})
 }
 

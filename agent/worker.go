@@ -88,20 +88,27 @@ type worker struct {
 }
 
 func (d *Daemon) newWorker(uid, gid uint32, state string) *worker {
-	wk := &worker{d: d, uid: uid, gid: gid, groups: []uint32{gid}, state: filepath.Join(state, "users", strconv.FormatUint(uint64(uid), 10)),
+	wk := &worker{d: d, uid: uid, gid: gid, state: filepath.Join(state, "users", strconv.FormatUint(uint64(uid), 10)),
 		sock:   filepath.Join(state, "workers", strconv.FormatUint(uint64(uid), 10)+".sock"),
 		log:    d.log.With().Uint32("worker_uid", uid).Logger(),
 		status: workerStarting, kick: make(chan struct{}, 1), home: "/"}
 	if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil {
 		wk.name, wk.home = u.Username, u.HomeDir
+		// The user's own primary group, as a login would have: never a group
+		// the folder happens to carry.
+		if g, err := strconv.ParseUint(u.Gid, 10, 32); err == nil {
+			wk.gid = uint32(g)
+		}
 		if ids, err := u.GroupIds(); err == nil {
-			wk.groups = wk.groups[:0]
 			for _, s := range ids {
 				if g, err := strconv.ParseUint(s, 10, 32); err == nil {
 					wk.groups = append(wk.groups, uint32(g))
 				}
 			}
 		}
+	}
+	if len(wk.groups) == 0 {
+		wk.groups = []uint32{wk.gid}
 	}
 	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var dd net.Dialer
