@@ -65,14 +65,6 @@ func readPid(f *os.File) string {
 	return strings.TrimSpace(string(b[:n]))
 }
 
-// Chown gives the lock file to uid:gid (uid < 0: no change).
-func (l *FileLock) Chown(uid, gid int) error {
-	if l == nil || l.f == nil || uid < 0 {
-		return nil
-	}
-	return l.f.Chown(uid, gid)
-}
-
 // Unlock releases the lock and clears the pid. The file stays, so the next
 // holder reuses it.
 func (l *FileLock) Unlock() error {

@@ -38,18 +38,9 @@ var ErrSymlink = errors.New("refusing to write through a symbolic link")
 // NoFollow is the open flag that refuses a symbolic link as the last component.
 const NoFollow = syscall.O_NOFOLLOW
 
-// Chown gives path (never a link's target) to uid:gid; uid < 0 does nothing.
-func Chown(path string, uid, gid int) error {
-	if uid < 0 {
-		return nil
-	}
-	return os.Lchown(path, uid, gid)
-}
-
-// MkdirAllOwned is os.MkdirAll that gives every folder it creates to uid:gid
-// (uid < 0: no change of owner). An existing component that is a symbolic
-// link is refused, so a root caller never creates folders through one.
-func MkdirAllOwned(path string, perm os.FileMode, uid, gid int) error {
+// MkdirAllNoFollow is os.MkdirAll that refuses an existing component that is
+// a symbolic link, so it never creates folders through one.
+func MkdirAllNoFollow(path string, perm os.FileMode) error {
 	path = filepath.Clean(path)
 	fi, err := os.Lstat(path)
 	if err == nil {
@@ -65,7 +56,7 @@ func MkdirAllOwned(path string, perm os.FileMode, uid, gid int) error {
 		return err
 	}
 	if parent := filepath.Dir(path); parent != path {
-		if err := MkdirAllOwned(parent, perm, uid, gid); err != nil {
+		if err := MkdirAllNoFollow(parent, perm); err != nil {
 			return err
 		}
 	}
@@ -77,7 +68,7 @@ func MkdirAllOwned(path string, perm os.FileMode, uid, gid int) error {
 		}
 		return err
 	}
-	return Chown(path, uid, gid)
+	return nil
 }
 
 // NoSymlinkBelow checks that no component of path below base (base itself

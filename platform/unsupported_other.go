@@ -26,26 +26,14 @@ type FileLock struct{}
 
 func Lock(path string) (*FileLock, error)               { return nil, ErrUnsupported }
 func TryLock(path string) (*FileLock, error)            { return nil, ErrUnsupported }
-func (l *FileLock) Chown(uid, gid int) error            { return ErrUnsupported }
 func (l *FileLock) Unlock() error                       { return nil }
 func SyncFS(path string) error                          { return ErrUnsupported }
 func OwnerUID(path string) (uint32, bool)               { return 0, false }
 func Owner(path string) (uid, gid uint32, ok bool)      { return 0, 0, false }
 func NoSymlinkBelow(base, path string, last bool) error { return ErrUnsupported }
 
-// Chown does nothing for uid < 0 and is unsupported otherwise.
-func Chown(path string, uid, gid int) error {
-	if uid < 0 {
-		return nil
-	}
-	return ErrUnsupported
-}
-
-// MkdirAllOwned is os.MkdirAll when no owner is asked for.
-func MkdirAllOwned(path string, perm os.FileMode, uid, gid int) error {
-	if uid >= 0 {
-		return ErrUnsupported
-	}
+// MkdirAllNoFollow is os.MkdirAll here.
+func MkdirAllNoFollow(path string, perm os.FileMode) error {
 	return os.MkdirAll(path, perm)
 }
 

@@ -120,8 +120,6 @@ type Git struct {
 	WorkTree string // GIT_WORK_TREE; empty for commands that need none
 	Index    string // GIT_INDEX_FILE: cairn's own index, never the shared one
 	Home     string // HOME and XDG_CONFIG_HOME: the folder holding the store's .gitconfig
-	// Cred, when set, runs git as another user (a root daemon acting for a workspace owner).
-	Cred *SysCred
 	// Extra adds variables a call needs (commit dates); never GIT_DIR and the like.
 	Extra []string
 }
@@ -203,7 +201,6 @@ func (g *Git) run(ctx context.Context, w io.Writer, stdin io.Reader, args []stri
 	cmd.Stdout = w
 	var stderr bytes.Buffer
 	cmd.Stderr = &limitedWriter{w: &stderr, n: 64 << 10}
-	g.Cred.apply(cmd)
 	if err := cmd.Run(); err != nil {
 		code := -1
 		var ee *exec.ExitError

@@ -221,9 +221,6 @@ func (s *Store) appendRecord(r Record) error {
 	if err != nil {
 		return fmt.Errorf("open ledger: %w", err)
 	}
-	if uid, gid := s.ids(); uid >= 0 {
-		_ = f.Chown(uid, gid)
-	}
 	w := bufio.NewWriter(f)
 	w.Write(b)
 	w.WriteByte('\n')

@@ -221,11 +221,11 @@ func (s *Store) dryTree(ctx context.Context, target string) (string, error) {
 	defer os.Remove(tmp)
 	defer os.Remove(tmp + ".json")
 	if b, err := readNoFollow(s.git.Index); err == nil {
-		if err := s.createNoFollow(tmp, b); err != nil {
+		if err := createNoFollow(tmp, b); err != nil {
 			return "", err
 		}
 		if m, err := readNoFollow(s.git.Index + ".json"); err == nil {
-			_ = s.createNoFollow(tmp+".json", m)
+			_ = createNoFollow(tmp+".json", m)
 		}
 	}
 	saved := s.git

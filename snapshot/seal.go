@@ -267,7 +267,7 @@ func (s *Store) Position() string {
 }
 
 func (s *Store) setPosition(sha string) {
-	_ = s.writeAtomic(filepath.Join(s.gitDir, cairnSubdir, "position"), []byte(sha+"\n"))
+	_ = platform.WriteFileAtomic(filepath.Join(s.gitDir, cairnSubdir, "position"), []byte(sha+"\n"), 0o644)
 }
 
 // refTip reads a full ref name from the store's files (a loose ref, else
@@ -442,7 +442,7 @@ func (s *Store) stage(ctx context.Context, sel *Selector, changed []string) (sta
 	}
 	if prev != meta {
 		b, _ := json.Marshal(meta)
-		if err := s.writeAtomic(metaPath, b); err != nil {
+		if err := platform.WriteFileAtomic(metaPath, b, 0o644); err != nil {
 			return staged{}, err
 		}
 	}

@@ -44,7 +44,6 @@ type Options struct {
 	// BatchSize bounds the paths of one pathspec-bearing git call (ls-files
 	// of removed folders); default 100. Paths cairn stages go through stdin.
 	BatchSize int
-	Cred      *SysCred // run git as this user (a root daemon acting for the owner)
 }
 
 // Store is one workspace's shadow repository and ledger. Its methods are safe
@@ -133,30 +132,28 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("unknown layout %q (want auto, hankweave or plain)", s.layout)
 	}
 	s.git = &Git{Path: gitPath, Version: ver, Dir: s.gitDir, WorkTree: s.workTree,
-		Index: filepath.Join(s.gitDir, cairnSubdir, "index"), Home: s.home, Cred: opts.Cred}
+		Index: filepath.Join(s.gitDir, cairnSubdir, "index"), Home: s.home}
 
 	if err := s.checkLinks(); err != nil {
 		return nil, err
 	}
 	if s.layout == LayoutPlain {
-		// The state directory and its stores folder stay the daemon's; a
-		// store's own folder is the workspace owner's, as git runs as them.
+		// The state directory and its stores folder are created as they
+		// are (links on the way allowed); the store's own folders below
+		// them refuse links.
 		if err := os.MkdirAll(filepath.Dir(s.home), 0o755); err != nil {
 			return nil, fmt.Errorf("create %s: %w", s.home, err)
 		}
 	}
-	if err := s.mkdirAll(s.home); err != nil {
+	if err := platform.MkdirAllNoFollow(s.home, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", s.home, err)
 	}
-	if err := s.reown(); err != nil {
-		return nil, err
-	}
 	if s.layout == LayoutPlain {
-		_ = s.writeAtomic(filepath.Join(s.home, "workspace"), []byte(s.workTree+"\n"))
+		_ = platform.WriteFileAtomic(filepath.Join(s.home, "workspace"), []byte(s.workTree+"\n"), 0o644)
 	}
 	// Creating, migrating and sweeping happen under a lock beside the store,
 	// since the store's own folder may not exist yet.
-	lk, err := s.lock(ctx, filepath.Join(s.home, ".cairn-init.lock"))
+	lk, err := lockCtx(ctx, filepath.Join(s.home, ".cairn-init.lock"))
 	if err != nil {
 		return nil, err
 	}
@@ -212,17 +209,6 @@ func lockCtx(ctx context.Context, path string) (*platform.FileLock, error) {
 	}
 }
 
-// lock takes a file lock in the store and gives its file to the owner.
-func (s *Store) lock(ctx context.Context, path string) (*platform.FileLock, error) {
-	lk, err := lockCtx(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	uid, gid := s.ids()
-	_ = lk.Chown(uid, gid)
-	return lk, nil
-}
-
 // withLock runs fn holding the in-process mutex and the store's file lock.
 func (s *Store) withLock(ctx context.Context, fn func() error) error {
 	s.mu.Lock()
@@ -230,7 +216,7 @@ func (s *Store) withLock(ctx context.Context, fn func() error) error {
 	if err := s.checkLinks(); err != nil {
 		return err
 	}
-	lk, err := s.lock(ctx, filepath.Join(s.gitDir, cairnSubdir, "lock"))
+	lk, err := lockCtx(ctx, filepath.Join(s.gitDir, cairnSubdir, "lock"))
 	if err != nil {
 		return err
 	}
@@ -252,7 +238,7 @@ func (s *Store) ensure(ctx context.Context) error {
 		if s.layout == LayoutHankweave {
 			content = hankGitconfig
 		}
-		if err := s.writeAtomic(gc, []byte(content)); err != nil {
+		if err := platform.WriteFileAtomic(gc, []byte(content), 0o644); err != nil {
 			return err
 		}
 	}
@@ -261,7 +247,7 @@ func (s *Store) ensure(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := s.mkdirAll(filepath.Join(s.gitDir, cairnSubdir)); err != nil {
+	if err := platform.MkdirAllNoFollow(filepath.Join(s.gitDir, cairnSubdir), 0o755); err != nil {
 		return err
 	}
 	return s.configure(ctx, s.git)
@@ -329,7 +315,7 @@ func (s *Store) create(ctx context.Context) error {
 		return fmt.Errorf("create store %s: %w", s.gitDir, err)
 	}
 	err := func() error {
-		if err := s.mkdirAll(filepath.Join(tmp, cairnSubdir)); err != nil {
+		if err := platform.MkdirAllNoFollow(filepath.Join(tmp, cairnSubdir), 0o755); err != nil {
 			return err
 		}
 		if err := s.configure(ctx, &g); err != nil {
@@ -396,10 +382,10 @@ func (s *Store) configure(ctx context.Context, g *Git) error {
 		if b, err := os.ReadFile(p); err == nil && string(b) == content {
 			continue
 		}
-		if err := s.mkdirAll(filepath.Dir(p)); err != nil {
+		if err := platform.MkdirAllNoFollow(filepath.Dir(p), 0o755); err != nil {
 			return err
 		}
-		if err := s.writeAtomic(p, []byte(content)); err != nil {
+		if err := platform.WriteFileAtomic(p, []byte(content), 0o644); err != nil {
 			return err
 		}
 	}
