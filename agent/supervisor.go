@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/snapshot"
 )
 
@@ -189,34 +190,41 @@ func stopWorkspaces(wss []*workspace) {
 	wg.Wait()
 }
 
-// migrateStores moves plain-layout stores an earlier cairn kept in the shared
-// stores folder into the owner's private folder. Both parents are root's
-// folders at fixed places, so the owner cannot redirect the rename.
+// migratePrefix names a store handed from the shared stores folder to its
+// owner's folder; the owner's worker moves it into place (adoptStore).
+const migratePrefix = ".cairn-migrated-"
+
+// migrateStores hands plain-layout stores an earlier cairn kept in the shared
+// stores folder to their owner: each is renamed, relative to both open
+// folders, into the owner's folder, whose parent is root's, so no link the
+// owner plants can redirect it. The worker, as the owner, finishes the move.
 func (d *Daemon) migrateStores(wk *worker, dirs map[string]Settings) {
 	if selfUID() != 0 {
 		return
 	}
+	old, err := os.Open(filepath.Join(d.stateDirLocked(), "stores"))
+	if err != nil {
+		return
+	}
+	defer old.Close()
 	if err := wk.prepare(); err != nil {
 		return
 	}
-	old := filepath.Join(d.stateDirLocked(), "stores")
+	own, err := platform.OpenDirNoFollow(wk.state)
+	if err != nil {
+		return
+	}
+	defer own.Close()
 	for dir := range dirs {
 		name := snapshot.PlainStoreName(dir)
-		src := filepath.Join(old, name)
-		fi, err := os.Lstat(src)
-		if err != nil || !fi.IsDir() {
+		if fi, err := os.Lstat(filepath.Join(old.Name(), name)); err != nil || !fi.IsDir() {
 			continue
 		}
-		if err := os.MkdirAll(filepath.Join(wk.state, "stores"), 0o700); err != nil {
+		if err := platform.RenameAt(old, name, own, migratePrefix+name); err != nil {
+			d.log.Warn().Err(err).Str("store", name).Msg("could not hand a store to its owner")
 			continue
 		}
-		_ = os.Lchown(filepath.Join(wk.state, "stores"), int(wk.uid), int(wk.gid))
-		dst := filepath.Join(wk.state, "stores", name)
-		if err := os.Rename(src, dst); err != nil {
-			d.log.Warn().Err(err).Str("store", src).Msg("could not move a store into its owner's private folder")
-			continue
-		}
-		d.log.Info().Str("from", src).Str("to", dst).Msg("store moved into its owner's private folder")
+		d.log.Info().Str("store", name).Uint32("uid", wk.uid).Msg("store handed to its owner's private folder")
 	}
 }
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -169,6 +171,7 @@ func (w *workspace) run(ctx context.Context) {
 }
 
 func (w *workspace) open(ctx context.Context) error {
+	w.adoptStore()
 	st, err := snapshot.Open(ctx, w.dir, snapshot.Options{
 		Layout: snapshot.Layout(w.set.Layout), StateDir: w.stateDir,
 		MaxFileSize: int64(w.set.MaxFileSize), Patterns: w.patterns(w.set.Patterns),
@@ -184,6 +187,30 @@ func (w *workspace) open(ctx context.Context) error {
 		w.hank = newHankState(w.dir)
 	}
 	return nil
+}
+
+// adoptStore moves a store its supervisor handed over (an earlier cairn kept
+// it in the shared stores folder) into this worker's stores folder.
+func (w *workspace) adoptStore() {
+	name := snapshot.PlainStoreName(w.dir)
+	src := filepath.Join(w.stateDir, migratePrefix+name)
+	if fi, err := os.Lstat(src); err != nil || !fi.IsDir() {
+		return
+	}
+	dst := filepath.Join(w.stateDir, "stores", name)
+	if _, err := os.Lstat(dst); err == nil {
+		w.log.Warn().Str("store", src).Msg("a handed-over store waits beside a newer one; keeping both")
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		w.log.Warn().Err(err).Msg("could not adopt a handed-over store")
+		return
+	}
+	if err := os.Rename(src, dst); err != nil {
+		w.log.Warn().Err(err).Msg("could not adopt a handed-over store")
+		return
+	}
+	w.log.Info().Str("store", dst).Msg("store adopted from the shared stores folder")
 }
 
 // patterns adds the configured excludes to a selection.

@@ -25,3 +25,8 @@ func OpenDirAt(dir *os.File, name string) (*os.File, error) {
 func DirInfo(f *os.File) (uid, gid uint32, mode os.FileMode, dev uint64, err error) {
 	return 0, 0, 0, 0, fmt.Errorf("stat %s: %w", f.Name(), ErrUnsupported)
 }
+
+// RenameAt is not supported here.
+func RenameAt(oldDir *os.File, oldName string, newDir *os.File, newName string) error {
+	return fmt.Errorf("rename %s: %w", oldName, ErrUnsupported)
+}

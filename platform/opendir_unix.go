@@ -118,3 +118,19 @@ func classify(dirfd int, name string, err error) error {
 	}
 	return err
 }
+
+// RenameAt renames oldName in oldDir to newName in newDir, both single
+// components relative to folders already open: nothing on the way is resolved
+// again, so a folder swapped for a link meanwhile cannot redirect it.
+func RenameAt(oldDir *os.File, oldName string, newDir *os.File, newName string) error {
+	for _, n := range []string{oldName, newName} {
+		if n == "" || n == "." || n == ".." || strings.ContainsRune(n, '/') {
+			return fmt.Errorf("rename: %q is not a single path component", n)
+		}
+	}
+	err := unix.Renameat(int(oldDir.Fd()), oldName, int(newDir.Fd()), newName)
+	if err != nil {
+		return &os.LinkError{Op: "rename", Old: filepath.Join(oldDir.Name(), oldName), New: filepath.Join(newDir.Name(), newName), Err: err}
+	}
+	return nil
+}

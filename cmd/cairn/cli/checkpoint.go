@@ -201,5 +201,5 @@ func notAsRootFor(dir string) error {
 		who = u.Username
 	}
 	return &exitError{ExitRefused, fmt.Errorf("%s belongs to %s: as root, cairn does not work on a user's files itself; "+
-		"go through the running daemon (--socket), or run it as the owner: sudo -u %s cairn ...", abs, who, who)}
+		"go through the running daemon (--socket), or run it as the owner (sudo -u %s cairn COMMAND)", abs, who, who)}
 }
