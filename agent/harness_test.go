@@ -62,7 +62,7 @@ func (s *syncBuffer) String() string {
 
 // daemon is a real `cairn daemon` process.
 type daemon struct {
-	t        *testing.T
+	t        testing.TB
 	cmd      *exec.Cmd
 	log      *syncBuffer
 	state    string
@@ -74,7 +74,7 @@ type daemon struct {
 
 // startDaemon starts the binary with args plus a private state dir and
 // socket, and waits until its socket answers.
-func startDaemon(t *testing.T, state string, args ...string) *daemon {
+func startDaemon(t testing.TB, state string, args ...string) *daemon {
 	t.Helper()
 	if state == "" {
 		state = t.TempDir()
@@ -155,7 +155,7 @@ func (d *daemon) workspace(dir string) (api.WorkspaceStatus, bool) {
 }
 
 // waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	delay := 10 * time.Millisecond
@@ -224,7 +224,7 @@ func treeFiles(t *testing.T, gitDir, sha string) []string {
 	return strings.Split(out, "\n")
 }
 
-func write(t *testing.T, path, content string) {
+func write(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)

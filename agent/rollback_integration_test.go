@@ -38,7 +38,7 @@ func sockClient(sock string) *http.Client {
 }
 
 // call sends body (a value, or raw []byte) and returns the status and the decoded answer.
-func call(t *testing.T, sock, method, path string, body any) (int, map[string]any) {
+func call(t testing.TB, sock, method, path string, body any) (int, map[string]any) {
 	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {

@@ -42,7 +42,7 @@ type testUser struct {
 
 // newUser makes an account (removed when the test ends); it skips the test
 // where that cannot be done.
-func newUser(t *testing.T) testUser {
+func newUser(t testing.TB) testUser {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
@@ -66,7 +66,7 @@ func newUser(t *testing.T) testUser {
 
 // openBase is a folder every user may enter (t.TempDir's parents are
 // root's 0700), removed when the test ends.
-func openBase(t *testing.T) string {
+func openBase(t testing.TB) string {
 	t.Helper()
 	base, err := os.MkdirTemp("", "cairn-sec-")
 	if err != nil {
@@ -80,7 +80,7 @@ func openBase(t *testing.T) string {
 }
 
 // ownedDir makes dir (and a file in it) belonging to u.
-func ownedDir(t *testing.T, u testUser, dir string, files map[string]string) {
+func ownedDir(t testing.TB, u testUser, dir string, files map[string]string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -91,7 +91,7 @@ func ownedDir(t *testing.T, u testUser, dir string, files map[string]string) {
 	chownTree(t, dir, u)
 }
 
-func chownTree(t *testing.T, dir string, u testUser) {
+func chownTree(t testing.TB, dir string, u testUser) {
 	t.Helper()
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err == nil {
@@ -276,7 +276,7 @@ func statusAs(t *testing.T, u testUser, sock string) api.Status {
 }
 
 // waitWatching waits until the daemon reports dir watched with a checkpoint.
-func waitWatching(t *testing.T, d *daemon, dir string) {
+func waitWatching(t testing.TB, d *daemon, dir string) {
 	t.Helper()
 	waitFor(t, 30*time.Second, dir+" watched with a baseline", func() bool {
 		ws, ok := d.workspace(dir)
@@ -1101,5 +1101,37 @@ func TestSecurityArchiveRestoreRace(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(rootDir, "keep.txt")); err != nil || string(b) != "root's\n" {
 		t.Errorf("root's keep.txt: %q %v", b, err)
+	}
+}
+
+// BenchmarkForwarded is what the hop to a worker costs a request: GET
+// /v1/list of a root-owned workspace (served by the supervisor itself) and of
+// a user's (forwarded to their worker), over one kept-alive connection.
+// Needs root: go test -run '^$' -bench Forwarded ./agent/
+func BenchmarkForwarded(b *testing.B) {
+	alice := newUser(b)
+	base := openBase(b)
+	wr, wa := filepath.Join(base, "root-ws"), filepath.Join(base, "alice-ws")
+	write(b, filepath.Join(wr, "a.txt"), "a\n")
+	ownedDir(b, alice, wa, map[string]string{"a.txt": "a\n"})
+	d := startDaemon(b, filepath.Join(base, "state"), "--watch", wr, "--watch", wa)
+	waitWatching(b, d, wr)
+	waitWatching(b, d, wa)
+	c := sockClient(d.socket)
+	for _, bc := range []struct{ name, dir string }{{"supervisor", wr}, {"worker", wa}} {
+		b.Run(bc.name, func(b *testing.B) {
+			req, _ := http.NewRequest("GET", "http://cairn/v1/list?workspace="+bc.dir, nil)
+			for b.Loop() {
+				resp, err := c.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					b.Fatalf("%s: %s", bc.dir, resp.Status)
+				}
+			}
+		})
 	}
 }
