@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,7 +35,13 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	cairnBin = filepath.Join(dir, "cairn")
-	if out, err := exec.Command("go", "build", "-race", "-o", cairnBin, "github.com/cairn-dev/cairn/cmd/cairn").CombinedOutput(); err != nil {
+	// The daemon is built with the race detector; CAIRN_TEST_NORACE=1 builds
+	// it plain, for benchmarks (go test -bench) that time the daemon itself.
+	build := []string{"build", "-race", "-o", cairnBin, "github.com/cairn-dev/cairn/cmd/cairn"}
+	if os.Getenv("CAIRN_TEST_NORACE") != "" {
+		build = slices.Delete(build, 1, 2)
+	}
+	if out, err := exec.Command("go", build...).CombinedOutput(); err != nil {
 		panic(string(out))
 	}
 	code := m.Run()
