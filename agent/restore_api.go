@@ -53,10 +53,9 @@ func (w *workspace) cache() *atomic.Pointer[listSnap] { return &w.snap }
 // openStore is the workspace's store once it is open, else nil.
 func (w *workspace) openStore() *snapshot.Store {
 	w.mu.Lock()
-	ok := w.status.Store != ""
-	w.mu.Unlock()
-	if ok {
-		return w.store
+	defer w.mu.Unlock()
+	if w.status.Store != "" {
+		return w.store // set under mu: a deleted store is replaced while serving
 	}
 	return nil
 }
@@ -210,7 +209,8 @@ func (d *Daemon) handleCommand(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	res, code, errCode, err := d.restoreOn(ws, st, cmd.Type, RestoreOp{Target: t, Continue: true}, data.AutoRestart)
+	op := RestoreOp{Target: t, Paths: data.Paths, DryRun: data.DryRun, Continue: true}
+	res, code, errCode, err := d.restoreOn(ws, st, cmd.Type, op, data.AutoRestart)
 	if err != nil {
 		d.answerRefusal(w, cmd.Type, code, errCode, err)
 		return
@@ -371,7 +371,7 @@ func (d *Daemon) answerRefusal(w http.ResponseWriter, cmdType string, code int, 
 }
 
 func (d *Daemon) handleUndo(w http.ResponseWriter, r *http.Request) {
-	var req api.WorkspaceRequest
+	var req api.UndoRequest
 	if !decode(w, r, &req) {
 		return
 	}
@@ -379,7 +379,7 @@ func (d *Daemon) handleUndo(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	res, code, errCode, err := d.restoreOn(ws, st, "undo", RestoreOp{}, false)
+	res, code, errCode, err := d.restoreOn(ws, st, "undo", RestoreOp{Paths: req.Paths, DryRun: req.DryRun}, false)
 	if err != nil {
 		d.answerRefusal(w, "undo", code, errCode, err)
 		return

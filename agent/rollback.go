@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math/big"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -38,24 +39,161 @@ func Checkpoints(recs []snapshot.Record) []restore.Checkpoint {
 	return out
 }
 
-// ResolveTarget finds the ledger record a target names; a record counts only
-// when git confirms its commit.
+// ResolveTarget finds the checkpoint a target names; a record counts only
+// when git confirms its commit. A SHA prefix is matched as the runtime's
+// rollback.toCheckpoint matches it: the SHAs state.json records, the ledger,
+// then the store's commits (main's first one too). The record is the
+// ledger's, or one made from git for a commit outside the ledger (no id).
 func ResolveTarget(ctx context.Context, st *snapshot.Store, t restore.Target) (restore.Checkpoint, snapshot.Record, error) {
 	recs := st.Records()
 	confirmed := func(sha string) bool {
 		_, err := st.Git().Run(ctx, nil, "cat-file", "-e", "--end-of-options", sha+"^{commit}")
 		return err == nil
 	}
-	c, err := restore.Resolve(Checkpoints(recs), t, confirmed)
+	src := restore.Sources{Confirmed: confirmed}
+	if t.Kind == restore.TargetSHA || t.Kind == restore.TargetID { // an id may fall back to a SHA prefix
+		src.Runtime = runtimeCheckpoints(st)
+		src.Commits = func(prefix string) []restore.Checkpoint { return storeCommits(ctx, st, prefix) }
+	}
+	c, err := restore.ResolveIn(Checkpoints(recs), t, src)
 	if err != nil {
 		return c, snapshot.Record{}, err
 	}
-	for _, r := range recs {
-		if r.ID == c.ID {
-			return c, r, nil
+	if c.InLedger() {
+		for _, r := range recs {
+			if r.ID == c.ID {
+				return c, r, nil
+			}
 		}
 	}
-	return c, snapshot.Record{}, nil
+	rec, err := outsideRecord(ctx, st, c)
+	return c, rec, err
+}
+
+// runtimeCheckpoints are the checkpoints state.json records for every codon
+// record of every run (Hankweave layout). An unreadable state has none: git
+// still finds the runtime's commits, only without their codon.
+func runtimeCheckpoints(st *snapshot.Store) []restore.Checkpoint {
+	if st.Layout() != snapshot.LayoutHankweave {
+		return nil
+	}
+	hs, err := hankweave.ReadState(st.Dir())
+	if err != nil {
+		return nil
+	}
+	names := map[string]string{}
+	for _, e := range hs.ExecutionPlan {
+		if e.Codon.Name != "" {
+			names[e.CodonID] = e.Codon.Name
+		}
+	}
+	var out []restore.Checkpoint
+	for _, run := range hs.Runs {
+		attempts := map[string]int{}
+		for _, rec := range run.Codons {
+			n := attempts[rec.CodonID]
+			attempts[rec.CodonID]++
+			for _, k := range []struct{ kind, sha, at string }{
+				{restore.KindRigSetup, rec.RigSetupSHA, rec.StartTime},
+				{restore.KindCompleted, rec.CompletionSHA, rec.EndTime},
+				{restore.KindError, rec.ErrorSHA, rec.EndTime},
+				{restore.KindSkipped, rec.SkipSHA, rec.EndTime},
+			} {
+				sha := strings.ToLower(strings.TrimSpace(k.sha))
+				if sha == "" {
+					continue
+				}
+				when, _ := time.Parse(time.RFC3339Nano, k.at)
+				name := names[rec.CodonID]
+				if name == "" {
+					name = rec.CodonID
+				}
+				out = append(out, restore.Checkpoint{SHA: sha, Kind: k.kind, CodonID: rec.CodonID, CodonName: name,
+					RunID: run.RunID, Attempt: n, Time: when, State: string(snapshot.StateOK)})
+			}
+		}
+	}
+	return out
+}
+
+// runtimeSubject is the first line of a lifecycle commit the runtime made:
+// {status}:{codonId} [run:{runId}] {codonName}.
+var runtimeSubject = regexp.MustCompile(`^([a-z-]+):(\S+) \[run:([^\]\s]+)\] ?(.*)$`)
+
+// storeCommits lists the commits of the store whose SHA begins with prefix
+// and that a branch or one of cairn's refs reaches: a commit nothing
+// references (a seal abandoned half-way) is no checkpoint.
+func storeCommits(ctx context.Context, st *snapshot.Store, prefix string) []restore.Checkpoint {
+	g := st.Git()
+	out, err := g.Run(ctx, nil, "rev-parse", "--disambiguate="+prefix)
+	objs := strings.Fields(string(out))
+	if err != nil || len(objs) == 0 {
+		return nil
+	}
+	out, err = g.Run(ctx, strings.NewReader(strings.Join(objs, "\n")+"\n"), "cat-file", "--batch-check=%(objectname) %(objecttype)")
+	if err != nil {
+		return nil
+	}
+	var commits []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if sha, typ, _ := strings.Cut(l, " "); typ == "commit" {
+			ref, err := g.Run(ctx, nil, "for-each-ref", "--count=1", "--format=%(refname)", "--contains", sha, "refs/heads", "refs/cairn")
+			if err == nil && len(strings.TrimSpace(string(ref))) > 0 {
+				commits = append(commits, sha)
+			}
+		}
+	}
+	if len(commits) == 0 {
+		return nil
+	}
+	out, err = g.Run(ctx, nil, append([]string{"log", "--no-walk=unsorted", "--format=%H%x1f%cI%x1f%s%x1e"}, commits...)...)
+	if err != nil {
+		return nil
+	}
+	var cps []restore.Checkpoint
+	for _, c := range strings.Split(string(out), "\x1e") {
+		f := strings.SplitN(strings.TrimLeft(c, "\n"), "\x1f", 3)
+		if len(f) != 3 {
+			continue
+		}
+		cp := restore.Checkpoint{SHA: f[0], Label: f[2], State: string(snapshot.StateOK)}
+		cp.Time, _ = time.Parse(time.RFC3339, f[1])
+		if m := runtimeSubject.FindStringSubmatch(f[2]); m != nil && snapshot.Kind(m[1]).IsLifecycle() {
+			cp.Kind, cp.CodonID, cp.RunID, cp.CodonName, cp.Label = m[1], m[2], m[3], m[4], ""
+		}
+		cps = append(cps, cp)
+	}
+	return cps
+}
+
+// outsideRecord describes a commit the ledger lacks as a record without an
+// id, with its parent and what it changed, for results and cairn show.
+func outsideRecord(ctx context.Context, st *snapshot.Store, c restore.Checkpoint) (snapshot.Record, error) {
+	rec := snapshot.Record{SHA: c.SHA, Kind: snapshot.Kind(c.Kind), Label: c.Label, CodonID: c.CodonID,
+		CodonName: c.CodonName, RunID: c.RunID, Attempt: c.Attempt, Time: c.Time, State: snapshot.StateOK}
+	out, err := st.Git().Run(ctx, nil, "show", "-s", "--format=%P", "--end-of-options", c.SHA)
+	if err != nil {
+		return rec, fmt.Errorf("read commit %s: %w", c.Short(), err)
+	}
+	if ps := strings.Fields(string(out)); len(ps) > 0 {
+		rec.Parent = ps[0]
+	}
+	out, err = st.Git().Run(ctx, nil, "diff-tree", "-r", "--root", "--no-commit-id", "--no-renames", "--name-status", "-z", "--end-of-options", c.SHA)
+	if err != nil {
+		return rec, fmt.Errorf("diff commit %s: %w", c.Short(), err)
+	}
+	f := strings.Split(string(out), "\x00")
+	for i := 0; i+1 < len(f); i += 2 {
+		switch f[i] {
+		case "A":
+			rec.Added++
+		case "D":
+			rec.Removed++
+		default:
+			rec.Changed++
+		}
+	}
+	return rec, nil
 }
 
 // CodonRunning reports whether a Hankweave runtime is running a codon in
@@ -130,13 +268,14 @@ func RunRestore(ctx context.Context, st *snapshot.Store, dir string, op RestoreO
 }
 
 // Undo restores the newest pre-restore checkpoint (itself undoable).
-// op's Progress and Resolved are used; its target is the pre-restore checkpoint.
+// op's Paths, DryRun, Progress and Resolved are used; its target is the
+// pre-restore checkpoint, and state.json is never touched.
 func Undo(ctx context.Context, st *snapshot.Store, dir string, op RestoreOp) (api.RestoreResult, error) {
 	recs := st.Records()
 	for i := len(recs) - 1; i >= 0; i-- {
 		r := recs[i]
 		if r.Kind == snapshot.KindPreRestore && r.SHA != "" && r.State != snapshot.StateFailed {
-			op.Target, op.Paths, op.DryRun, op.Continue = restore.ByID(r.ID), nil, false, false
+			op.Target, op.Continue = restore.ByID(r.ID), false
 			return RunRestore(ctx, st, dir, op)
 		}
 	}
@@ -297,7 +436,7 @@ func targetError(err error) (int, string) {
 
 // describe is a one-line name for a checkpoint in messages.
 func describe(c restore.Checkpoint) string {
-	s := c.ID + " (" + c.Short() + ", " + c.Kind
+	s := c.Name() + " (" + c.Short() + ", " + c.Kind
 	if c.CodonID != "" {
 		s += " " + c.CodonID
 	}

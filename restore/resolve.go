@@ -20,7 +20,28 @@ import (
 // Error() is `unknown checkpoint: <input>`), *CodonNotFoundError,
 // *TypeNotFoundError, *AmbiguousError, *UnusableError.
 func Resolve(cps []Checkpoint, t Target, confirmed func(sha string) bool) (Checkpoint, error) {
-	r := &resolver{cps: order(cps), confirmed: confirmed, seen: map[string]bool{}}
+	return ResolveIn(cps, t, Sources{Confirmed: confirmed})
+}
+
+// Sources are what a SHA prefix is matched against besides the ledger, as
+// the runtime's rollback.toCheckpoint does: the SHAs its state records, then
+// git's commits. Other targets use the ledger only.
+type Sources struct {
+	// Confirmed reports whether git holds a commit; nil trusts every SHA.
+	Confirmed func(sha string) bool
+	// Runtime are the checkpoints the runtime recorded (ID empty), any
+	// order. One git does not confirm is left out.
+	Runtime []Checkpoint
+	// Commits lists the store's commits whose SHA begins with the
+	// lowercase prefix (ID empty); nil asks nothing.
+	Commits func(prefix string) []Checkpoint
+}
+
+// ResolveIn is Resolve with SHA prefixes also matched against src's
+// runtime checkpoints and commits. A commit counts once, as its ledger
+// record when it has one, else as the runtime recorded it.
+func ResolveIn(cps []Checkpoint, t Target, src Sources) (Checkpoint, error) {
+	r := &resolver{cps: order(cps), confirmed: src.Confirmed, seen: map[string]bool{}, src: src}
 	switch t.Kind {
 	case TargetID:
 		return r.byID(t)
@@ -40,6 +61,7 @@ type resolver struct {
 	cps       []Checkpoint // oldest first (see order)
 	confirmed func(string) bool
 	seen      map[string]bool
+	src       Sources
 }
 
 // ok reports whether c can be restored: a sealed commit git confirms.
@@ -89,7 +111,8 @@ func (r *resolver) byID(t Target) (Checkpoint, error) {
 }
 
 // bySHA matches the prefix against the current run's checkpoints, then
-// against every run's (FORMATS). Records of one commit count once.
+// against every run's, as the runtime does: the ledger's, the runtime's and
+// the store's other commits. Records of one commit count once.
 func (r *resolver) bySHA(t Target) (Checkpoint, error) {
 	p, err := shaPrefix(strings.TrimSpace(t.SHA))
 	if err != nil {
@@ -101,6 +124,7 @@ func (r *resolver) bySHA(t Target) (Checkpoint, error) {
 			all = append(all, c)
 		}
 	}
+	all = append(all, r.outside(p, all)...)
 	run := t.Run
 	if run == "" {
 		run = r.currentRun()
@@ -121,13 +145,41 @@ func (r *resolver) bySHA(t Target) (Checkpoint, error) {
 		case len(m) == 1:
 			return r.check(m[0])
 		case len(m) > 1:
-			reverse(m) // newest first
+			sort.SliceStable(m, func(i, j int) bool { return older(m[j], m[i]) }) // newest first
 			return Checkpoint{}, &AmbiguousError{Prefix: input(t, t.SHA), Matches: m}
 		}
 	}
 	in := input(t, t.SHA)
 	return Checkpoint{}, &NotFoundError{Input: in,
 		Detail: "Checkpoint " + in + " not found in any run (current or historical)"}
+}
+
+// outside is what matches prefix p among the runtime's checkpoints and
+// git's commits, leaving out commits the ledger matches already hold.
+func (r *resolver) outside(p string, ledger []Checkpoint) []Checkpoint {
+	have := map[string]bool{}
+	for _, c := range ledger {
+		have[strings.ToLower(c.SHA)] = true
+	}
+	var out []Checkpoint
+	for _, c := range order(r.src.Runtime) {
+		k := strings.ToLower(c.SHA)
+		if c.Usable() && strings.HasPrefix(k, p) && !have[k] && r.ok(c) {
+			have[k] = true
+			out = append(out, c)
+		}
+	}
+	if r.src.Commits != nil {
+		for _, c := range r.src.Commits(p) {
+			k := strings.ToLower(c.SHA)
+			if c.Usable() && strings.HasPrefix(k, p) && !have[k] {
+				have[k] = true
+				r.seen[c.SHA] = true // git listed it: a commit of the store
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // currentRun is the run of the newest record that has one.

@@ -273,3 +273,78 @@ func TestMessages(t *testing.T) {
 		t.Fatalf("%+v", b)
 	}
 }
+
+// TestResolveOutsideLedger: a SHA prefix also reaches the checkpoints the
+// runtime recorded and the store's other commits (main's first commit), as
+// the runtime's rollback.toCheckpoint does; a commit counts once, as its
+// ledger record when it has one; an ambiguity across the sources lists
+// every match.
+func TestResolveOutsideLedger(t *testing.T) {
+	rt := func(s, kind, codon, run string, minute int) Checkpoint {
+		c := cp("", s, kind, codon, run, 0, minute)
+		c.Label = ""
+		return c
+	}
+	runtime := []Checkpoint{
+		rt(sha("7e570001"), KindRigSetup, "alpha", run1, 0),
+		rt(sha("beef0002"), KindCompleted, "alpha", run1, 2), // c2's commit
+		rt(sha("f00d0003"), KindCompleted, "omega", run1, 20),
+		rt(sha("dead0004"), KindError, "omega", run1, 21), // git does not confirm it
+		rt(sha("c1230005"), KindSkipped, "omega", run1, 22),
+	}
+	root := Checkpoint{SHA: sha("f00d5eed"), Label: "Initial checkpoint setup", Time: base.Add(-time.Hour), State: "ok"}
+	commits := []Checkpoint{root, {SHA: sha("7e570001"), Label: "rig-setup:alpha", Time: base, State: "ok"}}
+	asked := 0
+	src := Sources{
+		Confirmed: func(s string) bool { return s != sha("dead0004") },
+		Runtime:   runtime,
+		Commits: func(p string) []Checkpoint {
+			asked++
+			var out []Checkpoint
+			for _, c := range commits {
+				if strings.HasPrefix(c.SHA, p) {
+					out = append(out, c)
+				}
+			}
+			return out
+		},
+	}
+	for _, tc := range []struct {
+		name   string
+		target Target
+		want   string // SHA of the answer
+		kind   string
+		err    string
+	}{
+		{name: "runtime only", target: BySHA("7e570001"), want: sha("7e570001"), kind: KindRigSetup},
+		{name: "ledger wins over runtime", target: BySHA("beef0002"), want: sha("beef0002"), kind: KindCompleted},
+		{name: "main's first commit", target: BySHA("f00d5ee"), want: root.SHA},
+		{name: "id that is a runtime sha", target: ByID("c1230"), want: sha("c1230005"), kind: KindSkipped},
+		{name: "unconfirmed runtime sha", target: BySHA("dead0004"), err: "unknown checkpoint: dead0004"},
+		{name: "ambiguous across sources", target: BySHA("f00d"), err: "Ambiguous checkpoint SHA 'f00d'. Multiple checkpoints match:\n" +
+			"  - " + sha("f00d0003") + " (Omega step - completed) in run " + run1 + "\n" +
+			"  - " + sha("f00d5eed") + " (Initial checkpoint setup - commit) in run —\n" +
+			"Please provide more characters to uniquely identify the checkpoint."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ResolveIn(ledger(), tc.target, src)
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err {
+					t.Fatalf("got %+v, %v\nwant error %q", got, err, tc.err)
+				}
+				return
+			}
+			if err != nil || got.SHA != tc.want || got.Kind != tc.kind {
+				t.Fatalf("got %+v, %v; want %s (%s)", got, err, tc.want, tc.kind)
+			}
+			if tc.name == "ledger wins over runtime" && got.ID != "c2" {
+				t.Fatalf("got %+v, want the ledger's c2", got)
+			}
+		})
+	}
+	// Targets other than a SHA never ask git for commits.
+	asked = 0
+	if _, err := ResolveIn(ledger(), ByCodon("beta", "end"), src); err != nil || asked != 0 {
+		t.Fatalf("codon target: %v, git asked %d times", err, asked)
+	}
+}

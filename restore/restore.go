@@ -52,6 +52,18 @@ const StateFailed = "failed"
 // Usable reports whether c names a commit at all (a failed seal does not).
 func (c Checkpoint) Usable() bool { return c.SHA != "" && c.State != StateFailed }
 
+// InLedger reports whether c is a ledger record; a commit the runtime
+// recorded, or one only git knows, has no ledger id.
+func (c Checkpoint) InLedger() bool { return c.ID != "" }
+
+// Name is how messages name c: its ledger id, else its short SHA.
+func (c Checkpoint) Name() string {
+	if c.ID != "" {
+		return c.ID
+	}
+	return c.Short()
+}
+
 // Short is the first seven characters of the SHA.
 func (c Checkpoint) Short() string {
 	if len(c.SHA) > 7 {
@@ -131,7 +143,7 @@ func (e *AmbiguousError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Ambiguous checkpoint SHA '%s'. Multiple checkpoints match:\n", e.Prefix)
 	for _, m := range e.Matches {
-		fmt.Fprintf(&b, "  - %s (%s - %s) in run %s\n", m.SHA, matchName(m), m.Kind, orDash(m.RunID))
+		fmt.Fprintf(&b, "  - %s (%s - %s) in run %s\n", m.SHA, matchName(m), kindName(m), orDash(m.RunID))
 	}
 	b.WriteString("Please provide more characters to uniquely identify the checkpoint.")
 	return b.String()
@@ -146,6 +158,15 @@ func matchName(c Checkpoint) string {
 		}
 	}
 	return "—"
+}
+
+// kindName is what stands for <type> in an ambiguity line: the kind, or
+// "commit" for a commit of the store that is no checkpoint of a known kind.
+func kindName(c Checkpoint) string {
+	if c.Kind == "" {
+		return "commit"
+	}
+	return c.Kind
 }
 
 func orDash(s string) string {
@@ -177,7 +198,7 @@ type UnusableError struct {
 }
 
 func (e *UnusableError) Error() string {
-	return "checkpoint " + e.Checkpoint.ID + " cannot be restored: " + e.Reason
+	return "checkpoint " + e.Checkpoint.Name() + " cannot be restored: " + e.Reason
 }
 
 // IsNotFound reports whether err says the target names nothing (the API's

@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,7 +38,12 @@ func (s *Store) Records() []Record {
 // Reload re-reads the ledger (another process may have sealed) and
 // re-records any checkpoint git holds that the ledger lacks.
 func (s *Store) Reload(ctx context.Context) error {
-	return s.withLock(ctx, func() error { return s.loadLedger(ctx) })
+	return s.withLock(ctx, func() error {
+		if err := s.loadLedger(ctx); err != nil {
+			return err
+		}
+		return s.flushUnwritten()
+	})
 }
 
 // loadLedger reads the ledger file, drops a torn last line, and re-records
@@ -77,9 +82,28 @@ func (s *Store) loadLedger(ctx context.Context) error {
 			return fmt.Errorf("drop torn ledger line: %w", err)
 		}
 	}
+	// Records a full disk kept out of the file are still this store's.
+	onDisk := make(map[string]bool, len(recs))
+	for _, r := range recs {
+		onDisk[r.ID] = true
+	}
+	keep := s.unwritten[:0]
+	for _, r := range s.unwritten {
+		if !onDisk[r.ID] {
+			keep = append(keep, r)
+			recs = append(recs, r)
+		}
+	}
+	s.unwritten = keep
 	s.records = recs
 	s.ledgerSize = int64(good)
-	return s.recoverFromGit(ctx)
+	if err := s.recoverFromGit(ctx); err != nil {
+		return err
+	}
+	// Oldest first is id order: a record written late (after a full disk)
+	// or recovered from git goes back to its place.
+	sort.SliceStable(s.records, func(i, j int) bool { return idNum(s.records[i].ID) < idNum(s.records[j].ID) })
+	return nil
 }
 
 // recoverFromGit appends records for cairn commits on refs the ledger does not know.
@@ -140,7 +164,9 @@ func (s *Store) recoverFromGit(ctx context.Context) error {
 	sort.Slice(found, func(i, j int) bool { return idNum(found[i].ID) < idNum(found[j].ID) })
 	for _, r := range found {
 		if err := s.appendRecord(r); err != nil {
-			return err
+			// Kept in memory and written by a later append: a full disk
+			// must not keep the store from opening.
+			zerologCtx(ctx).Warn().Err(err).Str("ledger", s.ledger).Msg("recovered record not yet written")
 		}
 	}
 	return nil
@@ -195,9 +221,12 @@ func idNum(id string) int {
 	return n
 }
 
-// nextID is the id the next checkpoint takes. Callers hold the lock.
+// nextID is the id the next checkpoint takes: past every id in the ledger,
+// every id this process handed out and the id counter, so an id whose record
+// never reached the ledger (a full disk) is never handed out again. Callers
+// hold the lock.
 func (s *Store) nextID() string {
-	max := 0
+	max := maxInt(s.issued, s.readIDCounter())
 	for _, r := range s.records {
 		max = maxInt(max, idNum(r.ID))
 	}
@@ -211,32 +240,153 @@ func maxInt(a, b int) int {
 	return b
 }
 
-// appendRecord appends one line to the ledger and fsyncs it. Callers hold the lock.
+// idCounterWidth is the counter file's fixed size: rewritten in place, it
+// needs no new block, so it can still be written on a full disk.
+const idCounterWidth = 20
+
+func (s *Store) idCounterPath() string { return filepath.Join(s.gitDir, cairnSubdir, "last-id") }
+
+// readIDCounter is the highest id recorded in the counter file; 0 without one.
+func (s *Store) readIDCounter() int {
+	b, err := readNoFollow(s.idCounterPath())
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return n
+}
+
+// createIDCounter makes the counter file while there is room, so that a
+// full disk later only has to overwrite it. O_EXCL: never reset another's.
+func (s *Store) createIDCounter() {
+	f, err := os.OpenFile(s.idCounterPath(), os.O_WRONLY|os.O_CREATE|os.O_EXCL|platform.NoFollow, 0o644)
+	if err != nil {
+		return
+	}
+	_, _ = f.Write(idCounterBytes(0))
+	f.Close()
+}
+
+func idCounterBytes(n int) []byte {
+	return []byte(fmt.Sprintf("%0*d\n", idCounterWidth-1, n))
+}
+
+// noteIssued records that id was handed out, in memory and (best effort, in
+// place) in the counter file; sync when the ledger could not carry the id.
+func (s *Store) noteIssued(id string, sync bool) {
+	n := idNum(id)
+	s.issued = maxInt(s.issued, n)
+	if n <= s.readIDCounter() {
+		return
+	}
+	f, err := os.OpenFile(s.idCounterPath(), os.O_WRONLY|os.O_CREATE|platform.NoFollow, 0o644)
+	if err != nil {
+		return
+	}
+	if _, err := f.WriteAt(idCounterBytes(n), 0); err == nil && sync {
+		_ = f.Sync()
+	}
+	f.Close()
+}
+
+// appendRecord appends one record to the ledger, after any records a full
+// disk kept out of it. A record that cannot be written is kept in memory
+// (Records has it) and written by the next append, Reload or Close. Callers
+// hold the lock.
 func (s *Store) appendRecord(r Record) error {
+	err := s.flushUnwritten()
+	if err == nil {
+		err = s.writeRecord(r)
+	}
+	if err != nil {
+		s.unwritten = append(s.unwritten, r)
+		s.records = append(s.records, r)
+		s.noteIssued(r.ID, true)
+		return fmt.Errorf("record %s kept in memory until the ledger can be written: %w", r.ID, err)
+	}
+	s.records = append(s.records, r)
+	s.noteIssued(r.ID, false)
+	return nil
+}
+
+// flushUnwritten writes the records a failed append kept back, oldest first.
+// Callers hold the lock.
+func (s *Store) flushUnwritten() error {
+	for len(s.unwritten) > 0 {
+		if err := s.writeRecord(s.unwritten[0]); err != nil {
+			return err
+		}
+		s.unwritten = s.unwritten[1:]
+	}
+	s.unwritten = nil
+	return nil
+}
+
+// writeRecord appends one line to the ledger file and fsyncs it. A torn tail
+// (an earlier append cut short) is cut off first, and a failed append is
+// truncated back, so the ledger never holds half a line. Callers hold the lock.
+func (s *Store) writeRecord(r Record) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(s.ledger, os.O_WRONLY|os.O_APPEND|os.O_CREATE|platform.NoFollow, 0o644)
+	b = append(b, '\n')
+	f, err := os.OpenFile(s.ledger, os.O_RDWR|os.O_APPEND|os.O_CREATE|platform.NoFollow, 0o644)
 	if err != nil {
 		return fmt.Errorf("open ledger: %w", err)
 	}
-	w := bufio.NewWriter(f)
-	w.Write(b)
-	w.WriteByte('\n')
-	err = w.Flush()
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return fmt.Errorf("append ledger %s: %w", s.ledger, err)
 	}
-	s.records = append(s.records, r)
-	s.ledgerSize += int64(len(b) + 1)
+	size, err := untorn(f, fi.Size())
+	if err == nil && size != fi.Size() {
+		err = f.Truncate(size)
+	}
+	if err != nil {
+		return fmt.Errorf("repair torn ledger line in %s: %w", s.ledger, err)
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		_ = f.Truncate(size) // a short write must not glue the next line onto half of this one
+		return fmt.Errorf("append ledger %s: %w", s.ledger, err)
+	}
+	if size == s.ledgerSize {
+		s.ledgerSize += int64(len(b))
+	} // else another writer appended unseen: the size stays stale so refreshIfChanged reloads
 	return nil
+}
+
+// untorn is the length of the ledger up to and including its last newline:
+// past it lies only a torn line.
+func untorn(f *os.File, size int64) (int64, error) {
+	var last [1]byte
+	if size == 0 {
+		return 0, nil
+	}
+	if _, err := f.ReadAt(last[:], size-1); err != nil {
+		return 0, err
+	}
+	if last[0] == '\n' {
+		return size, nil // the usual case: nothing torn
+	}
+	buf := make([]byte, 64<<10)
+	for end := size; end > 0; {
+		start := max(end-int64(len(buf)), 0)
+		n, err := f.ReadAt(buf[:end-start], start)
+		if err != nil && n < int(end-start) {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return start + int64(i) + 1, nil
+		}
+		end = start
+	}
+	return 0, nil
 }
 
 // refreshIfChanged re-reads the ledger when another process appended to it.

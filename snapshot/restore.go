@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cairn-dev/cairn/platform"
@@ -369,33 +370,33 @@ func (s *Store) apply_(ctx context.Context, res *RestoreResult, target string, p
 		_, err = s.git.Run(ctx, nil, "checkout", "-q", "--force", "--detach", target)
 		return err
 	}
-	args := []string{"checkout", "-q", "--force", target, "--"}
-	n := 0
-	for _, w := range res.Write {
-		args = append(args, ":(literal)"+w.Path)
-		n++
-	}
-	if n > 0 {
-		for _, batch := range batches(args[5:], s.opts.BatchSize, 64<<10) {
-			if _, err := s.git.Run(ctx, nil, append(args[:5:5], batch...)...); err != nil {
-				return err
-			}
-		}
-	}
+	// Deletions come first: a file where the target holds a folder must be
+	// gone before checkout writes into it (checkout clears emptied folders).
 	var gone []string
 	for _, d := range res.Delete {
+		abs := filepath.Join(s.workTree, filepath.FromSlash(d.Path))
 		// Never remove through a folder the owner replaced by a link.
-		if err := platform.NoSymlinkBelow(s.workTree, filepath.Join(s.workTree, filepath.FromSlash(d.Path)), false); err != nil {
+		if err := platform.NoSymlinkBelow(s.workTree, abs, false); err != nil {
 			return err
 		}
-		if err := os.Remove(filepath.Join(s.workTree, filepath.FromSlash(d.Path))); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
+		if err := os.Remove(abs); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			return fmt.Errorf("delete %s: %w", d.Path, err)
 		}
 		gone = append(gone, d.Path)
 	}
 	if len(gone) > 0 {
-		_, err := s.git.Run(ctx, nulJoin(gone), "update-index", "-z", "--force-remove", "--stdin")
-		return err
+		if _, err := s.git.Run(ctx, nulJoin(gone), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
+			return err
+		}
+	}
+	args := []string{"checkout", "-q", "--force", target, "--"}
+	for _, w := range res.Write {
+		args = append(args, ":(literal)"+w.Path)
+	}
+	for _, batch := range batches(args[5:], s.opts.BatchSize, 64<<10) {
+		if _, err := s.git.Run(ctx, nil, append(args[:5:5], batch...)...); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -423,7 +424,8 @@ func (s *Store) verify(ctx context.Context, res *RestoreResult) ([]PathIssue, er
 		}
 	}
 	for _, d := range res.Delete {
-		if _, err := os.Lstat(filepath.Join(s.workTree, filepath.FromSlash(d.Path))); err == nil {
+		// A folder in its place (the target holds files under that path) means the file is gone.
+		if fi, err := os.Lstat(filepath.Join(s.workTree, filepath.FromSlash(d.Path))); err == nil && !fi.IsDir() {
 			issues = append(issues, PathIssue{d.Path, "still on disk; the target lacks it"})
 		}
 	}

@@ -123,3 +123,60 @@ func TestRestorePaths(t *testing.T) {
 }
 
 func hasPath(m map[string]treeEntry, p string) bool { _, ok := m[p]; return ok }
+
+// TestRestoreFileFolderSwap: a path that is a file at one checkpoint and a
+// folder at the other. Restore and undo, whole and by path, both ways, leave
+// the tree exactly at the target and report no difference.
+func TestRestoreFileFolderSwap(t *testing.T) {
+	file := map[string]string{"x": "a file\n", "keep.txt": "k\n"}
+	folder := map[string]string{"x/a.txt": "a\n", "x/sub/b.txt": "b\n", "keep.txt": "k\n"}
+	for _, tc := range []struct {
+		name     string
+		from, to map[string]string
+		paths    []string
+	}{
+		{"file to folder", file, folder, nil},
+		{"folder to file", folder, file, nil},
+		{"file to folder by path", file, folder, []string{"x"}},
+		{"folder to file by path", folder, file, []string{"x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			ws := t.TempDir()
+			st := openTestStore(t, ws, Options{})
+			lay := func(files map[string]string) {
+				for _, e := range []string{"x", "keep.txt"} {
+					removeAll(t, ws, e)
+				}
+				writeTree(t, ws, files)
+			}
+			lay(tc.to)
+			target := mustSeal(t, st, SealRequest{Kind: KindManual, Label: "target"})
+			wantTarget := hashTree(t, ws)
+			lay(tc.from)
+			mustSeal(t, st, SealRequest{Kind: KindManual, Label: "start"})
+			wantStart := hashTree(t, ws)
+
+			res, err := st.Restore(ctx, RestoreOptions{Target: target.SHA, Label: target.ID, Paths: tc.paths})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Diff) != 0 {
+				t.Errorf("restore reports differences %v", res.Diff)
+			}
+			if hashTree(t, ws) != wantTarget {
+				t.Errorf("restore: tree is not the target's: %v", regularFiles(t, ws))
+			}
+			undo, err := st.Restore(ctx, RestoreOptions{Target: res.PreRestore.SHA, Label: res.PreRestore.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(undo.Diff) != 0 {
+				t.Errorf("undo reports differences %v", undo.Diff)
+			}
+			if hashTree(t, ws) != wantStart {
+				t.Errorf("undo: tree is not the one before the restore: %v", regularFiles(t, ws))
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -71,6 +72,14 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (Record, error)
 		if aerr := s.appendRecord(rec); aerr != nil {
 			err = errors.Join(err, aerr)
 		}
+		// A failed write (a full disk) leaves git's temporary objects behind.
+		// In a plain store only cairn writes, under the lock held here; the
+		// runtime writes into a Hankweave store itself, so only old ones go.
+		minAge := time.Duration(0)
+		if s.layout == LayoutHankweave {
+			minAge = staleTmpAge
+		}
+		s.sweepTmpObjects(minAge)
 		return rec, err
 	}
 	if err := validateRequest(req); err != nil {
@@ -163,10 +172,10 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (Record, error)
 	switch {
 	case len(rec.Issues) > 0:
 		rec.State = StatePartial
-		rec.Issues = append(rec.Issues, req.Racy...)
+		rec.Issues = dedupeIssues(append(rec.Issues, req.Racy...))
 	case len(req.Racy) > 0:
 		rec.State = StateRacy
-		rec.Issues = req.Racy
+		rec.Issues = dedupeIssues(append([]PathIssue(nil), req.Racy...))
 	}
 	rec.DurationMS = time.Since(start).Milliseconds()
 	if err := s.appendRecord(rec); err != nil {
@@ -448,10 +457,33 @@ func (s *Store) stage(ctx context.Context, sel *Selector, changed []string) (sta
 	}
 	sortIssues(plan.issues)
 	sortIssues(plan.skipped)
-	return staged{issues: plan.issues, skipped: plan.skipped}, nil
+	return staged{issues: dedupeIssues(plan.issues), skipped: dedupeIssues(plan.skipped)}, nil
 }
 
 func sortIssues(v []PathIssue) { sort.Slice(v, func(i, j int) bool { return v[i].Path < v[j].Path }) }
+
+// dedupeIssues names each path once, in first-seen order: several steps
+// (staging, a retry, the racy list) may each report the same path. Distinct
+// reasons are kept, joined.
+func dedupeIssues(v []PathIssue) []PathIssue {
+	at := make(map[string]int, len(v))
+	out := v[:0]
+	for _, is := range v {
+		i, seen := at[is.Path]
+		if !seen {
+			at[is.Path] = len(out)
+			out = append(out, is)
+			continue
+		}
+		if !slices.Contains(strings.Split(out[i].Reason, "; "), is.Reason) {
+			out[i].Reason += "; " + is.Reason
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
 
 // stagePlan is the work for one staging: paths to add or refresh, and paths
 // to drop from the index.

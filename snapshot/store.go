@@ -44,7 +44,13 @@ type Options struct {
 	// BatchSize bounds the paths of one pathspec-bearing git call (ls-files
 	// of removed folders); default 100. Paths cairn stages go through stdin.
 	BatchSize int
+	// NoCreate opens only a store that exists, failing with ErrNoStore
+	// otherwise: reading commands must never create one.
+	NoCreate bool
 }
+
+// ErrNoStore is what Open with NoCreate returns for a workspace without a store.
+var ErrNoStore = errors.New("no checkpoints")
 
 // Store is one workspace's shadow repository and ledger. Its methods are safe
 // for concurrent use; every write holds the store's file lock, so two processes
@@ -60,8 +66,14 @@ type Store struct {
 	git      *Git
 
 	mu         sync.Mutex
-	records    []Record
+	records    []Record // the ledger, plus unwritten
 	ledgerSize int64
+	// unwritten are records whose append failed (a full disk): kept in
+	// records and written, in id order, before the next append.
+	unwritten []Record
+	// issued is the highest id this process handed out, so an id whose
+	// record never reached the ledger is not handed out again.
+	issued int
 }
 
 // Open finds or creates the store of the workspace at dir.
@@ -134,6 +146,9 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	s.git = &Git{Path: gitPath, Version: ver, Dir: s.gitDir, WorkTree: s.workTree,
 		Index: filepath.Join(s.gitDir, cairnSubdir, "index"), Home: s.home}
 
+	if opts.NoCreate && !s.exists() {
+		return nil, fmt.Errorf("%w for %s yet", ErrNoStore, abs)
+	}
 	if err := s.checkLinks(); err != nil {
 		return nil, err
 	}
@@ -168,8 +183,32 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Close releases nothing today; it exists so callers have one place to stop using a store.
-func (s *Store) Close() error { return nil }
+// Close writes the records a full disk kept out of the ledger, if it can
+// now; it is the one place callers stop using a store.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	pending := len(s.unwritten) > 0
+	s.mu.Unlock()
+	if !pending {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return s.withLock(ctx, s.flushUnwritten)
+}
+
+// exists reports whether the store (or a legacy one that Open migrates) is on disk.
+func (s *Store) exists() bool {
+	if _, err := os.Stat(filepath.Join(s.gitDir, "HEAD")); err == nil {
+		return true
+	}
+	if s.layout == LayoutHankweave {
+		if _, err := os.Stat(filepath.Join(s.home, ".git", "HEAD")); err == nil {
+			return true
+		}
+	}
+	return false
+}
 
 // WorkTree is the folder whose files are checkpointed.
 func (s *Store) WorkTree() string { return s.workTree }
@@ -227,6 +266,7 @@ func (s *Store) withLock(ctx context.Context, fn func() error) error {
 // ensure creates, migrates or completes the store. Callers hold the init lock.
 func (s *Store) ensure(ctx context.Context) error {
 	s.sweepTemp()
+	s.sweepTmpObjects(staleTmpAge)
 	if s.layout == LayoutHankweave {
 		if err := s.migrateLegacy(); err != nil {
 			return err
@@ -250,6 +290,7 @@ func (s *Store) ensure(ctx context.Context) error {
 	if err := platform.MkdirAllNoFollow(filepath.Join(s.gitDir, cairnSubdir), 0o755); err != nil {
 		return err
 	}
+	s.createIDCounter()
 	return s.configure(ctx, s.git)
 }
 
@@ -271,6 +312,52 @@ func (s *Store) sweepTemp() {
 			_ = os.RemoveAll(filepath.Join(s.home, e.Name()))
 		}
 	}
+}
+
+// staleTmpAge is how old a temporary object file must be before a sweep that
+// may race another writer removes it: git finishes one in far less.
+const staleTmpAge = 5 * time.Minute
+
+// sweepTmpObjects removes temporary files git leaves in objects/ when a write
+// fails (a full disk leaves empty tmp_obj_* behind for good; git fsck warns).
+// Only files older than minAge go: another git may be writing younger ones.
+func (s *Store) sweepTmpObjects(minAge time.Duration) {
+	objects := filepath.Join(s.gitDir, "objects")
+	sweep := func(dir string, prefixes ...string) {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			if e.IsDir() || !hasAnyPrefix(e.Name(), prefixes) {
+				continue
+			}
+			p := filepath.Join(dir, e.Name())
+			if fi, err := os.Lstat(p); err == nil && time.Since(fi.ModTime()) >= minAge {
+				_ = os.Remove(p)
+			}
+		}
+	}
+	ents, err := os.ReadDir(objects)
+	if err != nil {
+		return
+	}
+	sweep(objects, "tmp_obj_")
+	for _, e := range ents {
+		if e.IsDir() && len(e.Name()) == 2 {
+			sweep(filepath.Join(objects, e.Name()), "tmp_obj_")
+		}
+	}
+	sweep(filepath.Join(objects, "pack"), "tmp_pack_", "tmp_idx_", "tmp_rev_", "tmp_mtimes_", "tmp_bitmap_")
+}
+
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // migrateLegacy renames a pre-0.10 `checkpoints/.git` into place, or

@@ -54,12 +54,15 @@ type CheckpointInfo struct {
 
 // RollbackData is the data of rollback.toCheckpoint ({checkpointSha}),
 // rollback.toCodon ({codonId, checkpointType}) and rollback.toLastSuccess ({}).
+// Paths and DryRun are cairn's, as in RestoreRequest.
 type RollbackData struct {
-	Workspace      string `json:"workspace,omitempty"`
-	CheckpointSHA  string `json:"checkpointSha,omitempty"`
-	CodonID        string `json:"codonId,omitempty"`
-	CheckpointType string `json:"checkpointType,omitempty"`
-	AutoRestart    bool   `json:"autoRestart,omitempty"`
+	Workspace      string   `json:"workspace,omitempty"`
+	CheckpointSHA  string   `json:"checkpointSha,omitempty"`
+	CodonID        string   `json:"codonId,omitempty"`
+	CheckpointType string   `json:"checkpointType,omitempty"`
+	AutoRestart    bool     `json:"autoRestart,omitempty"`
+	Paths          []string `json:"paths,omitempty"`
+	DryRun         bool     `json:"dryRun,omitempty"`
 }
 
 // RestoreRequest is POST /v1/restore. Target is a ledger id (c7), a SHA
@@ -72,7 +75,15 @@ type RestoreRequest struct {
 	DryRun    bool     `json:"dryRun,omitempty"`
 }
 
-// WorkspaceRequest names one workspace: POST /v1/undo, /v1/watch, /v1/unwatch.
+// UndoRequest is POST /v1/undo: back to the newest pre-restore checkpoint,
+// or only the named paths; DryRun plans only.
+type UndoRequest struct {
+	Workspace string   `json:"workspace"`
+	Paths     []string `json:"paths,omitempty"`
+	DryRun    bool     `json:"dryRun,omitempty"`
+}
+
+// WorkspaceRequest names one workspace: POST /v1/watch, /v1/unwatch.
 type WorkspaceRequest struct {
 	Workspace string `json:"workspace"`
 }

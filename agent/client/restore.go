@@ -36,8 +36,13 @@ func (c *Client) Restore(ctx context.Context, req api.RestoreRequest) (api.Resto
 
 // Undo returns a workspace to its newest pre-restore checkpoint.
 func (c *Client) Undo(ctx context.Context, workspace string) (api.RestoreResult, error) {
+	return c.UndoWith(ctx, api.UndoRequest{Workspace: workspace})
+}
+
+// UndoWith is Undo with paths or a dry run.
+func (c *Client) UndoWith(ctx context.Context, req api.UndoRequest) (api.RestoreResult, error) {
 	var res api.RestoreResult
-	return res, c.do(ctx, http.MethodPost, "undo", api.WorkspaceRequest{Workspace: workspace}, &res)
+	return res, c.do(ctx, http.MethodPost, "undo", req, &res)
 }
 
 // List is a workspace's ledger, newest first, with the position.

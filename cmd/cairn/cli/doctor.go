@@ -9,12 +9,17 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/client"
 	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/snapshot"
@@ -54,11 +59,21 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Without a daemon to ask, the state and socket are the ones a daemon
+	// started here would use: the flag, else the mode's config, else the default.
+	cfg, _ := agent.LoadConfig(platform.DefaultPaths().Config)
 	state := *stateDir
+	if state == "" && cfg != nil && cfg.StateDir != "" {
+		state = cfg.StateDir
+	}
 	if state == "" {
 		state = platform.DefaultStateDir()
 	}
-	socket := socketPath(*sock, state)
+	socket := *sock
+	if socket == "" && cfg != nil && cfg.Socket != "" {
+		socket = cfg.Socket
+	}
+	socket = socketPath(socket, state)
 	d := &doctor{}
 
 	gitPath, ver, gitErr := snapshot.FindGit(ctx)
@@ -70,17 +85,28 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 	}
 
 	// The daemon, its socket and state.
-	watched := 0
+	var need inotifyNeed
 	var workspaces []string
+	stores := map[string]string{} // workspace → its store's GIT_DIR, as the daemon reports it
 	c := client.New(socket)
 	running := c.Running(ctx)
 	if running {
 		if st, err := c.Status(ctx); err == nil {
-			for _, w := range st.Workspaces {
-				watched += w.Watches
-				workspaces = append(workspaces, w.Dir)
+			if st.StateDir != "" { // the daemon's own; a user asking a root daemon is not told it
+				state = st.StateDir
 			}
-			d.ok("daemon", "daemon pid %d answers on %s, watching %d workspaces", st.PID, socket, len(st.Workspaces))
+			if st.Config != "" {
+				cfg, _ = agent.LoadConfig(st.Config)
+			}
+			need.daemon = true
+			for _, w := range st.Workspaces {
+				workspaces = append(workspaces, w.Dir)
+				need.add(d, cfg, w)
+				if w.Store != "" {
+					stores[w.Dir] = w.Store
+				}
+			}
+			d.ok("daemon", "daemon pid %d answers on %s, watching %d workspaces, state in %s", st.PID, socket, len(st.Workspaces), orDash(st.StateDir))
 		}
 	}
 	d.checkPath("socket", socket, running)
@@ -92,14 +118,15 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 			continue
 		}
 		if !running {
-			watched += countDirs(abs)
+			need.add(d, cfg, api.WorkspaceStatus{Dir: abs})
 		}
 		workspaces = append(workspaces, abs)
 	}
-	d.checkInotify(watched)
+	d.checkInotify(need)
 
 	// Stores: of the named and watched workspaces, and every plain-layout
-	// store in the state directory.
+	// store in the state directory. As root, users' stores (their workspaces',
+	// and everything under <state>/users/) are left to their owners.
 	seen := map[string]bool{}
 	for _, ws := range workspaces {
 		if err := notAsRootFor(ws); err != nil {
@@ -107,11 +134,21 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 			continue
 		}
 		gitDir := filepath.Join(ws, ".hankweave", "checkpoints", ".hankweavecheckpoints")
+		ledger := filepath.Join(filepath.Dir(gitDir), "cairn-ledger.jsonl")
+		if s, ok := stores[ws]; ok {
+			gitDir, ledger = s, filepath.Join(filepath.Dir(s), "ledger.jsonl")
+			if filepath.Base(s) == ".hankweavecheckpoints" {
+				ledger = filepath.Join(filepath.Dir(s), "cairn-ledger.jsonl")
+			}
+		}
+		if seen[gitDir] || os.Geteuid() == 0 && within(gitDir, filepath.Join(state, "users")) {
+			continue
+		}
 		if _, err := os.Stat(filepath.Join(gitDir, "HEAD")); err != nil {
 			continue
 		}
 		seen[gitDir] = true
-		d.checkStore(ctx, gitPath, ver, gitErr, gitDir, filepath.Join(filepath.Dir(gitDir), "cairn-ledger.jsonl"), *fsck)
+		d.checkStore(ctx, gitPath, ver, gitErr, gitDir, ledger, *fsck)
 	}
 	homes, _ := filepath.Glob(filepath.Join(state, "stores", "*"))
 	sort.Strings(homes)
@@ -124,6 +161,9 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 			continue
 		}
 		d.checkStore(ctx, gitPath, ver, gitErr, gitDir, filepath.Join(home, "ledger.jsonl"), *fsck)
+	}
+	if _, err := os.Lstat(filepath.Join(state, "users")); err == nil && os.Geteuid() == 0 {
+		d.ok("store", "%s: users' stores are checked by their owners, not as root (sudo -u USER cairn doctor)", filepath.Join(state, "users"))
 	}
 	d.checkLock(filepath.Join(state, "daemon.lock"))
 	d.checkService()
@@ -179,53 +219,170 @@ func (d *doctor) checkPath(check, p string, mustExist bool) {
 	d.ok(check, "%s (%s, uid %d)", p, fi.Mode(), uid)
 }
 
-// checkInotify compares the kernel's inotify limits with what is watched.
-func (d *doctor) checkInotify(watched int) {
+// inotifyNeed adds up the folders the daemon's watches need: every folder
+// of each workspace (what the watch covers), not just those watched now. A
+// degraded watch has hit the limit and holds fewer than it needs.
+type inotifyNeed struct {
+	folders    int
+	watched    int
+	uncounted  int // workspaces of other users, not walked as root: their current watches are used
+	workspaces int
+	daemon     bool // the counts come with a running daemon's current watches
+}
+
+func (n *inotifyNeed) add(d *doctor, cfg *agent.Config, w api.WorkspaceStatus) {
+	n.workspaces++
+	n.watched += w.Watches
+	if w.State == "degraded" {
+		d.bad("inotify", "raise the limit the error names (e.g. sysctl -w fs.inotify.max_user_watches=1048576, persisted in /etc/sysctl.d/); the daemon retries the whole watch",
+			"%s: the daemon could not watch every folder (%d watched): %s", w.Dir, w.Watches, w.Error)
+	}
+	// Root does not walk a user's folders itself (README "Security").
+	if notAsRootFor(w.Dir) != nil {
+		n.uncounted++
+		n.folders += w.Watches
+		return
+	}
+	n.folders += max(watchFolders(w.Dir, w.WorkTree, w.Layout, excludesFor(cfg, w.Dir)), w.Watches)
+}
+
+// checkInotify compares the kernel's inotify limits with what the watches need.
+func (d *doctor) checkInotify(n inotifyNeed) {
 	read := func(name string) int {
 		b, err := os.ReadFile("/proc/sys/fs/inotify/" + name)
 		if err != nil {
 			return -1
 		}
-		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-		return n
+		v, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		return v
 	}
 	watches, instances := read("max_user_watches"), read("max_user_instances")
 	if watches < 0 {
 		d.ok("inotify", "no inotify limits to read on this system")
 		return
 	}
-	need := watched + watched/4 + 1024 // headroom for new folders and other programs
-	if watched > 0 && need > watches {
+	what := fmt.Sprintf("%d folders in %d workspaces", n.folders, n.workspaces)
+	if n.daemon {
+		what += fmt.Sprintf(" (%d watched now)", n.watched)
+	}
+	if n.uncounted > 0 {
+		what += fmt.Sprintf("; %d workspaces of other users counted by their current watches, not walked as root", n.uncounted)
+	}
+	need := n.folders + n.folders/4 + 1024 // headroom for new folders and other programs
+	if n.folders > 0 && need > watches {
 		want := 524288
 		for want < need {
 			want *= 2
 		}
 		d.bad("inotify", fmt.Sprintf("sysctl -w fs.inotify.max_user_watches=%d (and persist it in /etc/sysctl.d/)", want),
-			"max_user_watches %d is too low for %d watched folders", watches, watched)
+			"max_user_watches %d is too low for %s", watches, what)
 	} else {
-		d.ok("inotify", "max_user_watches %d, %d folders watched", watches, watched)
+		d.ok("inotify", "max_user_watches %d, %s", watches, what)
 	}
 	if instances >= 0 && instances < 8 {
 		d.bad("inotify", "sysctl -w fs.inotify.max_user_instances=128", "max_user_instances %d is too low", instances)
 	}
 }
 
-// countDirs counts the folders a watch of dir would need.
-func countDirs(dir string) int {
-	n := 0
-	_ = filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if de.IsDir() {
-			if de.Name() == ".git" || strings.HasSuffix(p, ".hankweavecheckpoints") {
-				return filepath.SkipDir
+// excludesFor are the configured excludes of the workspace dir: those of
+// the first [[watch]] whose path matches it (as discovery takes them), else
+// the defaults'.
+func excludesFor(cfg *agent.Config, dir string) []string {
+	if cfg == nil {
+		return nil
+	}
+	for _, w := range cfg.Watch {
+		if ok, _ := doublestar.Match(filepath.ToSlash(filepath.Clean(w.Path)), filepath.ToSlash(dir)); ok {
+			if w.Excludes != nil {
+				return w.Excludes
 			}
-			n++
+			break
 		}
+	}
+	return cfg.Defaults.Excludes
+}
+
+// watchFolders counts the folders the daemon's watch of a workspace covers,
+// its root included, leaving out what the watch leaves out (as the agent's
+// skipFromRoot does): .git folders, the store and the runtime's folders but
+// .hankweave/ and .hankweave/events/, read_only_data_source/ and rigArchive/,
+// what is outside agentRoot/, and configured excludes. Symlinks are not followed.
+func watchFolders(dir, workTree, layout string, excludes []string) int {
+	hank := layout == string(snapshot.LayoutHankweave)
+	if layout == "" || layout == string(snapshot.LayoutAuto) { // not opened yet: as Open would decide
+		fi, err := os.Stat(filepath.Join(dir, ".hankweave"))
+		hank = err == nil && fi.IsDir()
+	}
+	agentRoot := false
+	if hank {
+		if workTree == "" {
+			fi, err := os.Stat(filepath.Join(dir, "agentRoot"))
+			agentRoot = err == nil && fi.IsDir()
+		} else {
+			agentRoot = filepath.Clean(workTree) != filepath.Clean(dir)
+		}
+	}
+	root := dir
+	if !hank && workTree != "" {
+		root = workTree
+	}
+	if real, err := filepath.EvalSymlinks(root); err == nil { // the watcher resolves its root
+		root = real
+	}
+	n := 0
+	_ = filepath.WalkDir(root, func(p string, de fs.DirEntry, err error) error {
+		if err != nil || !de.IsDir() {
+			return nil // an unreadable folder was counted when it was entered
+		}
+		rel, _ := filepath.Rel(root, p)
+		if rel = filepath.ToSlash(rel); rel != "." && skipWatch(rel, hank, agentRoot, excludes) {
+			return filepath.SkipDir
+		}
+		n++
 		return nil
 	})
 	return n
+}
+
+// skipWatch mirrors the agent's watch filter for one folder, rel to the watch root.
+func skipWatch(rel string, hank, agentRoot bool, excludes []string) bool {
+	if hank {
+		if rel == ".hankweave" || rel == ".hankweave/events" {
+			return false
+		}
+		if strings.HasPrefix(rel, ".hankweave/") {
+			return true
+		}
+		if agentRoot {
+			if rel == "agentRoot" {
+				return false
+			}
+			r, ok := strings.CutPrefix(rel, "agentRoot/")
+			if !ok {
+				return true
+			}
+			rel = r
+		}
+	}
+	if snapshot.Excluded(rel) {
+		return true
+	}
+	for _, e := range excludes {
+		e = path.Clean(e)
+		if ok, _ := doublestar.Match(e, rel); ok {
+			return true
+		}
+		if ok, _ := doublestar.Match(e+"/**", rel); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// within reports whether p is dir or lies below it (lexically).
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // checkStore checks one store: cheaply (HEAD, main, the ledger parses), or

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -92,7 +93,10 @@ func listRecords(ctx context.Context, sf *storeFlags, sock, dir string) ([]snaps
 			return nil, "", err
 		}
 	}
-	st, err := sf.open(ctx, dir, nil)
+	st, err := sf.openExisting(ctx, dir)
+	if errors.Is(err, snapshot.ErrNoStore) {
+		return nil, "", nil // an empty ledger ("no checkpoints yet", or [] with --json), and no store made
+	}
 	if err != nil {
 		return nil, "", err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -77,22 +78,31 @@ func progressTo(e *env) func(step, total int, msg string) {
 	return nil
 }
 
-// restoreFlags are the flags every restoring command shares.
+// restoreFlags are the flags of the commands that go through the daemon:
+// show and diff register the common ones, and every restoring command
+// (restore, rollback, undo) the same full set through registerRestoring.
 type restoreFlags struct {
 	sf     storeFlags
 	sock   *string
 	asJSON *bool
+	dry    *bool      // restoring commands only
+	paths  stringList // restoring commands only
 }
 
-func (rf *restoreFlags) register(fs interface {
-	StringVar(*string, string, string, string)
-	Int64Var(*int64, string, int64, string)
-	String(string, string, string) *string
-	Bool(string, bool, string) *bool
-}) {
+func (rf *restoreFlags) register(fs *flag.FlagSet) {
 	rf.sf.register(fs)
 	rf.sock = fs.String("socket", "", "daemon socket (default: $CAIRN_SOCKET or the per-user default)")
 	rf.asJSON = fs.Bool("json", false, "print the result as JSON")
+}
+
+// restoringUsage is the flags registerRestoring adds, for usage lines.
+const restoringUsage = "[--dry-run] [--path P]... [--json] [--socket S]"
+
+// registerRestoring adds the flags every restoring command shares.
+func (rf *restoreFlags) registerRestoring(fs *flag.FlagSet) {
+	rf.register(fs)
+	rf.dry = fs.Bool("dry-run", false, "print the plan; change nothing")
+	fs.Var(&rf.paths, "path", "restore only this file or folder (repeatable)")
 }
 
 // direct runs fn on the workspace's store, without a daemon.
@@ -105,13 +115,15 @@ func (rf *restoreFlags) direct(ctx context.Context, dir string, fn func(st *snap
 	return fn(st)
 }
 
+// op is the restore the restoring flags ask for, to target t.
+func (rf *restoreFlags) op(e *env, t restore.Target) agent.RestoreOp {
+	return agent.RestoreOp{Target: t, Paths: rf.paths, DryRun: *rf.dry, Continue: true, Progress: progressTo(e)}
+}
+
 func runRestore(ctx context.Context, e *env, args []string) error {
-	fs := newFlags("restore", "restore <dir> <target> [--dry-run] [--path P]... [--json]", e)
+	fs := newFlags("restore", "restore <dir> <target> "+restoringUsage, e)
 	var rf restoreFlags
-	rf.register(fs)
-	dry := fs.Bool("dry-run", false, "print the plan; change nothing")
-	var paths stringList
-	fs.Var(&paths, "path", "restore only this file or folder (repeatable)")
+	rf.registerRestoring(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -130,12 +142,11 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 	}
 	var res api.RestoreResult
 	if c != nil {
-		res, err = c.Restore(ctx, api.RestoreRequest{Workspace: abs, Target: pos[1], Paths: paths, DryRun: *dry})
+		res, err = c.Restore(ctx, api.RestoreRequest{Workspace: abs, Target: pos[1], Paths: rf.paths, DryRun: *rf.dry})
 	}
 	if c == nil || fallBack(err) {
 		res, err = rf.direct(ctx, abs, func(st *snapshot.Store) (api.RestoreResult, error) {
-			return agent.RunRestore(ctx, st, st.Dir(), agent.RestoreOp{Target: t, Paths: paths, DryRun: *dry,
-				Continue: true, Progress: progressTo(e)})
+			return agent.RunRestore(ctx, st, st.Dir(), rf.op(e, t))
 		})
 	}
 	if err != nil {

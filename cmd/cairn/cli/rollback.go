@@ -15,9 +15,9 @@ func init() {
 }
 
 func runRollback(ctx context.Context, e *env, args []string) error {
-	fs := newFlags("rollback", "rollback <dir> (--codon ID [--type T] | --last-success | --sha S) [--json]", e)
+	fs := newFlags("rollback", "rollback <dir> (--codon ID [--type T] | --last-success | --sha S) "+restoringUsage, e)
 	var rf restoreFlags
-	rf.register(fs)
+	rf.registerRestoring(fs)
 	codon := fs.String("codon", "", "codon id")
 	typ := fs.String("type", "end", "checkpoint type with --codon: start, end, rig-setup, completed, error, skipped")
 	last := fs.Bool("last-success", false, "roll back to the last success")
@@ -37,21 +37,23 @@ func runRollback(ctx context.Context, e *env, args []string) error {
 		return usageErr("rollback takes one workspace directory and exactly one of --codon, --last-success, --sha")
 	}
 	cmd := api.Command{ID: "cli"}
+	data := api.RollbackData{Paths: rf.paths, DryRun: *rf.dry}
 	var t restore.Target
 	switch {
 	case *codon != "":
 		cmd.Type = api.CmdRollbackToCodon
-		cmd.Data = mustJSON(api.RollbackData{CodonID: *codon, CheckpointType: *typ})
+		data.CodonID, data.CheckpointType = *codon, *typ
 		t = restore.ByCodon(*codon, *typ)
 	case *last:
 		cmd.Type = api.CmdRollbackToLastSucc
 		t = restore.ByLastSuccess()
 	default:
 		cmd.Type = api.CmdRollbackToCheckpoint
-		cmd.Data = mustJSON(api.RollbackData{CheckpointSHA: *sha})
+		data.CheckpointSHA = *sha
 		t = restore.BySHA(*sha)
 		t.Raw = *sha
 	}
+	cmd.Data = mustJSON(data)
 	c, abs, err := daemonFor(ctx, *rf.sock, rf.sf.stateDir, pos[0])
 	if err != nil {
 		return err
@@ -63,7 +65,7 @@ func runRollback(ctx context.Context, e *env, args []string) error {
 	}
 	if c == nil || fallBack(err) {
 		res, err = rf.direct(ctx, abs, func(st *snapshot.Store) (api.RestoreResult, error) {
-			return agent.RunRestore(ctx, st, st.Dir(), agent.RestoreOp{Target: t, Continue: true, Progress: progressTo(e)})
+			return agent.RunRestore(ctx, st, st.Dir(), rf.op(e, t))
 		})
 	}
 	if err != nil {
@@ -73,9 +75,9 @@ func runRollback(ctx context.Context, e *env, args []string) error {
 }
 
 func runUndo(ctx context.Context, e *env, args []string) error {
-	fs := newFlags("undo", "undo <dir> [--json]", e)
+	fs := newFlags("undo", "undo <dir> "+restoringUsage, e)
 	var rf restoreFlags
-	rf.register(fs)
+	rf.registerRestoring(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -90,11 +92,11 @@ func runUndo(ctx context.Context, e *env, args []string) error {
 	}
 	var res api.RestoreResult
 	if c != nil {
-		res, err = c.Undo(ctx, abs)
+		res, err = c.UndoWith(ctx, api.UndoRequest{Workspace: abs, Paths: rf.paths, DryRun: *rf.dry})
 	}
 	if c == nil || fallBack(err) {
 		res, err = rf.direct(ctx, abs, func(st *snapshot.Store) (api.RestoreResult, error) {
-			return agent.Undo(ctx, st, st.Dir(), agent.RestoreOp{Progress: progressTo(e)})
+			return agent.Undo(ctx, st, st.Dir(), rf.op(e, restore.Target{}))
 		})
 	}
 	if err != nil {

@@ -43,7 +43,7 @@ func runShow(ctx context.Context, e *env, args []string) error {
 		d, err = c.Show(ctx, abs, pos[1])
 	}
 	if c == nil || fallBack(err) {
-		st, oerr := rf.sf.open(ctx, abs, nil)
+		st, oerr := rf.sf.openExisting(ctx, abs)
 		if oerr != nil {
 			return oerr
 		}
@@ -67,7 +67,11 @@ func runShow(ctx context.Context, e *env, args []string) error {
 		return nil
 	}
 	if r := d.Record; r != nil {
-		fmt.Fprintf(e.stdout, "%s %s  %s  %s\n", r.ID, r.SHA, r.Kind, r.State)
+		id := r.ID
+		if id == "" { // a commit the runtime made, or main's first: not in the ledger
+			id = "—"
+		}
+		fmt.Fprintf(e.stdout, "%s %s  %s  %s\n", id, r.SHA, orDash(r.Kind), r.State)
 		if r.Label != "" {
 			fmt.Fprintf(e.stdout, "label:  %s\n", r.Label)
 		}
@@ -75,7 +79,7 @@ func runShow(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(e.stdout, "codon:  %s (%s), run %s, attempt %d\n", r.CodonID, r.CodonName, r.RunID, r.Attempt)
 		}
 		fmt.Fprintf(e.stdout, "time:   %s (%s)\nref:    %s\nparent: %s\nfiles:  +%d ~%d -%d\n", r.Time.Local().Format("2006-01-02 15:04:05"),
-			age(time.Since(r.Time)), r.Ref, orDash(r.Parent), r.Added, r.Changed, r.Removed)
+			age(time.Since(r.Time)), orDash(r.Ref), orDash(r.Parent), r.Added, r.Changed, r.Removed)
 		for _, is := range r.Issues {
 			fmt.Fprintf(e.stdout, "  %s: %q: %s\n", r.State, is.Path, is.Reason)
 		}
@@ -112,7 +116,7 @@ func runDiff(ctx context.Context, e *env, args []string) error {
 		d, err = c.Diff(ctx, abs, pos[1], b, !*statOnly)
 	}
 	if c == nil || fallBack(err) {
-		st, oerr := rf.sf.open(ctx, abs, nil)
+		st, oerr := rf.sf.openExisting(ctx, abs)
 		if oerr != nil {
 			return oerr
 		}
