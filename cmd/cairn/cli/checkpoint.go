@@ -50,6 +50,17 @@ func (f *storeFlags) open(ctx context.Context, dir string, patterns []string) (*
 	})
 }
 
+// openExisting opens the store for a reading command (list, show, diff):
+// it never creates one, and says there are no checkpoints yet instead.
+func (f *storeFlags) openExisting(ctx context.Context, dir string) (*snapshot.Store, error) {
+	if err := notAsRootFor(dir); err != nil {
+		return nil, err
+	}
+	return snapshot.Open(ctx, dir, snapshot.Options{
+		Layout: snapshot.Layout(f.layout), StateDir: f.stateDir, MaxFileSize: f.maxSize, NoCreate: true,
+	})
+}
+
 func init() {
 	register("checkpoint", "seal one checkpoint of a workspace", runCheckpoint)
 }
@@ -163,8 +174,18 @@ func checkpointViaDaemon(ctx context.Context, sock, dir string, req snapshot.Sea
 	if b, jerr := json.Marshal(ar); jerr == nil {
 		_ = json.Unmarshal(b, &rec)
 	}
+	if ce != nil {
+		err = daemonError{ce}
+	}
 	return rec, true, err
 }
+
+// daemonError prints the daemon's reason as the direct path prints its own
+// (the message alone), and unwraps to the daemon's {code, message}.
+type daemonError struct{ ce *client.Error }
+
+func (e daemonError) Error() string { return e.ce.Message }
+func (e daemonError) Unwrap() error { return e.ce }
 
 func statusOf(req snapshot.SealRequest) string {
 	if req.Kind == snapshot.KindManual {
