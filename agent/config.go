@@ -19,9 +19,12 @@ import (
 
 // Config is the daemon's configuration (TOML).
 type Config struct {
-	StateDir          string   `toml:"state_dir"`
-	Socket            string   `toml:"socket"`
-	LogLevel          string   `toml:"log_level"`
+	StateDir string `toml:"state_dir"`
+	Socket   string `toml:"socket"`
+	LogLevel string `toml:"log_level"`
+	// ReconcileInterval is how often a degraded workspace (watch limit hit)
+	// reconciles its whole tree; default 10s. Workspaces get it through
+	// Settings.ReconcileInterval.
 	ReconcileInterval Duration `toml:"reconcile_interval"`
 	// MaxRuntimeFile caps what cairn reads of a runtime file (state.json, its
 	// .bak, runtime.lock, the archive manifest); default 64 MiB. Read at start.
@@ -45,6 +48,9 @@ type Settings struct {
 	// User, for a daemon running as root, names who git runs as and who owns
 	// what cairn writes; empty: the owner of the workspace folder.
 	User string `toml:"user"`
+	// ReconcileInterval is the config's top-level reconcile_interval, carried
+	// to each workspace (and worker) with the rest of its settings.
+	ReconcileInterval Duration `toml:"-"`
 }
 
 // WatchRoot is a glob of execution directories, with per-root settings.
@@ -114,14 +120,19 @@ func parseSize(str string) (int64, error) {
 func DefaultSettings() Settings {
 	on := true
 	return Settings{
-		Layout:          string(snapshot.LayoutAuto),
-		Patterns:        []string{"**"},
-		MaxFileSize:     100 << 20,
-		Autosave:        &on,
-		AutosaveQuiet:   Duration{2 * time.Second},
-		AutosaveMaxWait: Duration{60 * time.Second},
+		Layout:            string(snapshot.LayoutAuto),
+		Patterns:          []string{"**"},
+		MaxFileSize:       100 << 20,
+		Autosave:          &on,
+		AutosaveQuiet:     Duration{2 * time.Second},
+		AutosaveMaxWait:   Duration{60 * time.Second},
+		ReconcileInterval: Duration{defaultReconcileInterval},
 	}
 }
+
+// defaultReconcileInterval is how often a degraded workspace reconciles
+// when reconcile_interval is not set.
+const defaultReconcileInterval = 10 * time.Second
 
 // merge fills unset fields of s from d.
 func (s Settings) merge(d Settings) Settings {
@@ -148,6 +159,9 @@ func (s Settings) merge(d Settings) Settings {
 	}
 	if s.User == "" {
 		s.User = d.User
+	}
+	if s.ReconcileInterval.Duration == 0 {
+		s.ReconcileInterval = d.ReconcileInterval
 	}
 	return s
 }
@@ -195,6 +209,8 @@ func ParseConfig(name, src string) (*Config, error) {
 	if err := c.validate(src); err != nil {
 		return nil, err
 	}
+	// [defaults] carries it to every workspace (merge fills [[watch]] entries).
+	c.Defaults.ReconcileInterval = c.ReconcileInterval
 	return &c, nil
 }
 
@@ -237,6 +253,9 @@ func (c *Config) validate(src string) error {
 		if err := check(w.Settings); err != nil {
 			return err
 		}
+	}
+	if d := c.ReconcileInterval.Duration; d != 0 && d < 100*time.Millisecond {
+		return bad("reconcile_interval", "reconcile_interval %s is too short (at least 100ms)", d)
 	}
 	switch strings.ToLower(c.LogLevel) {
 	case "", "debug", "info", "warn", "error":

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -18,11 +19,19 @@ import (
 
 // Timers of the lifecycle, each named: a torn state.json is re-read after
 // stateRetry; while the runtime's lock is held, it is checked every
-// lockCheck for a runtime that died without removing it.
+// lockCheck for a runtime that died without removing it. In a run whose
+// runtime checkpoints by itself, cairn waits at most adoptWait for the
+// runtime's rig-setup SHA before sealing one of its own: long enough for the
+// runtime to commit a large tree, and only spent when a runtime stalls in
+// starting (one that moves on without recording a SHA ends the wait).
 const (
 	stateRetry = 250 * time.Millisecond
 	lockCheck  = 10 * time.Second
+	adoptWait  = 10 * time.Second
 )
+
+// stateRel is state.json relative to the execution directory, as the watch names it.
+const stateRel = ".hankweave/state.json"
 
 // hankState is what a Hankweave workspace remembers between markers.
 type hankState struct {
@@ -32,10 +41,66 @@ type hankState struct {
 	primed  string             // the selection the index was last primed for
 	// stateTime is the mtime of the state.json last read.
 	stateTime time.Time
+
+	// readAt is when the last valid state.json was read: a marker it did not
+	// show was written after it. firstEvent is the watch time of the first
+	// state.json event taken since then: a change taken before that event
+	// precedes every state.json written after readAt.
+	readAt, firstEvent time.Time
+	// unread: a control file changed after the last read (an event taken
+	// while sealing), so the state must be read again.
+	unread bool
+	sights map[string]*sighting // markers due and not yet in the ledger, by key
+	// ckptRuns are the runs the journal shows a CheckpointCreated for.
+	ckptRuns map[string]bool
+}
+
+// sighting is what cairn knows of a marker from the pass that first saw it.
+type sighting struct {
+	// boundary is the watch time of the first state.json event after the
+	// last read that did not show the marker (zero: none taken yet). A change
+	// taken from the watch before it was made before the marker, whatever
+	// its file time says.
+	boundary, floor time.Time
+	stateTime       time.Time // mtime of the state.json that first showed it
+	seen            time.Time // when cairn first saw it
+	late            bool      // first seen as the daemon started watching
+	waited          bool      // held back for the runtime's own checkpoint
 }
 
 func newHankState(exec string) *hankState {
-	return &hankState{exec: exec, journal: hankweave.NewJournal(exec)}
+	return &hankState{exec: exec, journal: hankweave.NewJournal(exec),
+		sights: map[string]*sighting{}, ckptRuns: map[string]bool{}}
+}
+
+// saw notes a control file's change taken from the watch, outside the
+// lifecycle pass's own reads: it orders the changes around a marker and says
+// whether the state must be read again.
+func (h *hankState) saw(c watcher.Change) {
+	if c.Path == stateRel {
+		for _, s := range h.sights {
+			if s.boundary.IsZero() && !c.Time.Before(s.floor) {
+				s.boundary = c.Time
+			}
+		}
+	}
+	if c.Time.Before(h.readAt) {
+		return // taken by the watch before the last read: that read reflects it
+	}
+	h.unread = true
+	if c.Path == stateRel && h.firstEvent.IsZero() {
+		h.firstEvent = c.Time
+	}
+}
+
+// sight returns the marker's sighting, recording it if this pass is the first to see it.
+func (h *hankState) sight(key string, floor, first time.Time, now time.Time, startup bool) *sighting {
+	s := h.sights[key]
+	if s == nil {
+		s = &sighting{floor: floor, boundary: first, stateTime: h.stateTime, seen: now, late: startup}
+		h.sights[key] = s
+	}
+	return s
 }
 
 // currentPatterns is the selection of the codon running now (or last run):
@@ -77,19 +142,25 @@ func (h *hankState) currentPatterns() ([]string, bool) {
 // begun watching (missing markers are sealed late, and marked so).
 // It returns when to look again, or nil.
 func (w *workspace) lifecycle(ctx context.Context, wt *watcher.Watcher, startup bool) <-chan time.Time {
-	// The journal says what moved (logged); state.json is the record of truth.
-	if evs, err := w.hank.journal.Read(); err != nil {
+	h := w.hank
+	// The journal says what moved (logged) and which runs the runtime
+	// checkpoints itself; state.json is the record of truth.
+	if evs, err := h.journal.Read(); err != nil {
 		w.log.Debug().Err(err).Msg("journal unreadable")
 	} else {
 		for _, ev := range evs {
 			if tr, ok := ev.Transition(); ok {
 				w.log.Debug().Str("transition", tr.TransitionType).Str("codon", tr.CodonID).Str("run", tr.RunID).
 					Str("from", tr.From).Str("to", tr.To).Msg("runtime transition")
+				if tr.TransitionType == "CheckpointCreated" && tr.RunID != "" && tr.SHA != "" {
+					h.ckptRuns[tr.RunID] = true
+				}
 			}
 		}
 	}
 	// The lock before the state: a runtime writes its lock before its first transition.
 	lock, lockErr := hankweave.ReadLock(w.dir)
+	readAt := time.Now()
 	st, err := hankweave.ReadState(w.dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -99,15 +170,21 @@ func (w *workspace) lifecycle(ctx context.Context, wt *watcher.Watcher, startup 
 		w.setStatus(func(s *api.WorkspaceStatus) { s.Error = "state.json unreadable (retrying): " + err.Error() })
 		return time.After(stateRetry)
 	}
+	h.unread = false
+	// Markers this read shows for the first time were written after floor.
+	floor, first := h.readAt, h.firstEvent
 	if st.Warning != nil {
+		// An older state: what it lacks may already be in state.json.
 		w.log.Warn().Err(st.Warning).Msg("state.json invalid; read state.json.bak")
+	} else {
+		h.readAt, h.firstEvent = readAt, time.Time{}
 	}
-	w.hank.last = st
+	h.last = st
 	// The file's own mtime says when the newest transition landed, on the
 	// same clock as the agent's files.
-	w.hank.stateTime = time.Time{}
+	h.stateTime = time.Time{}
 	if fi, err := os.Stat(filepath.Join(w.dir, ".hankweave", "state.json")); err == nil {
-		w.hank.stateTime = fi.ModTime()
+		h.stateTime = fi.ModTime()
 	}
 	alive := lockErr == nil && lock != nil && lock.Alive(time.Now())
 	have := map[string]bool{}
@@ -125,10 +202,39 @@ func (w *workspace) lifecycle(ctx context.Context, wt *watcher.Watcher, startup 
 	if m := hankweave.ExitDue(st, alive); m != nil {
 		all = append(all, *m)
 	}
+	now := time.Now()
 	var due []hankweave.Marker
+	var wake time.Time        // when a marker held for the runtime's checkpoint stops waiting
+	held := map[string]bool{} // runs whose markers wait behind a held one, to keep the branch in order
+	keep := map[string]bool{}
 	for _, m := range all {
-		if !have[m.Key()] && (m.Kind == hankweave.KindExit || !predates(m, since)) {
-			due = append(due, m)
+		if have[m.Key()] || predates(m, since) {
+			continue
+		}
+		s := h.sight(m.Key(), floor, first, now, startup)
+		keep[m.Key()] = true
+		if held[m.RunID] {
+			continue
+		}
+		if w.awaitsRuntime(ctx, st, m, alive) {
+			if deadline := s.seen.Add(adoptWait); now.Before(deadline) {
+				if !s.waited {
+					w.log.Debug().Str("codon", m.CodonID).Str("run", m.RunID).Msg("waiting for the runtime's own rig-setup checkpoint")
+				}
+				s.waited, held[m.RunID] = true, true
+				if wake.IsZero() || deadline.Before(wake) {
+					wake = deadline
+				}
+				continue
+			}
+			w.log.Warn().Str("codon", m.CodonID).Str("run", m.RunID).Dur("waited", adoptWait).
+				Msg("the runtime recorded no rig-setup checkpoint in time; sealing one")
+		}
+		due = append(due, m)
+	}
+	for k := range h.sights {
+		if !keep[k] {
+			delete(h.sights, k)
 		}
 	}
 	rerun := false
@@ -137,19 +243,74 @@ func (w *workspace) lifecycle(ctx context.Context, wt *watcher.Watcher, startup 
 		rerun = w.barrier(wt)
 	}
 	for _, m := range due {
-		w.sealMarker(ctx, wt, st, m, startup)
+		w.sealMarker(ctx, wt, st, m, h.sights[m.Key()])
 		if ctx.Err() != nil {
 			return nil
 		}
 	}
 	w.prime(ctx)
-	if _, control := w.drain(wt); control || rerun {
+	if _, control := w.drain(wt); control || rerun || h.unread {
 		return time.After(0) // another transition may have landed since the state was read
+	}
+	if !wake.IsZero() {
+		return time.After(min(time.Until(wake), lockCheck))
 	}
 	if alive {
 		return time.After(lockCheck)
 	}
 	return nil
+}
+
+// awaitsRuntime reports whether cairn leaves marker m to the runtime for now:
+// a rig-setup the runtime has not recorded yet, in a run whose runtime
+// checkpoints by itself, while the codon is still starting (the runtime
+// records it before moving on) and the runtime lives. Terminal markers never
+// wait: the runtime commits before the terminal write, so its SHA comes with
+// the marker or not at all. Exit and autosaves are always cairn's.
+func (w *workspace) awaitsRuntime(ctx context.Context, st *hankweave.State, m hankweave.Marker, alive bool) bool {
+	if m.Kind != hankweave.KindRigSetup || m.RecordedSHA != "" || m.Status != hankweave.StatusStarting || !alive {
+		return false
+	}
+	return w.selfCheckpointing(ctx, st, m.RunID)
+}
+
+// selfCheckpointing reports whether the runtime seals its own lifecycle
+// checkpoints in the run: the run shows it (SHAs in its records, a
+// CheckpointCreated in the journal, or its branch's tip a commit cairn did
+// not seal) or, while its records tell neither way, the newest older run
+// that tells did. A run's first rig-setup comes before it can show anything.
+func (w *workspace) selfCheckpointing(ctx context.Context, st *hankweave.State, runID string) bool {
+	i := slices.IndexFunc(st.Runs, func(r hankweave.Run) bool { return r.RunID == runID })
+	if i < 0 {
+		return false
+	}
+	for j := i; j < len(st.Runs); j++ {
+		yes, known := hankweave.RuntimeCheckpoints(&st.Runs[j])
+		if yes || w.hank.ckptRuns[st.Runs[j].RunID] {
+			return true
+		}
+		if known {
+			break
+		}
+	}
+	// Git last: a commit on the branch may precede the write that records it.
+	return w.foreignTip(ctx, runID)
+}
+
+// foreignTip reports whether run-<runID>'s tip is a commit cairn did not
+// seal itself: the runtime's own (or one cairn adopted from it).
+func (w *workspace) foreignTip(ctx context.Context, runID string) bool {
+	out, err := w.store.Git().Run(ctx, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", "refs/heads/run-"+runID)
+	if err != nil {
+		return false // no branch yet
+	}
+	tip := strings.TrimSpace(string(out))
+	for _, r := range w.store.Records() {
+		if r.SHA == tip {
+			return r.Adopted
+		}
+	}
+	return tip != ""
 }
 
 func markerKey(run, codon string, attempt int, kind string) string {
@@ -158,12 +319,19 @@ func markerKey(run, codon string, attempt int, kind string) string {
 
 // predates reports whether the marker happened before cairn first watched
 // the workspace: its checkpoint would hold today's files, not that moment's.
+// An exit counts from when the runtime ended its run; a run still marked
+// running may have lost its runtime at any time, so its exit is always owed.
 func predates(m hankweave.Marker, since time.Time) bool {
 	if since.IsZero() {
 		return false
 	}
-	t := m.EndTime
-	if t.IsZero() {
+	var t time.Time
+	switch {
+	case m.Kind == hankweave.KindExit:
+		t = m.Stopped
+	case !m.EndTime.IsZero():
+		t = m.EndTime
+	default:
 		t = m.StartTime
 	}
 	return !t.IsZero() && t.Before(since)
@@ -171,7 +339,7 @@ func predates(m hankweave.Marker, since time.Time) bool {
 
 // sealMarker adopts the runtime's own checkpoint when git confirms it, and
 // otherwise seals one.
-func (w *workspace) sealMarker(ctx context.Context, wt *watcher.Watcher, st *hankweave.State, m hankweave.Marker, startup bool) {
+func (w *workspace) sealMarker(ctx context.Context, wt *watcher.Watcher, st *hankweave.State, m hankweave.Marker, s *sighting) {
 	kind := snapshot.Kind(m.Kind)
 	if m.RecordedSHA != "" {
 		rec, err := w.store.Adopt(ctx, snapshot.AdoptRequest{SHA: m.RecordedSHA, Kind: kind, CodonID: m.CodonID,
@@ -190,34 +358,47 @@ func (w *workspace) sealMarker(ctx context.Context, wt *watcher.Watcher, st *han
 	if run := st.Run(m.RunID); run != nil && run.StartingConditions.Source != nil {
 		req.StartSHA = run.StartingConditions.Source.CheckpointSHA
 	}
-	switch {
-	case startup:
+	if s.late {
 		req.Racy = []snapshot.PathIssue{{Path: ".", Reason: "sealed late: the daemon was not watching at the marker; files may have changed since"}}
-	case !m.EndTime.IsZero():
-		// The marker's moment: its endTime, or the state file's mtime if
-		// earlier (a transition is written right after its endTime is taken).
-		// The runtime's endTime has millisecond precision: a millisecond of
-		// slack. File times are coarse (a kernel tick): a file stamped in the
-		// same tick as state.json cannot be proven older, so it counts as racy.
-		at := m.EndTime.Add(time.Millisecond)
-		if st := w.hank.stateTime; !st.IsZero() && st.Before(at) {
-			at = st.Add(-time.Nanosecond)
-		}
-		req.Racy = w.changedAfter(at)
+	} else {
+		req.Racy = w.changedAfter(m, s)
 	}
 	w.seal(ctx, wt, req, true)
 }
 
-// changedAfter names the pending paths written after limit (by their mtime;
-// a path that is gone, by when its event was read).
-func (w *workspace) changedAfter(limit time.Time) []snapshot.PathIssue {
+// changedAfter names the pending paths changed after the marker. The watch's
+// single queue orders them first: a change taken before the first state.json
+// event that can carry the marker precedes it, whatever its file time says
+// (a file written in the marker's millisecond, or tick, reads as newer).
+// Only later ones are judged by file time (a path that is gone, by when its
+// event was read): for a terminal marker, in a later millisecond than its
+// endTime, or not before the state file that showed it (the agent writes up
+// to its marker and right after it, so a tie counts as racy); for a
+// rig-setup cairn sealed after waiting for the runtime, taken since it was
+// first seen and stamped after that state file. The changes taken while
+// sealing are added by seal.
+func (w *workspace) changedAfter(m hankweave.Marker, s *sighting) []snapshot.PathIssue {
+	var after func(taken, when time.Time) bool
+	switch {
+	case !m.EndTime.IsZero():
+		after = func(taken, when time.Time) bool {
+			if s.boundary.IsZero() || taken.Before(s.boundary) {
+				return false
+			}
+			return m.EndedBefore(when) || (!s.stateTime.IsZero() && !when.Before(s.stateTime))
+		}
+	case s.waited && !s.stateTime.IsZero():
+		after = func(taken, when time.Time) bool { return !taken.Before(s.seen) && when.After(s.stateTime) }
+	default:
+		return nil
+	}
 	var racy []snapshot.PathIssue
-	for p, seen := range w.dirty {
-		when := seen
+	for p, taken := range w.dirty {
+		when := taken
 		if fi, err := os.Lstat(filepath.Join(w.store.WorkTree(), filepath.FromSlash(p))); err == nil {
 			when = fi.ModTime()
 		}
-		if when.After(limit) {
+		if after(taken, when) {
 			racy = append(racy, snapshot.PathIssue{Path: p, Reason: "changed after the lifecycle marker"})
 		}
 	}
@@ -264,6 +445,7 @@ func (w *workspace) barrier(wt *watcher.Watcher) (control bool) {
 				w.note(rel, c.Time)
 			} else {
 				control = true
+				w.hank.saw(c)
 			}
 		case <-wt.Overflow():
 			w.needFull = true

@@ -174,15 +174,25 @@ func (d *Daemon) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	rec, err := ws.checkpoint(r.Context(), sreq)
-	if err != nil && rec.ID == "" {
-		writeError(w, http.StatusInternalServerError, "SEAL_FAILED", err.Error())
+	if err == nil {
+		writeJSON(w, http.StatusOK, toAPIRecord(rec))
 		return
 	}
-	code := http.StatusOK
-	if err != nil {
-		code = http.StatusInternalServerError
+	// Every failure answers {code, message}; a seal recorded as failed
+	// carries its record too, so the reason survives the socket.
+	code, errCode := http.StatusInternalServerError, "SEAL_FAILED"
+	switch {
+	case errors.Is(err, errWorkspaceGone):
+		code, errCode = http.StatusGone, "WORKSPACE_GONE"
+	case errors.Is(err, errNotServing), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		code, errCode = http.StatusServiceUnavailable, "NOT_READY"
 	}
-	writeJSON(w, code, toAPIRecord(rec))
+	e := api.Error{Code: errCode, Message: err.Error()}
+	if rec.ID != "" {
+		ar := toAPIRecord(rec)
+		e.Record = &ar
+	}
+	writeJSON(w, code, e)
 }
 
 // lookup finds a workspace this process serves by its exact path.

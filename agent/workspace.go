@@ -4,13 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -26,12 +31,39 @@ import (
 const (
 	stateStarting = "starting"
 	stateWatching = "watching"
-	stateDegraded = "degraded" // watch limit hit: periodic full reconciles
-	stateFailed   = "failed"
+	stateDegraded = "degraded" // watch limit hit: every seal a full reconcile, plus periodic ones
+	stateFailed   = "failed"   // the store cannot be opened, or the last seal failed (retried)
+	stateGone     = "gone"     // the workspace folder was removed
 )
 
 // sealGrace is how long a seal in progress may finish after shutdown begins.
 const sealGrace = 7 * time.Second
+
+// Timings of a workspace's recovery. A degraded workspace retries a complete
+// watch after rewatchFirst, doubling to rewatchMax; a failed seal is retried
+// after retryFirst, doubling to retryMax (each attempt is a ledger record, so
+// not faster). Every healthEvery the folder and the store are checked to
+// still exist.
+var (
+	rewatchFirst = 30 * time.Second
+	rewatchMax   = 10 * time.Minute
+	retryFirst   = 2 * time.Second
+	retryMax     = 5 * time.Minute
+	healthEvery  = 5 * time.Second
+)
+
+// testMaxWatchesEnv is for tests only: set to N, every workspace's watch
+// behaves as if the inotify watch limit were N folders, so degraded mode is
+// reached without lowering the machine-wide sysctl.
+const testMaxWatchesEnv = "CAIRN_TEST_MAX_WATCHES"
+
+func testMaxWatches() int {
+	n, _ := strconv.Atoi(os.Getenv(testMaxWatchesEnv))
+	return max(n, 0)
+}
+
+// maxSkippedShown bounds the over-size files status names.
+const maxSkippedShown = 50
 
 // workspace watches one execution directory and seals its checkpoints. All
 // of its work runs on one goroutine, so seals of a workspace never overlap.
@@ -47,6 +79,18 @@ type workspace struct {
 	dirty    map[string]time.Time // work-tree paths changed since the last seal, with their latest event time
 	deb      *watcher.Debouncer   // autosave timing; nil until watching
 	needFull bool                 // events were lost: the next seal reconciles everything
+
+	// Owned by the workspace's goroutine: degraded mode, seal retries, health.
+	degraded       bool              // the watch limit was hit: part of the tree is unwatched
+	reconcile      alarm             // degraded, autosave on: the next periodic full reconcile
+	lastReconcile  time.Time         // the last full reconcile that sealed (or found nothing to seal)
+	rewatch        alarm             // degraded: the next attempt at a complete watch
+	rewatchBackoff time.Duration     //
+	retry          alarm             // the last seal failed: the next attempt
+	retryBackoff   time.Duration     //
+	failing        error             // why the last seal failed; nil after a success
+	gone           bool              // the workspace folder was removed
+	tooBig         map[string]string // files left out for their size, with why, as last seen
 
 	mu     sync.Mutex
 	status api.WorkspaceStatus
@@ -79,8 +123,50 @@ type sealResult struct {
 // errNotServing means the workspace is not watching yet (or failed).
 var errNotServing = errors.New("workspace is not being watched right now; see cairn status")
 
+// errWorkspaceGone refuses seals of a workspace whose folder was removed:
+// git would fail on its missing work tree with a misleading error.
+var errWorkspaceGone = errors.New("the workspace folder is gone")
+
+// errFolderBack ends serve when a removed workspace folder reappears: its
+// watch died with it, so the workspace starts over.
+var errFolderBack = errors.New("the workspace folder is back")
+
+// alarm is a one-shot timer owned by the workspace's goroutine; its channel
+// is nil while it is not set, so a select on it waits forever.
+type alarm struct {
+	t  *time.Timer
+	at time.Time // when it fires; zero when not set
+}
+
+func (a *alarm) set(d time.Duration) {
+	a.stop()
+	a.at, a.t = time.Now().Add(d), time.NewTimer(d)
+}
+
+func (a *alarm) stop() {
+	if a.t != nil {
+		a.t.Stop()
+	}
+	a.t, a.at = nil, time.Time{}
+}
+
+func (a *alarm) armed() bool { return a.t != nil }
+
+func (a *alarm) C() <-chan time.Time {
+	if a.t == nil {
+		return nil
+	}
+	return a.t.C
+}
+
 // checkpoint asks the workspace's goroutine to seal req and waits for it.
 func (w *workspace) checkpoint(ctx context.Context, req snapshot.SealRequest) (snapshot.Record, error) {
+	w.mu.Lock()
+	gone := w.status.State == stateGone
+	w.mu.Unlock()
+	if gone {
+		return snapshot.Record{}, errWorkspaceGone
+	}
 	job := sealJob{req: req, reply: make(chan sealResult, 1)}
 	select {
 	case w.jobs <- job:
@@ -104,6 +190,7 @@ func newWorkspace(dir string, set Settings, stateDir string, log zerolog.Logger)
 		dir: dir, set: set, stateDir: stateDir,
 		log:      log.With().Str("workspace", dir).Logger(),
 		dirty:    map[string]time.Time{},
+		tooBig:   map[string]string{},
 		jobs:     make(chan sealJob),
 		restores: make(chan restoreJob),
 		status:   api.WorkspaceStatus{Dir: dir, Layout: set.Layout, State: stateStarting},
@@ -132,8 +219,11 @@ func (w *workspace) snapshotStatus() api.WorkspaceStatus {
 	st := w.status
 	st.Rolling = w.rolling.Load()
 	if w.wt != nil {
-		st.Watches = w.wt.Status().Watches
+		ws := w.wt.Status()
+		st.Watches, st.Unwatched, st.UnwatchedDirs = ws.Watches, ws.Unwatched, ws.UnwatchedDirs
 	}
+	st.Skipped = append([]api.PathIssue(nil), st.Skipped...)
+	st.UnwatchedDirs = append([]string(nil), st.UnwatchedDirs...)
 	return st
 }
 
@@ -148,16 +238,38 @@ func (w *workspace) fail(err error) {
 	w.setStatus(func(s *api.WorkspaceStatus) { s.State, s.Error = stateFailed, err.Error() })
 }
 
-// run opens the store (retrying with backoff while it fails), then serves
-// the workspace's events.
+// run opens the store and serves the workspace's events, each retried with
+// backoff while it fails; a removed folder waits (as gone) until it is back.
 func (w *workspace) run(ctx context.Context) {
+	// Discovery may release a removed workspace before its watch noticed:
+	// the log still says why it went.
+	defer func() {
+		if !w.gone && folderMissing(w.dir) {
+			w.markGone()
+		}
+	}()
 	backoff := time.Second
 	for {
 		err := w.open(ctx)
 		if err == nil {
-			break
+			err = w.serve(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			if errors.Is(err, errFolderBack) {
+				w.log.Info().Msg("the workspace folder is back; watching it again")
+				backoff = time.Second
+				continue
+			}
+			if err == nil {
+				return // the watcher stopped: shutting down
+			}
 		}
-		w.fail(err)
+		if folderMissing(w.dir) {
+			w.markGone()
+		} else {
+			w.fail(err)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -165,22 +277,33 @@ func (w *workspace) run(ctx context.Context) {
 		}
 		backoff = min(backoff*2, 5*time.Minute)
 	}
-	if err := w.serve(ctx); err != nil && ctx.Err() == nil {
-		w.fail(err)
+}
+
+// folderMissing reports whether dir no longer exists (or is no folder).
+func folderMissing(dir string) bool {
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return true
+	}
+	return err == nil && !fi.IsDir()
+}
+
+func (w *workspace) storeOptions() snapshot.Options {
+	return snapshot.Options{
+		Layout: snapshot.Layout(w.set.Layout), StateDir: w.stateDir,
+		MaxFileSize: int64(w.set.MaxFileSize), Patterns: w.patterns(w.set.Patterns),
 	}
 }
 
 func (w *workspace) open(ctx context.Context) error {
 	w.adoptStore()
-	st, err := snapshot.Open(ctx, w.dir, snapshot.Options{
-		Layout: snapshot.Layout(w.set.Layout), StateDir: w.stateDir,
-		MaxFileSize: int64(w.set.MaxFileSize), Patterns: w.patterns(w.set.Patterns),
-	})
+	st, err := snapshot.Open(ctx, w.dir, w.storeOptions())
 	if err != nil {
 		return err
 	}
-	w.store = st
+	// Under the status lock: request handlers read the store through openStore.
 	w.setStatus(func(s *api.WorkspaceStatus) {
+		w.store = st
 		s.Layout, s.WorkTree, s.Store, s.Error = string(st.Layout()), st.WorkTree(), st.GitDir(), ""
 	})
 	if st.Layout() == snapshot.LayoutHankweave {
@@ -251,7 +374,7 @@ func (w *workspace) serve(ctx context.Context) error {
 	if w.hank != nil {
 		root = w.dir
 	}
-	opts := watcher.Options{Root: root, Skip: w.skipFromRoot}
+	opts := watcher.Options{Root: root, Skip: w.skipFromRoot, MaxWatches: testMaxWatches()}
 	wt, err := watcher.Start(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", root, err)
@@ -264,19 +387,23 @@ func (w *workspace) serve(ctx context.Context) error {
 	deb := watcher.NewDebouncer(w.set.AutosaveQuiet.Duration, w.set.AutosaveMaxWait.Duration)
 	defer deb.Stop()
 	w.deb = deb
+	w.failing, w.gone, w.degraded = nil, false, false
+	w.rewatchBackoff, w.retryBackoff = rewatchFirst, retryFirst
+	defer func() {
+		w.reconcile.stop()
+		w.rewatch.stop()
+		w.retry.stop()
+	}()
+	health := time.NewTicker(healthEvery)
+	defer health.Stop()
 
-	w.updateWatchStatus(wt)
+	w.watchChanged(wt)
 	w.initialSeal(ctx)
 	var lifecycleTimer <-chan time.Time
 	if w.hank != nil {
 		lifecycleTimer = w.lifecycle(ctx, wt, true)
 	}
 
-	degradedBackoff := 30 * time.Second
-	var degraded <-chan time.Time
-	if wt.Status().LimitHit {
-		degraded = time.After(degradedBackoff)
-	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -288,13 +415,14 @@ func (w *workspace) serve(ctx context.Context) error {
 			if rel, ok := w.workRel(c.Path); ok {
 				w.note(rel, c.Time)
 			} else if w.hank != nil && c.Path != barrierRel {
+				w.hank.saw(c)
 				lifecycleTimer = w.lifecycle(ctx, wt, false)
 			}
 		case <-wt.Overflow():
 			w.needFull = true
-			w.updateWatchStatus(wt)
-			if wt.Status().LimitHit && degraded == nil {
-				degraded = time.After(degradedBackoff)
+			w.watchChanged(wt)
+			if w.checkGone() {
+				break // the root went with its folder: nothing to seal
 			}
 			if w.autosaveOn() {
 				deb.Add("", time.Now())
@@ -314,7 +442,7 @@ func (w *workspace) serve(ctx context.Context) error {
 			w.drain(wt)
 			// The pre-restore checkpoint stages only what the watch saw change.
 			var changed []string
-			if !w.needFull {
+			if !w.needFull && !w.incomplete() {
 				changed = make([]string, 0, len(w.dirty))
 				for p := range w.dirty {
 					if p != "" {
@@ -325,28 +453,250 @@ func (w *workspace) serve(ctx context.Context) error {
 			job.run(ctx, changed)
 			// The checkout rewrote files: the next seal reconciles everything.
 			w.needFull = true
-		case <-degraded:
-			// Without a complete watch, only a full reconcile sees every change.
-			w.needFull = true
+		case <-w.reconcile.C():
+			// Changes in unwatched folders have no events: only a full
+			// reconcile finds them, at most a reconcile interval late.
+			w.reconcile.stop()
 			w.autosave(ctx, wt)
+			if w.degraded && !w.reconcile.armed() {
+				w.reconcile.set(w.reconcileEvery())
+			}
+			w.refreshStatus()
+		case <-w.rewatch.C():
+			w.rewatch.stop()
 			// The limit may have been raised (or other watches released): try again.
 			if nw, err := watcher.Start(ctx, opts); err == nil && !nw.Status().LimitHit {
 				wt.Close()
 				wt = nw
 				w.setStatus(func(*api.WorkspaceStatus) { w.wt = nw })
 				w.needFull = true // changes between the two watches
-				w.updateWatchStatus(wt)
-				degraded = nil
+				w.rewatchBackoff = rewatchFirst
+				w.watchChanged(wt)
 				w.log.Info().Msg("watch complete again")
 				continue
 			} else if err == nil {
 				nw.Close()
 			}
-			degradedBackoff = min(degradedBackoff*2, 10*time.Minute)
-			degraded = time.After(degradedBackoff)
+			w.rewatchBackoff = min(w.rewatchBackoff*2, rewatchMax)
+			w.rewatch.set(w.rewatchBackoff)
+			w.refreshStatus()
+		case <-w.retry.C():
+			w.retry.stop()
+			w.retrySeal(ctx, wt)
+			if w.hank != nil { // a lifecycle checkpoint that failed is due again
+				lifecycleTimer = w.lifecycle(ctx, wt, false)
+			}
+			w.refreshStatus()
+		case <-health.C:
+			if w.gone {
+				if !folderMissing(w.dir) {
+					return errFolderBack
+				}
+				continue
+			}
+			if !w.checkGone() {
+				if _, err := w.ensureStore(ctx); err != nil {
+					w.sealFailed(err)
+				}
+			}
 		}
 		w.setStatus(func(s *api.WorkspaceStatus) { s.Pending = len(w.dirty) })
 	}
+}
+
+// reconcileEvery is the degraded workspace's reconcile interval.
+func (w *workspace) reconcileEvery() time.Duration {
+	if d := w.set.ReconcileInterval.Duration; d > 0 {
+		return d
+	}
+	return defaultReconcileInterval
+}
+
+// incomplete reports whether some part of the tree is unwatched: its changes
+// come with no event, so no seal may trust the dirty set alone.
+func (w *workspace) incomplete() bool {
+	if w.wt == nil {
+		return false
+	}
+	st := w.wt.Status()
+	return st.LimitHit || st.Unwatched > 0
+}
+
+// watchChanged takes in the watch's health: entering degraded mode (the
+// watch limit) arms the periodic reconcile and the re-watch attempts.
+func (w *workspace) watchChanged(wt *watcher.Watcher) {
+	ws := wt.Status()
+	switch {
+	case ws.LimitHit && !w.degraded:
+		w.degraded = true
+		w.rewatch.set(w.rewatchBackoff)
+		if w.autosaveOn() {
+			w.reconcile.set(w.reconcileEvery())
+		}
+		w.log.Warn().Str("error", ws.Err).Int("unwatched", ws.Unwatched).Dur("reconcile_interval", w.reconcileEvery()).
+			Msg("watch limit hit; every seal reconciles the whole tree, and a full reconcile runs every reconcile_interval")
+	case !ws.LimitHit && w.degraded:
+		w.degraded = false
+		w.rewatch.stop()
+		w.reconcile.stop()
+	}
+	w.refreshStatus()
+}
+
+// refreshStatus derives the state shown in status from what the goroutine
+// knows now: gone, a failing seal, a degraded watch, or watching.
+func (w *workspace) refreshStatus() {
+	var ws watcher.Status
+	if w.wt != nil {
+		ws = w.wt.Status()
+	}
+	w.setStatus(func(s *api.WorkspaceStatus) {
+		s.Watches, s.Unwatched, s.UnwatchedDirs = ws.Watches, ws.Unwatched, ws.UnwatchedDirs
+		s.StaleUpTo, s.NextReconcile, s.LastReconcile, s.NextRewatch = "", time.Time{}, time.Time{}, time.Time{}
+		if w.degraded {
+			if w.autosaveOn() {
+				s.StaleUpTo = w.reconcileEvery().String()
+			}
+			s.NextReconcile, s.LastReconcile, s.NextRewatch = w.reconcile.at, w.lastReconcile, w.rewatch.at
+		}
+		s.RetryAt = w.retry.at
+		switch {
+		case w.gone:
+			s.State, s.Error = stateGone, errWorkspaceGone.Error()
+		case w.failing != nil:
+			s.State, s.Error = stateFailed, w.failing.Error()
+			if w.retry.armed() {
+				s.Error += fmt.Sprintf(" (changes kept; retrying at %s)", w.retry.at.Format(time.TimeOnly))
+			}
+		case w.degraded:
+			s.State, s.Error = stateDegraded, ws.Err
+		default:
+			s.State, s.Error = stateWatching, ""
+		}
+	})
+}
+
+// checkGone notices that the workspace folder was removed: seals stop (with
+// errWorkspaceGone) until it is back or discovery releases the workspace.
+func (w *workspace) checkGone() bool {
+	if w.gone {
+		return true
+	}
+	if !folderMissing(w.dir) {
+		return false
+	}
+	w.markGone()
+	w.retry.stop()
+	w.reconcile.stop()
+	w.rewatch.stop()
+	w.refreshStatus()
+	return true
+}
+
+// markGone records, says and publishes once that the folder is gone.
+func (w *workspace) markGone() {
+	w.mu.Lock()
+	was := w.status.State == stateGone
+	w.status.State, w.status.Error = stateGone, errWorkspaceGone.Error()
+	w.mu.Unlock()
+	w.gone = true
+	if was {
+		return
+	}
+	w.log.Warn().Msg("the workspace folder is gone; nothing is sealed until it is back (or the workspace is released)")
+	w.publishError("WORKSPACE_GONE", errWorkspaceGone.Error()+": "+w.dir)
+}
+
+func (w *workspace) publishError(code, msg string) {
+	if w.emit != nil {
+		w.emit(api.Event{Type: api.EvError, Workspace: w.dir, Time: time.Now(), Data: api.ErrorEvent{Code: code, Message: msg}})
+	}
+}
+
+// ensureStore recreates a store deleted under the daemon (rm -rf): every seal
+// would fail on it. The new store begins with a baseline; the history the old
+// one held is lost, and status and the log say so. recreated reports whether
+// it did.
+func (w *workspace) ensureStore(ctx context.Context) (recreated bool, err error) {
+	gitDir := w.store.GitDir()
+	if _, err := os.Lstat(filepath.Join(gitDir, "HEAD")); !errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	w.log.Error().Str("store", gitDir).Msg("the store was deleted; recreating it with a new baseline (the checkpoints it held are lost)")
+	// A ledger that outlived its store names commits that no longer exist.
+	ledger := w.store.LedgerPath()
+	if _, err := os.Lstat(ledger); err == nil {
+		kept := fmt.Sprintf("%s.lost-%d", ledger, time.Now().Unix())
+		if err := os.Rename(ledger, kept); err != nil {
+			return false, fmt.Errorf("the store %s was deleted; moving its orphaned ledger aside: %w", gitDir, err)
+		}
+		w.log.Warn().Str("ledger", kept).Msg("the deleted store's ledger was kept aside")
+	}
+	st, err := snapshot.Open(ctx, w.dir, w.storeOptions())
+	if err != nil {
+		return false, fmt.Errorf("the store %s was deleted and could not be recreated: %w", gitDir, err)
+	}
+	notice := fmt.Sprintf("the store was deleted and recreated at %s: the checkpoints before then are lost",
+		time.Now().Format(time.RFC3339))
+	w.setStatus(func(s *api.WorkspaceStatus) {
+		w.store = st
+		s.Store, s.Notice = st.GitDir(), notice
+		s.Last, s.LastState, s.LastTime = "", "", time.Time{}
+	})
+	if w.hank != nil {
+		w.hank.primed = "" // the index went with the store
+	}
+	w.needFull = true
+	w.publishError("STORE_RECREATED", notice)
+	req := snapshot.SealRequest{Kind: snapshot.KindBaseline, Label: "store recreated: the previous store was deleted, its history is lost"}
+	if w.hank != nil {
+		if pats, ok := w.hank.currentPatterns(); ok {
+			req.Patterns = w.patterns(pats)
+		}
+	}
+	if _, err := w.seal(ctx, nil, req, false); err != nil {
+		return true, err
+	}
+	return true, nil
+}
+
+// sealFailed keeps the dirty set, shows the failure and arms a retry with
+// backoff: nothing else would seal those changes before the next edit.
+func (w *workspace) sealFailed(err error) {
+	if errors.Is(err, errWorkspaceGone) {
+		return
+	}
+	w.failing = err
+	// Only an autosave (or the baseline, or a lifecycle checkpoint) is
+	// sealed again on its own; with autosave off a failed manual checkpoint
+	// waits for the next one asked for.
+	if !w.retry.armed() && (w.autosaveOn() || w.hank != nil || !w.hasCheckpoint()) {
+		w.retry.set(w.retryBackoff)
+		w.retryBackoff = min(w.retryBackoff*2, retryMax)
+	}
+	w.refreshStatus()
+}
+
+// retrySeal seals again what a failed seal left: the baseline if there is
+// still none, else an autosave of the kept dirty set.
+func (w *workspace) retrySeal(ctx context.Context, wt *watcher.Watcher) {
+	if !w.hasCheckpoint() {
+		w.initialSeal(ctx)
+		return
+	}
+	if w.autosaveOn() {
+		w.autosave(ctx, wt)
+	}
+}
+
+// hasCheckpoint reports whether the ledger holds a checkpoint (not only failures).
+func (w *workspace) hasCheckpoint() bool {
+	for _, r := range w.store.Records() {
+		if r.SHA != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // workRel turns a path relative to the watch root into one relative to the
@@ -408,27 +758,11 @@ func (w *workspace) note(rel string, t time.Time) {
 
 func (w *workspace) autosaveOn() bool { return w.set.Autosave == nil || *w.set.Autosave }
 
-func (w *workspace) updateWatchStatus(wt *watcher.Watcher) {
-	ws := wt.Status()
-	w.setStatus(func(s *api.WorkspaceStatus) {
-		s.Watches = ws.Watches
-		switch {
-		case ws.LimitHit:
-			s.State, s.Error = stateDegraded, ws.Err
-		case s.State != stateFailed:
-			s.State, s.Error = stateWatching, ""
-		}
-	})
-	if ws.LimitHit {
-		w.log.Warn().Str("error", ws.Err).Msg("watch limit hit; falling back to periodic full reconciles")
-	}
-}
-
 // initialSeal seals a baseline the first time a workspace is watched, and
 // otherwise reconciles what changed while cairn was not watching.
 func (w *workspace) initialSeal(ctx context.Context) {
 	req := snapshot.SealRequest{Kind: snapshot.KindAutosave, Label: "changes while cairn was not watching", SkipUnchanged: true}
-	if len(w.store.Records()) == 0 {
+	if !w.hasCheckpoint() {
 		req = snapshot.SealRequest{Kind: snapshot.KindBaseline, Label: "first watched"}
 	}
 	w.needFull = true // nothing says what changed while cairn was not watching
@@ -477,6 +811,9 @@ func (w *workspace) drain(wt *watcher.Watcher) (moved []string, control bool) {
 				moved = append(moved, rel)
 			} else if c.Path != barrierRel {
 				control = true
+				if w.hank != nil {
+					w.hank.saw(c)
+				}
 			}
 		case <-wt.Overflow():
 			w.needFull = true
@@ -488,17 +825,28 @@ func (w *workspace) drain(wt *watcher.Watcher) (moved []string, control bool) {
 
 // seal seals one checkpoint from the dirty set. For a lifecycle marker
 // (marker true), paths whose changes were queued after the marker's own event
-// make the checkpoint racy: the agent was already writing again.
+// make the checkpoint racy: the agent was already writing again. While events
+// were lost or part of the tree is unwatched, it reconciles the whole tree:
+// the dirty set cannot vouch for what it did not see.
 func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.SealRequest, marker bool) (snapshot.Record, error) {
+	if w.checkGone() {
+		return snapshot.Record{}, errWorkspaceGone
+	}
+	if _, err := w.ensureStore(ctx); err != nil {
+		w.sealFailed(err)
+		return snapshot.Record{}, err
+	}
 	after, _ := w.drain(wt)
-	if !w.needFull {
-		req.Changed = make([]string, 0, len(w.dirty))
-		for p := range w.dirty {
-			if p != "" {
-				req.Changed = append(req.Changed, p)
-			}
+	changed := make([]string, 0, len(w.dirty))
+	for p := range w.dirty {
+		if p != "" {
+			changed = append(changed, p)
 		}
-		sort.Strings(req.Changed)
+	}
+	sort.Strings(changed)
+	full := w.needFull || w.incomplete()
+	if !full {
+		req.Changed = changed
 	}
 	if marker {
 		seen := map[string]bool{}
@@ -526,14 +874,17 @@ func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 	rec, err := w.store.Seal(sctx, req)
 	log := w.log.With().Str("kind", string(req.Kind)).Str("codon", req.CodonID).Str("run", req.RunID).Logger()
 	if err != nil {
-		log.Error().Err(err).Str("id", rec.ID).Msg("seal failed")
+		log.Error().Err(err).Str("id", rec.ID).Bool("full", full).Msg("seal failed; its changes are kept")
 		w.setStatus(func(s *api.WorkspaceStatus) {
 			s.Failures++
-			s.Error = err.Error()
 			if rec.ID != "" {
 				s.Last, s.LastState, s.LastTime = rec.ID, string(rec.State), rec.Time
 			}
 		})
+		w.publishError("SEAL_FAILED", err.Error())
+		if ctx.Err() == nil {
+			w.sealFailed(err)
+		}
 		return rec, err
 	}
 	clear(w.dirty)
@@ -541,6 +892,23 @@ func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 	if w.deb != nil {
 		w.deb.Take() // what it was waiting to autosave is sealed
 	}
+	w.failing = nil
+	w.retry.stop()
+	w.retryBackoff = retryFirst
+	if full && w.degraded {
+		// A full reconcile just ran: the next periodic one can wait.
+		w.lastReconcile = time.Now()
+		if w.reconcile.armed() {
+			w.reconcile.set(w.reconcileEvery())
+		}
+	}
+	var big map[string]string
+	if rec.ID == "" {
+		// No record names what was left out: check the changed paths' sizes here.
+		big = w.oversized(req, changed)
+	}
+	w.noteSkipped(changed, full && rec.ID != "", rec, big)
+	w.refreshStatus()
 	if rec.ID == "" {
 		return rec, nil // autosave with nothing changed
 	}
@@ -549,16 +917,84 @@ func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 		ev = log.Warn().Interface("issues", rec.Issues)
 	}
 	ev.Str("id", rec.ID).Str("sha", rec.SHA).Str("state", string(rec.State)).Int64("duration_ms", rec.DurationMS).
-		Int("added", rec.Added).Int("changed", rec.Changed).Int("removed", rec.Removed).Msg("checkpoint sealed")
+		Int("added", rec.Added).Int("changed", rec.Changed).Int("removed", rec.Removed).Bool("full", full).Msg("checkpoint sealed")
 	if w.emit != nil {
 		w.emit(api.Event{Type: api.EvCheckpointSealed, Workspace: w.dir, Time: time.Now(), Data: toAPIRecord(rec)})
 	}
 	w.setStatus(func(s *api.WorkspaceStatus) {
 		s.Seals++
 		s.Last, s.LastState, s.LastTime = rec.ID, string(rec.State), rec.Time
-		if s.State != stateDegraded {
-			s.Error = ""
-		}
 	})
 	return rec, nil
+}
+
+// oversized names the changed paths a seal will leave out for their size
+// (selected regular files over max_file_size). The store names them too, but
+// only in a record, and an autosave that changes nothing else makes none.
+func (w *workspace) oversized(req snapshot.SealRequest, changed []string) map[string]string {
+	limit := int64(w.set.MaxFileSize)
+	if limit <= 0 || len(changed) == 0 {
+		return nil
+	}
+	pats := req.Patterns
+	if pats == nil {
+		pats = w.patterns(w.set.Patterns)
+	}
+	sel, err := snapshot.NewSelector(pats)
+	if err != nil {
+		return nil
+	}
+	var out map[string]string
+	for _, p := range changed {
+		if snapshot.Excluded(p) || !sel.Match(p) {
+			continue
+		}
+		fi, err := os.Lstat(filepath.Join(w.store.WorkTree(), filepath.FromSlash(p)))
+		if err != nil || !fi.Mode().IsRegular() || fi.Size() <= limit {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[p] = fmt.Sprintf("larger than the %d-byte limit (%d bytes)", limit, fi.Size())
+	}
+	return out
+}
+
+// noteSkipped keeps the files left out for their size as last seen, and
+// names each one in the log the first time it is seen. changed are the paths
+// whose size was checked; whole says rec came from a full reconcile, whose
+// record names every file left out.
+func (w *workspace) noteSkipped(changed []string, whole bool, rec snapshot.Record, big map[string]string) {
+	now := map[string]string{}
+	maps.Copy(now, big)
+	for _, is := range rec.Skipped {
+		now[is.Path] = is.Reason
+	}
+	if whole {
+		for p := range w.tooBig {
+			if _, ok := now[p]; !ok {
+				delete(w.tooBig, p)
+			}
+		}
+	}
+	for _, p := range changed {
+		if _, ok := now[p]; !ok {
+			delete(w.tooBig, p)
+		}
+	}
+	for p, why := range now {
+		if _, known := w.tooBig[p]; !known {
+			w.log.Warn().Str("path", p).Str("reason", why).Msg("file not checkpointed: larger than max_file_size")
+		}
+		w.tooBig[p] = why
+	}
+	shown := make([]api.PathIssue, 0, min(len(w.tooBig), maxSkippedShown))
+	for _, p := range slices.Sorted(maps.Keys(w.tooBig)) {
+		if len(shown) == maxSkippedShown {
+			break
+		}
+		shown = append(shown, api.PathIssue{Path: p, Reason: w.tooBig[p]})
+	}
+	w.setStatus(func(s *api.WorkspaceStatus) { s.Skipped = shown })
 }

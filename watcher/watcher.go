@@ -33,7 +33,14 @@ type Options struct {
 	// MaxQueue bounds the changes held for a slow reader of Changes; past it
 	// changes are dropped and Overflow fires. 0 means DefaultMaxQueue.
 	MaxQueue int
+
+	// MaxWatches, for tests only, makes the Watcher behave as if the inotify
+	// watch limit were this many folders (ENOSPC past it). 0: the kernel's.
+	MaxWatches int
 }
+
+// MaxUnwatchedNamed is how many unwatched folders Status names.
+const MaxUnwatchedNamed = 20
 
 // DefaultMaxQueue is the number of changes a Watcher holds for a slow reader
 // before it drops them and asks for a rescan: about 4 MiB at most, allocated
@@ -110,8 +117,10 @@ type Status struct {
 	LimitHit bool
 
 	// Unwatched counts folders (each with everything under it) that could not
-	// be watched or read.
-	Unwatched int
+	// be watched or read; UnwatchedDirs names the first of them (relative to
+	// Root, "." for Root itself), at most MaxUnwatchedNamed.
+	Unwatched     int
+	UnwatchedDirs []string
 
 	// Err says what went wrong last; when LimitHit, it is the first limit
 	// error, naming the sysctl to raise.
@@ -207,12 +216,20 @@ func start(ctx context.Context, opts Options, add func(*fsnotify.Watcher, string
 		dirs:     make(map[string]*dir),
 		queue:    queue{max: maxQueue},
 	}
+	if opts.MaxWatches > 0 {
+		w.add = func(fw *fsnotify.Watcher, p string) error {
+			if w.watches.Load() >= int64(opts.MaxWatches) {
+				return fmt.Errorf("watch %s: test limit of %d watches: %w", p, opts.MaxWatches, syscall.ENOSPC)
+			}
+			return add(fw, p)
+		}
+	}
 	// fsnotify sends some errors while holding the lock Add and Remove take, so
 	// its error channel is drained by a goroutine that never calls into it.
 	w.wg.Add(1)
 	go w.drainErrors()
 
-	if err := add(fw, root); err != nil {
+	if err := w.add(fw, root); err != nil {
 		w.Close()
 		if le := asLimit(root, err); le != nil {
 			err = le
@@ -246,6 +263,7 @@ func (w *Watcher) Overflow() <-chan struct{} { return w.overflow }
 func (w *Watcher) Status() Status {
 	w.mu.Lock()
 	s := w.status
+	s.UnwatchedDirs = append([]string(nil), s.UnwatchedDirs...)
 	w.mu.Unlock()
 	s.Watches = int(w.watches.Load())
 	return s
@@ -311,6 +329,13 @@ func (w *Watcher) noteErr(msg string) {
 func (w *Watcher) fail(rel string, err error) {
 	w.mu.Lock()
 	w.status.Unwatched++
+	if len(w.status.UnwatchedDirs) < MaxUnwatchedNamed {
+		name := rel
+		if name == "" {
+			name = "."
+		}
+		w.status.UnwatchedDirs = append(w.status.UnwatchedDirs, name)
+	}
 	if !w.status.LimitHit {
 		if le := asLimit(w.abs(rel), err); le != nil {
 			w.status.LimitHit = true

@@ -12,10 +12,12 @@ const (
 	PathPrefix = "/v1/"
 )
 
-// Error is every error answer: a code and a sentence.
+// Error is every error answer: a code and a sentence. A seal that failed
+// after it was recorded also carries its ledger record.
 type Error struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Code    string  `json:"code"`
+	Message string  `json:"message"`
+	Record  *Record `json:"record,omitempty"`
 }
 
 // Status is the daemon's answer to GET /v1/status.
@@ -59,7 +61,10 @@ type WorkspaceStatus struct {
 	Layout   string `json:"layout"`
 	WorkTree string `json:"workTree,omitempty"`
 	Store    string `json:"store,omitempty"`
-	// State is watching, degraded (watch limit hit: periodic full reconciles), or failed.
+	// State is starting, watching, degraded (watch limit hit: every seal a
+	// full reconcile, plus periodic ones), failed (the store cannot be opened,
+	// or the last seal failed: Error says why, RetryAt when it is tried
+	// again), or gone (the workspace folder was removed).
 	State     string    `json:"state"`
 	Error     string    `json:"error,omitempty"`
 	Watches   int       `json:"watches"`
@@ -70,6 +75,27 @@ type WorkspaceStatus struct {
 	Seals     int       `json:"seals"` // checkpoints sealed by this daemon since it started
 	Failures  int       `json:"failures"`
 	Rolling   bool      `json:"rollingBack,omitempty"` // a restore or rollback is under way
+
+	// Unwatched counts folders (each with its subtree) the watch does not
+	// cover, UnwatchedDirs names the first of them. While any is unwatched,
+	// every seal is a full reconcile.
+	Unwatched     int      `json:"unwatched,omitempty"`
+	UnwatchedDirs []string `json:"unwatchedDirs,omitempty"`
+	// StaleUpTo (degraded, with autosave on) is how long a change in an
+	// unwatched folder may go unseen: a full reconcile runs that often
+	// ("10s", reconcile_interval). LastReconcile and NextReconcile are the
+	// last and next ones; NextRewatch the next attempt at a complete watch.
+	StaleUpTo     string    `json:"staleUpTo,omitempty"`
+	LastReconcile time.Time `json:"lastReconcile,omitzero"`
+	NextReconcile time.Time `json:"nextReconcile,omitzero"`
+	NextRewatch   time.Time `json:"nextRewatch,omitzero"`
+	// RetryAt is when a failed seal is tried again, its changes kept.
+	RetryAt time.Time `json:"retryAt,omitzero"`
+	// Skipped names the files left out of checkpoints for their size, as last seen.
+	Skipped []PathIssue `json:"skipped,omitempty"`
+	// Notice is something to know that is no error now: the store was
+	// deleted and recreated, so the checkpoints before it are lost.
+	Notice string `json:"notice,omitempty"`
 }
 
 // CheckpointRequest is POST /v1/checkpoint: seal one checkpoint now.

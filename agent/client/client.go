@@ -95,12 +95,26 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		return err
 	}
 	if resp.StatusCode != http.StatusOK {
-		var e api.Error
+		var e struct {
+			api.Error
+			Record json.RawMessage `json:"record"`
+		}
 		if json.Unmarshal(body, &e) == nil && e.Message != "" {
+			// A failed seal's answer carries its ledger record: kept for the caller.
+			if len(e.Record) > 0 && out != nil {
+				_ = json.Unmarshal(e.Record, out)
+			}
 			return &Error{Status: resp.StatusCode, Code: e.Code, Message: e.Message}
 		}
-		// A failed seal answers its record with a 500: the record is kept.
-		_ = json.Unmarshal(body, out)
+		// An older daemon answered a failed seal with its bare record: its
+		// error field is the reason.
+		var rec struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(body, &rec) == nil && rec.Error != "" {
+			_ = json.Unmarshal(body, out)
+			return &Error{Status: resp.StatusCode, Code: "SEAL_FAILED", Message: rec.Error}
+		}
 		return fmt.Errorf("daemon answered %s", resp.Status)
 	}
 	return json.Unmarshal(body, out)

@@ -181,6 +181,7 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 		fmt.Fprintf(w, "cairn daemon benchmark: git %s, %s/%s, %d CPUs, %d counted runs per part\n   daemon binary %s\n",
 			rep.Git, rep.GOOS, rep.GOARCH, rep.CPUs, cfg.Runs, cfg.Bin)
 	}
+	var verdict error // what the report shows but the benchmark must not pass
 	for _, part := range []string{PartLatency, PartWatch, PartStorm} {
 		if !slices.Contains(cfg.Parts, part) {
 			continue
@@ -191,6 +192,9 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 			rep.Latency, err = b.latency(ctx)
 			if err == nil && !cfg.JSON {
 				err = writeLatency(w, rep.Latency)
+			}
+			if err == nil {
+				verdict = rep.Latency.check()
 			}
 		case PartWatch:
 			rep.Watch, err = b.watch(ctx)
@@ -211,10 +215,12 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 	if cfg.JSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	if rep.LoadBefore != "" {
+		err = enc.Encode(rep)
+	} else if rep.LoadBefore != "" {
 		_, err = fmt.Fprintf(w, "\nload average %s before, %s after (other work on the machine adds noise)\n", rep.LoadBefore, rep.LoadAfter)
+	}
+	if verdict != nil {
+		return fmt.Errorf("daemonbench: %w", errors.Join(verdict, err))
 	}
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/api"
@@ -37,13 +38,16 @@ type LatencyResult struct {
 	// DaemonSealP50MS is the daemon's own seal time from its ledger
 	// (durationMs, whole milliseconds): latency minus it is the event path.
 	DaemonSealP50MS float64 `json:"daemonSealP50Ms"`
-	Racy            int     `json:"racy"`    // counted checkpoints recorded racy
-	Failed          int     `json:"failed"`  // … recorded failed
-	Missing         int     `json:"missing"` // counted markers with no checkpoint in the ledger
-	TargetP50MS     float64 `json:"targetP50Ms"`
-	TargetP99MS     float64 `json:"targetP99Ms"`
-	RSSMiB          float64 `json:"rssMiB"` // after the samples
-	HWMMiB          float64 `json:"hwmMiB"` // peak RSS
+	Racy            int     `json:"racy"` // counted checkpoints recorded racy
+	// RacyIssues names them: "<codon>: <path> (<reason>)". The benchmark
+	// changes nothing after a marker, so each one is a false alarm.
+	RacyIssues  []string `json:"racyIssues,omitempty"`
+	Failed      int      `json:"failed"`  // … recorded failed
+	Missing     int      `json:"missing"` // counted markers with no checkpoint in the ledger
+	TargetP50MS float64  `json:"targetP50Ms"`
+	TargetP99MS float64  `json:"targetP99Ms"`
+	RSSMiB      float64  `json:"rssMiB"` // after the samples
+	HWMMiB      float64  `json:"hwmMiB"` // peak RSS
 	// Idle is the daemon doing nothing with the runtime's lock held.
 	Idle IdleResult `json:"idle"`
 }
@@ -254,12 +258,30 @@ func (b *bench) latency(ctx context.Context) (*LatencyResult, error) {
 		default:
 			if r.State == snapshot.StateRacy {
 				res.Racy++
+				for _, is := range r.Issues {
+					res.RacyIssues = append(res.RacyIssues, fmt.Sprintf("%s: %s (%s)", r.CodonID, is.Path, is.Reason))
+				}
 			}
 			seals = append(seals, float64(r.DurationMS))
 		}
 	}
 	res.DaemonSealP50MS = median(seals)
 	return res, nil
+}
+
+// check fails the benchmark on a checkpoint recorded racy: every file it
+// edits is written before its marker and nothing after, so a racy one
+// claims a change after the marker that did not happen.
+func (r *LatencyResult) check() error {
+	if r == nil || r.Racy == 0 {
+		return nil
+	}
+	shown := r.RacyIssues
+	if len(shown) > 10 {
+		shown = append(shown[:10:10], fmt.Sprintf("… %d more", len(r.RacyIssues)-10))
+	}
+	return fmt.Errorf("latency: %d of %d checkpoints recorded racy, though nothing changed after their markers: %s",
+		r.Racy, len(r.Runs)*r.SamplesPerRun, strings.Join(shown, "; "))
 }
 
 // waitRefMove polls ref every millisecond until it holds something other

@@ -43,6 +43,24 @@ type Marker struct {
 	// StartTime and EndTime are the record's; EndTime is zero but for terminal records.
 	StartTime time.Time
 	EndTime   time.Time
+	// Stopped is, for an exit marker, when the runtime ended the run (the
+	// run's endTime); zero while the run is still marked running.
+	Stopped time.Time
+}
+
+// TimeResolution is the precision of the runtime's timestamps: ISO strings
+// with milliseconds.
+const TimeResolution = time.Millisecond
+
+// EndedBefore reports whether a file time t is provably later than the
+// marker's endTime, compared at the runtime's resolution: t must fall in a
+// later millisecond. A file time in the marker's own millisecond may be
+// before or after it, so it is not.
+func (m Marker) EndedBefore(t time.Time) bool {
+	if m.EndTime.IsZero() {
+		return false
+	}
+	return !t.Before(m.EndTime.Truncate(TimeResolution).Add(TimeResolution))
 }
 
 // Key identifies the marker across restarts and rereads of the same state:
@@ -66,8 +84,9 @@ func (m Marker) Duration() time.Duration {
 // exactly what is missing.
 //
 //   - rig-setup: the record got past preparing — the runtime runs rig setup
-//     while preparing and records rigSetupCheckpoint as it enters starting —
-//     and its plan entry has a non-empty rigSetup (or the runtime recorded a
+//     while preparing; a runtime that checkpoints by itself records
+//     rigSetupCheckpoint in a later write, the record still starting — and
+//     its plan entry has a non-empty rigSetup (or the runtime recorded a
 //     rigSetupCheckpoint). A record that failed or was skipped during
 //     preparing did not finish its rig setup and gets none; one that failed
 //     during starting or later did.
@@ -122,10 +141,11 @@ func Due(st *State) []Marker {
 
 // ExitDue returns the exit checkpoint the state implies once the runtime has
 // stopped (lockAlive false: runtime.lock removed, or stale by pid or
-// heartbeat): the current run — currentRunId's, or the newest run while its
-// status is running — did not complete and one of its records is not
-// terminal. It returns nil otherwise. The runtime never records an exit SHA,
-// so RecordedSHA is empty.
+// heartbeat): a record the runtime left unfinished (see Interrupted). It
+// returns nil otherwise. The runtime never records an exit SHA, so
+// RecordedSHA is empty; Stopped is the run's endTime when the runtime ended
+// the run (its shutdown), zero while the run is still marked running (a
+// crash, a hang or a forced stop).
 //
 // Read the lock before the state: a runtime that is just starting writes its
 // lock before its first transition, so a state with a running codon and no
@@ -134,18 +154,22 @@ func ExitDue(st *State, lockAlive bool) *Marker {
 	if lockAlive {
 		return nil
 	}
-	run, rec, attempt := Active(st)
+	run, rec, attempt := Interrupted(st)
 	if run == nil {
 		return nil
 	}
 	m := newPlanIndex(st).marker(run, rec, attempt, KindExit)
 	m.EndTime = time.Time{}
+	if run.Status != RunRunning {
+		m.Stopped, _ = ParseTimeString(run.EndTime)
+	}
 	return &m
 }
 
 // Active returns the record of the current run that is not terminal (the
-// codon the runtime is running, or was running when it stopped), with its
-// attempt index; nils when there is none or the run completed.
+// codon the runtime is running, or was running when it died), with its
+// attempt index; nils when there is none or the run completed. The current
+// run is currentRunId's, or the newest run while its status is running.
 func Active(st *State) (run *Run, rec *CodonExecution, attempt int) {
 	if st == nil {
 		return nil, nil, 0
@@ -157,6 +181,30 @@ func Active(st *State) (run *Run, rec *CodonExecution, attempt int) {
 	if run == nil || run.RunID == "" || run.Status == RunCompleted {
 		return nil, nil, 0
 	}
+	return openRecord(run)
+}
+
+// Interrupted returns the record a stopped runtime left unfinished: Active's,
+// or else that of the newest run when the runtime ended it without completing
+// it. The runtime's own shutdown writes RunFailed (status failed, endTime,
+// currentRunId null) before it removes its lock and leaves the interrupted
+// record as it was, so by then that run is no longer current.
+func Interrupted(st *State) (run *Run, rec *CodonExecution, attempt int) {
+	if run, rec, attempt = Active(st); run != nil {
+		return run, rec, attempt
+	}
+	if st == nil || len(st.Runs) == 0 || st.CurrentRunID != nil {
+		return nil, nil, 0
+	}
+	run = &st.Runs[0]
+	if run.RunID == "" || run.Status == RunRunning || run.Status == RunCompleted {
+		return nil, nil, 0
+	}
+	return openRecord(run)
+}
+
+// openRecord is the run's newest record that is not terminal, with its attempt index.
+func openRecord(run *Run) (*Run, *CodonExecution, int) {
 	for k := len(run.Codons) - 1; k >= 0; k-- {
 		r := &run.Codons[k]
 		if r.CodonID == "" || IsTerminal(r.Status) {
@@ -171,6 +219,24 @@ func Active(st *State) (run *Run, rec *CodonExecution, attempt int) {
 		return run, r, n
 	}
 	return nil, nil, 0
+}
+
+// RuntimeCheckpoints says what a run's records tell of a runtime that
+// checkpoints by itself: yes when any record carries a checkpoint SHA of its
+// own; no (known) when a codon completed without one, which such a runtime
+// never does; unknown (known false) otherwise.
+func RuntimeCheckpoints(run *Run) (yes, known bool) {
+	completed := false
+	for k := range run.Codons {
+		r := &run.Codons[k]
+		for _, sha := range []string{r.RigSetupSHA, r.CompletionSHA, r.ErrorSHA, r.SkipSHA} {
+			if fullSHA(sha) != "" {
+				return true, true
+			}
+		}
+		completed = completed || r.Status == StatusCompleted
+	}
+	return false, completed
 }
 
 // rigSetupDone reports whether the record finished its rig setup.

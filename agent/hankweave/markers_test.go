@@ -187,6 +187,32 @@ func TestDue(t *testing.T) {
 			exit: `exit a/0 "a" a.md`, // the new run's codon, once its runtime is gone too
 		},
 		{
+			name: "the runtime's shutdown with a codon unfinished: exit of the failed run",
+			plan: hwsim.Plan(hwsim.Codon{ID: "a", Files: []string{"a.md"}}, hwsim.Codon{ID: "b", Files: []string{"b.md"}}),
+			play: func(s *hwsim.Sim) {
+				s.StartRun()
+				s.StartCodon("a")
+				s.CompleteCodon("a")
+				s.StartCodon("b")
+				s.Shutdown() // RunFailed, currentRunId null, b left running
+			},
+			want: []string{`completed a/0 "a" a.md`},
+			exit: `exit b/0 "b" a.md|b.md`,
+		},
+		{
+			name: "a later run that completed owes no exit for an older one",
+			plan: hwsim.Plan(hwsim.Codon{ID: "a", Files: []string{"a.md"}}),
+			play: func(s *hwsim.Sim) {
+				s.StartRun()
+				s.StartCodon("a")
+				s.Shutdown() // the first run failed with a running
+				s.StartRun()
+				s.SkipCodon("a")
+				s.Shutdown()
+			},
+			want: []string{`skipped a/0 "a" a.md`},
+		},
+		{
 			name: "a codon the plan does not know",
 			plan: hwsim.Plan(hwsim.Codon{ID: "a", Files: []string{"a.md"}}, hwsim.Codon{ID: "b", Files: []string{"b.md"}}),
 			play: func(s *hwsim.Sim) {
@@ -344,5 +370,95 @@ func TestDueNilAndEmpty(t *testing.T) {
 	m := ExitDue(st, false)
 	if m == nil || m.CodonID != "a" || m.Patterns != nil || m.InPlan {
 		t.Fatalf("exit on newest running run without currentRunId: %+v", m)
+	}
+}
+
+// The exit marker of a run the runtime ended says when (Stopped, the run's
+// endTime, which places it against the workspace's first checkpoint); one
+// of a run still marked running does not.
+func TestExitDueStopped(t *testing.T) {
+	plan := hwsim.Plan(hwsim.Codon{ID: "a", Files: []string{"a.md"}})
+	for _, tc := range []struct {
+		name    string
+		stop    func(s *hwsim.Sim)
+		stopped bool
+	}{
+		{"shutdown", (*hwsim.Sim).Shutdown, true},
+		{"failed", (*hwsim.Sim).FailRun, true},
+		{"forced", (*hwsim.Sim).Stop, false},
+		{"crash", (*hwsim.Sim).Crash, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := hwsim.New(t, dir, plan)
+			s.StartRun()
+			s.StartCodon("a")
+			tc.stop(s)
+			st, err := ReadState(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := ExitDue(st, false)
+			if m == nil || m.CodonID != "a" {
+				t.Fatalf("ExitDue = %+v", m)
+			}
+			end, _ := ParseTimeString(st.Runs[0].EndTime)
+			if tc.stopped != !m.Stopped.IsZero() || !m.Stopped.Equal(end) || !m.EndTime.IsZero() {
+				t.Fatalf("Stopped %v EndTime %v, run endTime %q", m.Stopped, m.EndTime, st.Runs[0].EndTime)
+			}
+			if run, rec, _ := Active(st); tc.stopped && (run != nil || rec != nil) {
+				t.Fatalf("Active on a run the runtime ended: %s", rec.CodonID)
+			}
+		})
+	}
+}
+
+// File times are compared with the marker's endTime at the runtime's own
+// resolution: only a later millisecond is provably after it.
+func TestMarkerEndedBefore(t *testing.T) {
+	end, ok := ParseTimeString("2026-01-01T00:00:00.123Z")
+	if !ok {
+		t.Fatal("unparsable")
+	}
+	m := Marker{Kind: KindCompleted, EndTime: end}
+	at := func(ns int) time.Time { return time.Date(2026, 1, 1, 0, 0, 0, ns, time.UTC) }
+	for _, c := range []struct {
+		t    time.Time
+		want bool
+	}{
+		{at(122_999_999), false},
+		{at(123_000_000), false},
+		{at(123_456_789), false}, // the marker's own millisecond: before or after it, nobody knows
+		{at(123_999_999), false},
+		{at(124_000_000), true},
+		{at(900_000_000), true},
+	} {
+		if got := m.EndedBefore(c.t); got != c.want {
+			t.Errorf("EndedBefore(%s) = %v, want %v", c.t.Format("05.000000000"), got, c.want)
+		}
+	}
+	if (Marker{Kind: KindRigSetup}).EndedBefore(at(0).Add(time.Hour)) {
+		t.Error("a marker without an endTime is before nothing")
+	}
+}
+
+func TestRuntimeCheckpoints(t *testing.T) {
+	sha := strings.Repeat("a", 40)
+	for _, c := range []struct {
+		name      string
+		codons    []CodonExecution
+		yes, know bool
+	}{
+		{"nothing yet", []CodonExecution{{CodonID: "a", Status: StatusStarting}}, false, false},
+		{"a rig-setup sha", []CodonExecution{{CodonID: "a", Status: StatusStarting, RigSetupSHA: sha}}, true, true},
+		{"a skip sha", []CodonExecution{{CodonID: "a", Status: StatusSkipped, SkipSHA: strings.ToUpper(sha)}}, true, true},
+		{"completed without one", []CodonExecution{{CodonID: "a", Status: StatusCompleted, CompletionSHA: ""}}, false, true},
+		{"failed and skipped without one", []CodonExecution{{CodonID: "a", Status: StatusFailed}, {CodonID: "b", Status: StatusSkipped}}, false, false},
+		{"not a sha", []CodonExecution{{CodonID: "a", Status: StatusRunning, RigSetupSHA: "abc"}}, false, false},
+	} {
+		yes, known := RuntimeCheckpoints(&Run{RunID: "r", Codons: c.codons})
+		if yes != c.yes || known != c.know {
+			t.Errorf("%s: (%v, %v), want (%v, %v)", c.name, yes, known, c.yes, c.know)
+		}
 	}
 }

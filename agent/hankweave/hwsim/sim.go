@@ -90,7 +90,13 @@ func WithRunIDs(ids ...string) Option {
 // its own, as a runtime with checkpointing enabled does: seal is called with
 // kind "rig-setup", "completed", "error" or "skipped" at that moment and
 // returns the SHA to record (rigSetupCheckpoint, completionCheckpoint, …) or
-// "" for none. It runs with the Sim locked: it must not call the Sim.
+// "" for none. In the runtime's order: a rig-setup checkpoint is made after
+// the preparing→starting write is on disk and recorded by a later write
+// (CheckpointCreated) while the codon is still starting; a terminal one is
+// made and journaled first, then the terminal transition records it. A
+// shutdown with a codon unfinished calls seal with kind "exit" before
+// RunFailed; that SHA is recorded nowhere. It runs with the Sim locked: it
+// must not call the Sim.
 func WithRuntimeCheckpoints(seal func(kind, runID, codonID string) string) Option {
 	return func(s *Sim) { s.sealer = seal }
 }
@@ -352,18 +358,42 @@ func (s *Sim) crashRun(r *obj) error {
 	return s.commit("RunCrashed", newObj("runId", r.str("runId"), "detectedAt", at, "lastCodonStatus", last))
 }
 
-// Shutdown is a clean stop: the run still running is marked completed
-// (RunCompleted: status, endTime, currentRunId null) and runtime.lock is removed.
+// Shutdown is the runtime's own stop. With every codon of the run finished,
+// the run is marked completed (RunCompleted: status, endTime, currentRunId
+// null). With a codon unfinished, as the runtime does: an exit commit (the
+// WithRuntimeCheckpoints callback, kind "exit"; its SHA is recorded nowhere),
+// then RunFailed (status failed, endTime, currentRunId null), the codon's
+// record left as it is. Then runtime.lock is removed.
 func (s *Sim) Shutdown() {
 	if s.t != nil {
 		s.t.Helper()
 	}
 	s.do(func() error {
-		if err := s.endRun("RunCompleted", "completed"); err != nil {
+		run, err := s.currentRun()
+		if err != nil {
+			return err
+		}
+		tt, status := "RunCompleted", "completed"
+		if rec := lastOpen(run); rec != nil && run.str("status") == "running" {
+			s.seal("exit", rec.str("codonId"))
+			tt, status = "RunFailed", "failed"
+		}
+		if err := s.endRun(tt, status); err != nil {
 			return err
 		}
 		return s.removeLock()
 	})
+}
+
+// lastOpen is the run's newest record that is not terminal, or nil.
+func lastOpen(run *obj) *obj {
+	codons, _ := run.get("codons").([]any)
+	for i := len(codons) - 1; i >= 0; i-- {
+		if rec := codons[i].(*obj); !isTerminal(rec.str("status")) {
+			return rec
+		}
+	}
+	return nil
 }
 
 // FailRun stops after a failure: RunFailed (status failed, endTime,
@@ -380,9 +410,9 @@ func (s *Sim) FailRun() {
 	})
 }
 
-// Stop is an interrupted shutdown: runtime.lock is removed and state.json is
-// left as it is, an open codon still open (the seed's interrupted-run
-// capture: the codon stays running, no checkpoint SHA).
+// Stop is a forced shutdown: runtime.lock is removed and state.json is left
+// as it is, the run still running and an open codon still open (no exit
+// commit, no state transition).
 func (s *Sim) Stop() {
 	if s.t != nil {
 		s.t.Helper()
@@ -592,6 +622,20 @@ func (s *Sim) advance(codonID, to string, reason *obj) error {
 	meta := newObj()
 	var nrec *obj
 	var cpKind, sha string
+	rig := false
+	switch to {
+	case "completed", "failed", "skipped":
+		// The runtime commits and journals its checkpoint first; the
+		// terminal transition then records it.
+		cpKind = map[string]string{"completed": "completed", "failed": "error", "skipped": "skipped"}[to]
+		if sha = s.seal(cpKind, codonID); sha != "" {
+			if err := s.appendEvent("state.transition", newObj("transitionType", "CheckpointCreated",
+				"runId", s.runID, "codonId", codonID, "checkpointType", cpKind,
+				"sha", sha, "branch", "run-"+s.runID)); err != nil {
+				return err
+			}
+		}
+	}
 	switch to {
 	case "starting":
 		e := s.entry(codonID)
@@ -603,16 +647,10 @@ func (s *Sim) advance(codonID, to string, reason *obj) error {
 					}
 				}
 			}
-			if len(e.Codon.RigSetup) > 0 {
-				cpKind, sha = "rig-setup", s.seal("rig-setup", codonID)
-			}
+			// The rig checkpoint is made once starting is on disk (below).
+			rig = len(e.Codon.RigSetup) > 0
 		}
 		nrec = newObj("codonId", rec.get("codonId"), "startTime", rec.get("startTime"), "status", "starting")
-		if sha != "" {
-			nrec.set("rigSetupCheckpoint", sha)
-			meta.set("checkpointSha", sha)
-			meta.set("checkpointBranch", "run-"+s.runID)
-		}
 		if rec.has("loopContext") {
 			nrec.set("loopContext", rec.get("loopContext"))
 		}
@@ -637,7 +675,6 @@ func (s *Sim) advance(codonID, to string, reason *obj) error {
 	case "completing-sentinels":
 		nrec = rec.spread().set("status", "completing-sentinels")
 	case "completed":
-		cpKind, sha = "completed", s.seal("completed", codonID)
 		nrec = rec.spread().set("status", "completed").set("endTime", s.stamp()).set("exitCode", 0).
 			set("finalCost", orDefault(rec.get("currentCost"), 0)).
 			set("finalTokens", orDefault(rec.get("currentTokens"), zeroTokens())).
@@ -651,7 +688,6 @@ func (s *Sim) advance(codonID, to string, reason *obj) error {
 		if reason == nil {
 			reason = newObj("type", "unknown", "retriable", false, "message", "simulated failure")
 		}
-		cpKind, sha = "error", s.seal("error", codonID)
 		nrec = newObj(
 			"codonId", rec.get("codonId"),
 			"startTime", rec.get("startTime"),
@@ -674,7 +710,6 @@ func (s *Sim) advance(codonID, to string, reason *obj) error {
 		}
 		meta.set("exitCode", 1).set("failureReason", reason).set("failedDuring", from)
 	case "skipped":
-		cpKind, sha = "skipped", s.seal("skipped", codonID)
 		nrec = newObj(
 			"codonId", rec.get("codonId"),
 			"startTime", rec.get("startTime"),
@@ -703,9 +738,15 @@ func (s *Sim) advance(codonID, to string, reason *obj) error {
 	if err := s.commit("CodonTransitioned", data); err != nil {
 		return err
 	}
-	if sha != "" {
+	if !rig {
+		return nil
+	}
+	// The rig-setup checkpoint: made after starting is on disk, recorded by
+	// a later write while the codon is still starting.
+	if sha := s.seal("rig-setup", codonID); sha != "" {
+		nrec.set("rigSetupCheckpoint", sha)
 		return s.commit("CheckpointCreated", newObj(
-			"runId", s.runID, "codonId", codonID, "checkpointType", cpKind,
+			"runId", s.runID, "codonId", codonID, "checkpointType", "rig-setup",
 			"sha", sha, "branch", "run-"+s.runID))
 	}
 	return nil

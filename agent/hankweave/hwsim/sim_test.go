@@ -495,3 +495,128 @@ func TestHeartbeatConcurrently(t *testing.T) {
 		t.Fatal(s.Err())
 	}
 }
+
+// The order a watcher sees from a runtime that checkpoints by itself: the
+// rig-setup SHA lands in a write after preparing→starting, with the codon
+// still starting; a terminal checkpoint is journaled before the terminal
+// transition that records it, with no state.json write of its own.
+func TestRuntimeCheckpointOrder(t *testing.T) {
+	dir := t.TempDir()
+	var s *Sim
+	var seenAtSeal []string // the codon's status on disk when the runtime commits
+	status := func() string {
+		var st struct {
+			Runs []struct{ Codons []map[string]any }
+		}
+		if err := json.Unmarshal(read(t, s, StateRel), &st); err != nil || len(st.Runs[0].Codons) == 0 {
+			return "?"
+		}
+		c := st.Runs[0].Codons
+		return c[len(c)-1]["status"].(string)
+	}
+	s = New(t, dir, Plan(Codon{ID: "a", RigSetup: []RigStep{Command("make", nil)}}),
+		WithRuntimeCheckpoints(func(kind, run, codon string) string {
+			seenAtSeal = append(seenAtSeal, kind+"@"+status())
+			return strings.Repeat(map[string]string{"rig-setup": "1", "completed": "2"}[kind], 40)
+		}))
+	s.StartRun()
+	s.BeginCodon("a")
+	s.Advance("a", "starting")
+	var st struct {
+		Runs []struct{ Codons []map[string]any }
+	}
+	if err := json.Unmarshal(read(t, s, StateRel), &st); err != nil {
+		t.Fatal(err)
+	}
+	if rec := st.Runs[0].Codons[0]; rec["status"] != "starting" || rec["rigSetupCheckpoint"] != strings.Repeat("1", 40) {
+		t.Fatalf("after starting: %v", rec)
+	}
+	var bak struct {
+		Runs []struct{ Codons []map[string]any }
+	}
+	if err := json.Unmarshal(read(t, s, StateBackupRel), &bak); err != nil {
+		t.Fatal(err)
+	}
+	if rec := bak.Runs[0].Codons[0]; rec["status"] != "starting" || rec["rigSetupCheckpoint"] != nil {
+		t.Fatalf("the write before the rig-setup SHA: %v", rec)
+	}
+	s.Advance("a", "initializing")
+	s.Advance("a", "running")
+	before := read(t, s, StateRel)
+	s.CompleteCodon("a")
+	if got := strings.Join(seenAtSeal, " "); got != "rig-setup@starting completed@completing-sentinels" {
+		t.Fatalf("the runtime committed at: %s", got)
+	}
+	var lines []string
+	for _, ev := range journal(t, s) {
+		d := ev["data"].(map[string]any)
+		l := d["transitionType"].(string)
+		switch l {
+		case "CodonTransitioned":
+			l += ":" + d["to"].(string)
+		case "CheckpointCreated":
+			l += ":" + d["checkpointType"].(string)
+		}
+		lines = append(lines, l)
+	}
+	want := "RunStarted CodonStarted CodonTransitioned:starting CheckpointCreated:rig-setup CodonTransitioned:initializing " +
+		"CodonTransitioned:running CodonTransitioned:completing-sentinels CheckpointCreated:completed CodonTransitioned:completed"
+	if got := strings.Join(lines, " "); got != want {
+		t.Fatalf("journal\n got %s\nwant %s", got, want)
+	}
+	// The completion's CheckpointCreated changed no state.json: .bak is the completing-sentinels state.
+	if bak := read(t, s, StateBackupRel); bytes.Equal(bak, before) || !bytes.Contains(bak, []byte(`"completing-sentinels"`)) {
+		t.Fatalf("state.json.bak after the completion:\n%s", bak)
+	}
+}
+
+// A shutdown with a codon unfinished: the runtime's exit commit, then
+// RunFailed (failed, endTime, currentRunId null) with the record left
+// running, then the lock removed. Stop (forced) leaves the run running.
+func TestShutdownWithCodonUnfinished(t *testing.T) {
+	dir := t.TempDir()
+	var kinds []string
+	s := New(t, dir, Plan(Codon{ID: "a"}), WithClock(clock()),
+		WithRuntimeCheckpoints(func(kind, run, codon string) string { kinds = append(kinds, kind+":"+codon); return "" }))
+	s.StartRun()
+	s.StartCodon("a")
+	s.Shutdown()
+	if _, err := os.Stat(s.Path(LockRel)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("lock left after shutdown")
+	}
+	var st struct {
+		CurrentRunID *string `json:"currentRunId"`
+		Runs         []struct {
+			Status, EndTime string
+			Codons          []map[string]any
+		}
+	}
+	if err := json.Unmarshal(read(t, s, StateRel), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.CurrentRunID != nil || st.Runs[0].Status != "failed" || st.Runs[0].EndTime == "" ||
+		st.Runs[0].Codons[0]["status"] != "running" || st.Runs[0].Codons[0]["exitCode"] != nil {
+		t.Fatalf("after the shutdown: %+v", st)
+	}
+	if strings.Join(kinds, " ") != "exit:a" {
+		t.Fatalf("runtime checkpoints %v, want its exit commit", kinds)
+	}
+	evs := journal(t, s)
+	if d := evs[len(evs)-1]["data"].(map[string]any); d["transitionType"] != "RunFailed" {
+		t.Fatalf("last journal line %v", d)
+	}
+
+	s.StartRun()
+	s.StartCodon("a")
+	s.Stop()
+	var forced struct {
+		CurrentRunID *string `json:"currentRunId"`
+		Runs         []struct{ Status string }
+	}
+	if err := json.Unmarshal(read(t, s, StateRel), &forced); err != nil {
+		t.Fatal(err)
+	}
+	if forced.CurrentRunID == nil || forced.Runs[0].Status != "running" || len(kinds) != 1 {
+		t.Fatalf("after a forced stop: %+v, runtime checkpoints %v", forced, kinds)
+	}
+}

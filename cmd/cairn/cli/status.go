@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/client"
 	"github.com/cairn-dev/cairn/platform"
 )
@@ -67,9 +69,46 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 			bad = true
 			fmt.Fprintf(e.stdout, "  error: %s\n", w.Error)
 		}
+		printDegraded(e, w)
+		if w.Notice != "" {
+			fmt.Fprintf(e.stdout, "  note: %s\n", w.Notice)
+		}
+		for _, is := range w.Skipped {
+			fmt.Fprintf(e.stdout, "  not checkpointed: %q: %s\n", is.Path, is.Reason)
+		}
 	}
 	if bad {
 		fmt.Fprintln(e.stderr, "some workspaces report errors")
 	}
 	return nil
+}
+
+// printDegraded says what is unwatched and how stale cairn's view of it may be.
+func printDegraded(e *env, w api.WorkspaceStatus) {
+	if w.Unwatched > 0 {
+		names := strings.Join(w.UnwatchedDirs, ", ")
+		if more := w.Unwatched - len(w.UnwatchedDirs); more > 0 {
+			names += fmt.Sprintf(" and %d more", more)
+		}
+		what := "folders"
+		if w.Unwatched == 1 {
+			what = "folder"
+		}
+		fmt.Fprintf(e.stdout, "  unwatched: %d %s (%s); every checkpoint reconciles the whole tree\n", w.Unwatched, what, names)
+	}
+	if w.StaleUpTo != "" {
+		line := fmt.Sprintf("  changes there are found by a full reconcile every %s: the view may be up to %s stale", w.StaleUpTo, w.StaleUpTo)
+		if !w.NextReconcile.IsZero() {
+			line += fmt.Sprintf(" (next in %s)", until(w.NextReconcile))
+		}
+		fmt.Fprintln(e.stdout, line)
+	}
+	if !w.NextRewatch.IsZero() {
+		fmt.Fprintf(e.stdout, "  next attempt at a complete watch in %s\n", until(w.NextRewatch))
+	}
+}
+
+// until is the time left before t, rounded, never negative.
+func until(t time.Time) time.Duration {
+	return max(time.Until(t), 0).Round(time.Second)
 }

@@ -1,0 +1,349 @@
+//go:build linux
+
+package agent_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/cairn-dev/cairn/agent/hankweave/hwsim"
+	"github.com/cairn-dev/cairn/snapshot"
+)
+
+// Integration tests of how the daemon meets the runtime as it really behaves:
+// its own shutdown (RunFailed before the lock goes), its own checkpoints
+// recorded in later writes, and file times that cannot order a change
+// against a marker.
+
+// TestInteropExitAfterRuntimeShutdown: the runtime's shutdown with a codon
+// unfinished marks the run failed and drops currentRunId before removing its
+// lock; the interrupted codon still gets its exit checkpoint, on top of the
+// runtime's own exit commit. A run the runtime ended that way before cairn
+// first watched the workspace gets none.
+func TestInteropExitAfterRuntimeShutdown(t *testing.T) {
+	exec := filepath.Join(t.TempDir(), "exec")
+	rs := newRuntimeSealer(t, exec)
+	for _, k := range []string{"rig-setup", "completed", "error", "skipped"} {
+		rs.skip[k] = true // only the exit commit at the shutdown
+	}
+	sim := hwsim.New(t, exec, stopPlan(), hwsim.WithClock(hwClock()), hwsim.WithRuntimeCheckpoints(rs.seal))
+
+	// Shut down with a codon unfinished before cairn ever watched it.
+	old, oldSim := newHankExec(t, stopPlan())
+	oldSim.StartRun()
+	oldSim.StartCodon("plan")
+	oldSim.WriteFile("plan.md", "old\n")
+	oldSim.Shutdown()
+
+	state := t.TempDir()
+	startDaemon(t, state, "--config", configFile(t, noAutosave), "--watch", exec, "--watch", old)
+	gitDir := hwStore(exec)
+	waitBaseline(t, exec, state)
+	waitBaseline(t, old, state)
+
+	run := sim.StartRun()
+	sim.StartCodon("plan")
+	sim.WriteFile("plan.md", "the plan\n")
+	sim.CompleteCodon("plan")
+	plan := waitMarker(t, exec, state, markerKey{snapshot.KindCompleted, run, "plan", 0})
+	sim.StartCodon("code")
+	sim.WriteFile("code/a.go", "package a\n")
+	sim.Shutdown()
+
+	exit := waitMarker(t, exec, state, markerKey{snapshot.KindExit, run, "code", 0})
+	runtimeExit := rs.sha("exit", "code", 0)
+	if runtimeExit == "" {
+		t.Fatal("the runtime made no exit commit")
+	}
+	checkCheckpoint(t, gitDir, exit, wantCkpt{Name: "Code", Parent: runtimeExit, Files: []string{"code/a.go", "plan.md"}, State: snapshot.StateOK})
+	if exit.Adopted {
+		t.Errorf("exit: adopted; an exit checkpoint is cairn's")
+	}
+	if p := git(t, gitDir, "rev-parse", runtimeExit+"^"); p != plan.SHA {
+		t.Errorf("the runtime's exit commit sits on %s, want the plan checkpoint %s", p, plan.SHA)
+	}
+
+	// The next run of both workspaces: a marker each proves the daemon has
+	// read everything before it, and the old workspace owes no exit.
+	run2 := sim.StartRun()
+	sim.SkipCodon("plan")
+	waitMarker(t, exec, state, markerKey{snapshot.KindSkipped, run2, "plan", 0})
+	oldRun2 := oldSim.StartRun()
+	oldSim.SkipCodon("plan")
+	waitMarker(t, old, state, markerKey{snapshot.KindSkipped, oldRun2, "plan", 0})
+	assertKeys(t, ledgerQuick(t, exec, state), []markerKey{
+		{snapshot.KindCompleted, run, "plan", 0},
+		{snapshot.KindExit, run, "code", 0},
+		{snapshot.KindSkipped, run2, "plan", 0},
+	})
+	assertKeys(t, ledgerQuick(t, old, state), []markerKey{{snapshot.KindSkipped, oldRun2, "plan", 0}})
+}
+
+// interopPlan: a codon without a rig, then three with one.
+func interopPlan() []hwsim.Entry {
+	rig := func(file string) []hwsim.RigStep {
+		return []hwsim.RigStep{hwsim.Command("make "+file, map[string]string{file: "rig\n"})}
+	}
+	return hwsim.Plan(
+		hwsim.Codon{ID: "plan", Name: "Plan", Files: []string{"plan.md"}},
+		hwsim.Codon{ID: "test", Name: "Test", Files: []string{"tests/**"}, RigSetup: rig("tests/fixture.txt")},
+		hwsim.Codon{ID: "lint", Name: "Lint", Files: []string{"lint/**"}, RigSetup: rig("lint/lint.cfg")},
+		hwsim.Codon{ID: "stuck", Name: "Stuck", Files: []string{"stuck/**"}, RigSetup: rig("stuck/stuck.cfg")},
+	)
+}
+
+// TestInteropAdoptsRigSetupRecordedLater: a runtime that checkpoints by
+// itself commits its rig-setup checkpoint after the codon's starting is on
+// disk and records the SHA in a later write. cairn, seeing such a runtime (a
+// SHA in the run, or in an earlier run while the new one shows nothing yet),
+// waits for that SHA and adopts it instead of sealing a second rig-setup on
+// the same branch. What the runtime does not record is still sealed: a
+// rig-setup it moves on without, one it never records (after the bounded
+// wait), and the exit.
+func TestInteropAdoptsRigSetupRecordedLater(t *testing.T) {
+	exec := filepath.Join(t.TempDir(), "exec")
+	rs := newRuntimeSealer(t, exec)
+	none := map[string]bool{"lint": true, "stuck": true} // rig setups the runtime records no checkpoint for
+	sealer := func(kind, runID, codonID string) string {
+		if kind == "rig-setup" {
+			if none[codonID] {
+				return ""
+			}
+			// The runtime's commit of the tree takes a while, with starting on disk.
+			time.Sleep(500 * time.Millisecond)
+		}
+		return rs.seal(kind, runID, codonID)
+	}
+	sim := hwsim.New(t, exec, interopPlan(), hwsim.WithClock(hwClock()), hwsim.WithRuntimeCheckpoints(sealer))
+	state := t.TempDir()
+	d := startDaemon(t, state, "--config", configFile(t, noAutosave), "--watch", exec)
+	gitDir := hwStore(exec)
+	waitBaseline(t, exec, state)
+
+	run := sim.StartRun()
+	k := func(kind snapshot.Kind, codon string) markerKey { return markerKey{kind, run, codon, 0} }
+	sim.StartCodon("plan")
+	sim.WriteFile("plan.md", "plan\n")
+	sim.CompleteCodon("plan")
+	waitMarker(t, exec, state, k(snapshot.KindCompleted, "plan"))
+
+	sim.StartCodon("test") // the run has shown a SHA: cairn waits for the rig-setup's
+	rig := waitMarker(t, exec, state, k(snapshot.KindRigSetup, "test"))
+	if want := rs.sha("rig-setup", "test", 0); !rig.Adopted || rig.SHA != want {
+		t.Errorf("rig-setup test: adopted=%v sha %s, want the runtime's %s", rig.Adopted, rig.SHA, want)
+	}
+	sim.WriteFile("tests/t.go", "package t\n")
+	sim.CompleteCodon("test")
+	waitMarker(t, exec, state, k(snapshot.KindCompleted, "test"))
+
+	// The runtime moves on past starting without recording one: cairn seals it.
+	sim.StartCodon("lint")
+	lint := waitMarker(t, exec, state, k(snapshot.KindRigSetup, "lint"))
+	sim.CompleteCodon("lint")
+	waitMarker(t, exec, state, k(snapshot.KindCompleted, "lint"))
+
+	// The runtime stalls in starting and records nothing: cairn seals one
+	// after its bounded wait, while the runtime's lock is still held.
+	sim.BeginCodon("stuck")
+	sim.Advance("stuck", "starting")
+	stuck := waitMarker(t, exec, state, k(snapshot.KindRigSetup, "stuck"))
+	if !strings.Contains(d.log.String(), "the runtime recorded no rig-setup checkpoint in time") {
+		t.Errorf("rig-setup stuck sealed, but not after waiting for the runtime")
+	}
+	sim.Shutdown() // stuck unfinished: the runtime's exit commit, RunFailed, lock removed
+	waitMarker(t, exec, state, k(snapshot.KindExit, "stuck"))
+
+	// A new run shows nothing yet (its skip has no checkpoint): the earlier
+	// run tells, and cairn waits for its first rig-setup too.
+	rs.skip["skipped"] = true
+	run2 := sim.StartRun()
+	sim.SkipCodon("plan")
+	waitMarker(t, exec, state, markerKey{snapshot.KindSkipped, run2, "plan", 0})
+	sim.StartCodon("test")
+	rig2 := waitMarker(t, exec, state, markerKey{snapshot.KindRigSetup, run2, "test", 0})
+	if want := rs.sha("rig-setup", "test", 1); !rig2.Adopted || rig2.SHA != want {
+		t.Errorf("run 2 rig-setup test: adopted=%v sha %s, want the runtime's %s", rig2.Adopted, rig2.SHA, want)
+	}
+	sim.CompleteCodon("test")
+	waitMarker(t, exec, state, markerKey{snapshot.KindCompleted, run2, "test", 0})
+	sim.Shutdown()
+
+	recs := ledgerQuick(t, exec, state)
+	assertKeys(t, recs, []markerKey{
+		k(snapshot.KindCompleted, "plan"),
+		k(snapshot.KindRigSetup, "test"),
+		k(snapshot.KindCompleted, "test"),
+		k(snapshot.KindRigSetup, "lint"),
+		k(snapshot.KindCompleted, "lint"),
+		k(snapshot.KindRigSetup, "stuck"),
+		k(snapshot.KindExit, "stuck"),
+		{snapshot.KindSkipped, run2, "plan", 0},
+		{snapshot.KindRigSetup, run2, "test", 0},
+		{snapshot.KindCompleted, run2, "test", 0},
+	})
+	cairns := map[markerKey]bool{ // sealed by cairn; every other one adopted
+		k(snapshot.KindRigSetup, "lint"): true, k(snapshot.KindRigSetup, "stuck"): true,
+		k(snapshot.KindExit, "stuck"): true, {snapshot.KindSkipped, run2, "plan", 0}: true,
+	}
+	inLedger := map[string]bool{}
+	for _, r := range lifecycleRecords(recs) {
+		inLedger[r.SHA] = true
+		if r.Adopted == cairns[keyOf(r)] {
+			t.Errorf("%s: adopted=%v", keyOf(r), r.Adopted)
+		}
+		if r.State != snapshot.StateOK {
+			t.Errorf("%s: state %s %v", keyOf(r), r.State, r.Issues)
+		}
+	}
+	for _, r := range []snapshot.Record{lint, stuck} {
+		if got := treeFiles(t, gitDir, r.SHA); !slices.Contains(got, map[string]string{"lint": "lint/lint.cfg", "stuck": "stuck/stuck.cfg"}[r.CodonID]) {
+			t.Errorf("%s: tree %q lacks its rig's file", keyOf(r), got)
+		}
+	}
+	// One checkpoint per marker on each branch: no second rig-setup, nothing
+	// outside the ledger but the runtime's exit commit.
+	exitCommit := rs.sha("exit", "stuck", 0)
+	for _, id := range []string{run, run2} {
+		subjects := map[string]int{}
+		for _, line := range strings.Split(git(t, gitDir, "log", "--format=%H %s", "refs/heads/main..refs/heads/run-"+id), "\n") {
+			sha, subject, _ := strings.Cut(line, " ")
+			kind, _, _ := strings.Cut(subject, " [run:")
+			subjects[kind]++
+			if !inLedger[sha] && sha != exitCommit {
+				t.Errorf("run-%s: commit %s (%s) is in no ledger record", id, sha, subject)
+			}
+		}
+		for s, n := range subjects {
+			if n > 1 && !strings.HasPrefix(s, "exit:") {
+				t.Errorf("run-%s: %d commits %q", id, n, s)
+			}
+		}
+	}
+}
+
+// TestInteropEditsBeforeMarkerNotRacy: while a codon runs (the daemon has
+// read the state since it started), the agent edits files, then the codon
+// completes. Whatever the edited files' times say (here set an hour ahead: a
+// file time in the marker's own millisecond, or kernel tick, cannot be
+// ordered against it either), the watch saw them change before the marker,
+// so the checkpoint is not racy. A file written after the marker and held by
+// its checkpoint is still named.
+func TestInteropEditsBeforeMarkerNotRacy(t *testing.T) {
+	const n = 5
+	var parts []hwsim.Part
+	for i := range n {
+		// A rig setup gives each codon a checkpoint to wait for before editing.
+		parts = append(parts, hwsim.Codon{ID: fmt.Sprintf("c%d", i), Files: []string{"**"},
+			RigSetup: []hwsim.RigStep{hwsim.Command("prepare", map[string]string{fmt.Sprintf("rig-%d.txt", i): "rig\n"})}})
+	}
+	exec, sim := newHankExec(t, hwsim.Plan(parts...))
+	state := t.TempDir()
+	startDaemon(t, state, "--config", configFile(t, noAutosave), "--watch", exec)
+	gitDir := hwStore(exec)
+	waitBaseline(t, exec, state)
+	ahead := time.Now().Add(time.Hour)
+	touch := func(rel string) {
+		t.Helper()
+		if err := os.Chtimes(filepath.Join(exec, "agentRoot", rel), ahead, ahead); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	run := sim.StartRun()
+	for i := range n {
+		id := fmt.Sprintf("c%d", i)
+		sim.StartCodon(id)
+		waitMarker(t, exec, state, markerKey{snapshot.KindRigSetup, run, id, 0})
+		// The codon runs: the daemon reads the state again (a heartbeat's
+		// pass) before the agent edits.
+		ow := watchOpens(t, filepath.Join(exec, ".hankweave"))
+		sim.Heartbeat()
+		ow.wait(t, 10*time.Second, "runtime.lock", "state.json")
+		ow.close()
+		edited := []string{fmt.Sprintf("edit-%d-a.txt", i), fmt.Sprintf("edit-%d-b.txt", i), "shared.txt"}
+		for _, rel := range edited {
+			sim.WriteFile(rel, fmt.Sprintf("codon %d\n", i))
+			touch(rel)
+		}
+		sim.CompleteCodon(id)
+		after := fmt.Sprintf("after-%d.txt", i)
+		sim.WriteFile(after, "after\n")
+		touch(after)
+		r := waitMarker(t, exec, state, markerKey{snapshot.KindCompleted, run, id, 0})
+		files := treeFiles(t, gitDir, r.SHA)
+		named := map[string]bool{}
+		for _, is := range r.Issues {
+			named[is.Path] = true
+		}
+		for _, rel := range edited {
+			if !slices.Contains(files, rel) {
+				t.Errorf("%s: %s, edited before the marker, missing", id, rel)
+			}
+			if named[rel] {
+				t.Errorf("%s: %s, edited before the marker, named racy: %+v", id, rel, r.Issues)
+			}
+		}
+		if slices.Contains(files, after) && !named[after] {
+			t.Errorf("%s: holds %s, written after the marker, but the record (%s) does not say so", id, after, r.State)
+		}
+		if r.State == snapshot.StateRacy && !named[after] {
+			t.Errorf("%s: racy for %+v", id, r.Issues)
+		}
+	}
+}
+
+// dirOpens reports the names of files opened in a folder (inotify IN_OPEN):
+// how a test learns that the daemon has read the runtime's files.
+type dirOpens struct{ fd int }
+
+func watchOpens(t *testing.T, dir string) *dirOpens {
+	t.Helper()
+	fd, err := syscall.InotifyInit1(syscall.IN_CLOEXEC | syscall.IN_NONBLOCK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := syscall.InotifyAddWatch(fd, dir, syscall.IN_OPEN); err != nil {
+		syscall.Close(fd)
+		t.Fatal(err)
+	}
+	return &dirOpens{fd: fd}
+}
+
+func (o *dirOpens) close() { syscall.Close(o.fd) }
+
+// wait waits until files named names were opened, in that order.
+func (o *dirOpens) wait(t *testing.T, within time.Duration, names ...string) {
+	t.Helper()
+	buf := make([]byte, 64<<10)
+	deadline := time.Now().Add(within)
+	for len(names) > 0 {
+		n, err := syscall.Read(o.fd, buf)
+		if err != nil && !errors.Is(err, syscall.EAGAIN) {
+			t.Fatal(err)
+		}
+		for off := 0; off+syscall.SizeofInotifyEvent <= n; {
+			ev := (*syscall.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			name := string(bytes.TrimRight(buf[off+syscall.SizeofInotifyEvent:off+syscall.SizeofInotifyEvent+int(ev.Len)], "\x00"))
+			if len(names) > 0 && name == names[0] {
+				names = names[1:]
+			}
+			off += syscall.SizeofInotifyEvent + int(ev.Len)
+		}
+		if len(names) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for the daemon to open %v", within, names)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
