@@ -379,6 +379,15 @@ func TestWorkspaceFolderGone(t *testing.T) {
 		_, found := d.workspace(ws)
 		return !found
 	})
+	// Status keeps saying so while the root still names the folder.
+	waitFor(t, 20*time.Second, "status saying the folder is gone", func() bool {
+		for _, r := range d.status().Refused {
+			if r.Dir == ws && strings.Contains(r.Reason, "gone") {
+				return true
+			}
+		}
+		return false
+	})
 	if strings.Contains(d.log.String(), "fork/exec") || strings.Contains(d.log.String(), "seal failed") {
 		t.Errorf("a seal was tried on the removed folder:\n%s", d.log.String())
 	}

@@ -58,6 +58,10 @@ func (d *Daemon) find(ctx context.Context, roots []WatchRoot) (map[string]placem
 			refused = append(refused, api.RefusedWorkspace{Dir: r.Path, Reason: err.Error()})
 			continue
 		}
+		if len(found) == 0 && !strings.ContainsAny(r.Path, "*?[{\\") {
+			// A root naming one folder that is not there: say so for as long as it is named.
+			refused = append(refused, api.RefusedWorkspace{Dir: r.Path, Reason: "no such folder: it is gone, or not created yet"})
+		}
 		if truncated != "" {
 			d.log.Warn().Str("root", r.Path).Str("reason", truncated).Msg("watch root discovery capped")
 			refused = append(refused, api.RefusedWorkspace{Dir: r.Path, Reason: truncated})

@@ -77,6 +77,23 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(e.stdout, "  not checkpointed: %q: %s\n", is.Path, is.Reason)
 		}
 	}
+	if len(st.Refused) > 0 {
+		fmt.Fprintln(e.stdout, "\nnot watched:")
+		for _, r := range st.Refused {
+			fmt.Fprintf(e.stdout, "  %s: %s\n", r.Dir, r.Reason)
+		}
+	}
+	if len(st.Workers) > 0 {
+		fmt.Fprintln(e.stdout, "\nworkers (one per workspace owner, running as that user):")
+		for _, w := range st.Workers {
+			fmt.Fprintf(e.stdout, "  uid %d %s: %s, pid %d, %d workspaces, %d restarts", w.UID, w.User, w.State, w.PID, w.Workspaces, w.Restarts)
+			if w.Error != "" {
+				bad = true
+				fmt.Fprintf(e.stdout, ", error: %s", w.Error)
+			}
+			fmt.Fprintln(e.stdout)
+		}
+	}
 	if bad {
 		fmt.Fprintln(e.stderr, "some workspaces report errors")
 	}
