@@ -260,7 +260,7 @@ func falseAlarm(r snapshot.Record) bool {
 	return len(r.Issues) > 0
 }
 
-// checkMessage checks the seed's message: first line, blank line, Codon:,
+// checkMessage checks the runtime's message: first line, blank line, Codon:,
 // Status:, Timestamp: and, for a terminal checkpoint, Duration:.
 func checkMessage(t *testing.T, gitDir string, r snapshot.Record, w wantCkpt) {
 	t.Helper()

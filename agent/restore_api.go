@@ -21,7 +21,8 @@ import (
 )
 
 // The socket API of restores, rollbacks, listings, diffs, watches and events
-// (SPEC §5). Restores run on the workspace's goroutine, never beside its seals.
+// (docs/cairn-formats.md, "Socket API in brief"). Restores run on the
+// workspace's goroutine, never beside its seals.
 
 // restoreJob is a restore run on the workspace's goroutine.
 type restoreJob struct {
@@ -265,7 +266,7 @@ func (d *Daemon) restoreOn(ws *workspace, st *snapshot.Store, cmdType string, op
 	if !op.DryRun {
 		if !ws.rolling.CompareAndSwap(false, true) {
 			if strings.HasPrefix(cmdType, "rollback.") {
-				//lint:ignore ST1005 the seed's exact wording
+				//lint:ignore ST1005 the runtime's exact wording (docs/runtime-formats.md)
 				return api.RestoreResult{}, http.StatusConflict, restore.CodeRollbackInProgress, errors.New(restore.ErrRollbackInProgress)
 			}
 			b := restore.RollbackBlocked(cmdType)
@@ -361,7 +362,7 @@ func (d *Daemon) handleRestore(w http.ResponseWriter, r *http.Request) {
 }
 
 // answerRefusal writes a restore error; ROLLBACK_IN_PROGRESS for a request
-// other than a rollback carries the seed's payload.
+// other than a rollback carries the runtime's payload.
 func (d *Daemon) answerRefusal(w http.ResponseWriter, cmdType string, code int, errCode string, err error) {
 	if errCode == restore.CodeRollbackInProgress && !strings.HasPrefix(cmdType, "rollback.") {
 		writeBlocked(w, cmdType)

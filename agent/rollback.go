@@ -18,14 +18,14 @@ import (
 	"github.com/cairn-dev/cairn/snapshot"
 )
 
-// Restores and rollbacks (SPEC §4). The functions here are shared by the
-// daemon (which runs them on the workspace's goroutine) and by the cairn
-// command when no daemon runs (which runs them on the store directly, under
-// its lock).
+// Restores and rollbacks (README.md, "Restore and rollback"). The functions
+// here are shared by the daemon (which runs them on the workspace's
+// goroutine) and by the cairn command when no daemon runs (which runs them on
+// the store directly, under its lock).
 
-// ErrCodonRunning is the seed's refusal while the runtime runs a codon.
+// ErrCodonRunning is the runtime's refusal while the runtime runs a codon.
 //
-//lint:ignore ST1005 the seed's exact wording
+//lint:ignore ST1005 the runtime's exact wording (docs/runtime-formats.md)
 var ErrCodonRunning = errors.New(restore.ErrCodonRunning)
 
 // Checkpoints converts ledger records for restore.Resolve.
@@ -317,10 +317,10 @@ func NewRunID(now time.Time) string {
 }
 
 // RecordContinuation writes the rollback into state.json as the runtime
-// does (FORMATS "state.json"): the abandoned run completed with an endTime,
-// then a new continuation run, first and current, resuming after the
-// target's codon. Unknown fields are preserved. No state.json: nothing to
-// do (note says so). It refuses while the runtime's lock is live.
+// does (docs/runtime-formats.md, "state.json"): the abandoned run completed
+// with an endTime, then a new continuation run, first and current, resuming
+// after the target's codon. Unknown fields are preserved. No state.json:
+// nothing to do (note says so). It refuses while the runtime's lock is live.
 func RecordContinuation(dir string, target restore.Checkpoint, cps []restore.Checkpoint) (*api.Continuation, string, error) {
 	st, err := hankweave.ReadState(dir)
 	if err != nil {

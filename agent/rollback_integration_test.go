@@ -131,7 +131,7 @@ func fileIs(t *testing.T, path, want string) {
 }
 
 // TestRollbackOverSocket plays a run with a completed and a failed codon,
-// then rolls back every way the seed can, undoing each, over the socket.
+// then rolls back every way the runtime can, undoing each, over the socket.
 func TestRollbackOverSocket(t *testing.T) {
 	plan := hwsim.Plan(
 		hwsim.Codon{ID: "a", Name: "Codon A", Files: []string{"**"},
@@ -255,7 +255,7 @@ func TestRollbackOverSocket(t *testing.T) {
 		sameTree(t, c.name+" then undo", hashTree(t, root), before)
 	}
 
-	// The listing marks HEAD; checkpoint.list answers in the seed's shape.
+	// The listing marks HEAD; checkpoint.list answers in the runtime's shape.
 	out, err := exec.Command(cairnBin, "list", execDir, "--socket", sock).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), restore.HeadMark) {
 		t.Errorf("cairn list: %v\n%s", err, out)

@@ -212,8 +212,8 @@ func reverse(cps []Checkpoint) {
 	}
 }
 
-// Preference orders (FORMATS): start takes the first available of
-// startOrder, end the first of endOrder.
+// Preference orders (docs/runtime-formats.md, rollback): start takes the
+// first available of startOrder, end the first of endOrder.
 var (
 	startOrder = []string{KindRigSetup, KindCompleted, KindError, KindSkipped}
 	endOrder   = []string{KindCompleted, KindError, KindSkipped, KindRigSetup}
@@ -269,8 +269,8 @@ func (r *resolver) pick(a *attempt, prefs []string) (Checkpoint, bool) {
 	return Checkpoint{}, false
 }
 
-// byCodon takes the codon's newest attempt (FORMATS "By codon"), whatever it
-// holds, and picks from it by type.
+// byCodon takes the codon's newest attempt (docs/runtime-formats.md,
+// rollback), whatever it holds, and picks from it by type.
 func (r *resolver) byCodon(t Target) (Checkpoint, error) {
 	typ := t.Type
 	if typ == "" {
@@ -303,7 +303,8 @@ func (r *resolver) byCodon(t Target) (Checkpoint, error) {
 // lastSuccess: the newest completed codon whose checkpoint git confirms;
 // otherwise the newest codon with any confirmed checkpoint, preferring
 // completed > error > skipped > rig-setup, except that a failed codon (one
-// with an error record) prefers its rig-setup checkpoint (FORMATS).
+// with an error record) prefers its rig-setup checkpoint
+// (docs/runtime-formats.md, rollback).
 func (r *resolver) lastSuccess(t Target) (Checkpoint, error) {
 	for i := len(r.cps) - 1; i >= 0; i-- {
 		if c := r.cps[i]; c.CodonID != "" && c.Kind == KindCompleted && r.ok(c) {

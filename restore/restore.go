@@ -1,7 +1,8 @@
-// Package restore holds the pure logic of a restore (SPEC §4): which
-// checkpoint a target names, the plan a restore carries out and how it is
-// printed, and which checkpoint the listing marks with "← HEAD". It reads and
-// writes nothing; the daemon feeds it the ledger and git's answers.
+// Package restore holds the pure logic of a restore (README.md, "Restore and
+// rollback"): which checkpoint a target names, the plan a restore carries out
+// and how it is printed, and which checkpoint the listing marks with
+// "← HEAD". It reads and writes nothing; the daemon feeds it the ledger and
+// git's answers.
 //
 // It imports nothing of cairn but platform, so it carries its own small
 // mirror of a ledger record, Checkpoint.
@@ -72,8 +73,8 @@ func (c Checkpoint) Short() string {
 	return c.SHA
 }
 
-// The seed's refusals (SPEC §4, FORMATS "Rollback: resolution and exact
-// messages"), byte for byte.
+// The runtime's refusals, byte for byte (docs/runtime-formats.md, "Rollback:
+// resolution, messages, events").
 const (
 	ErrCodonRunning       = "Cannot rollback while codon is running. Use 'codon.forceStop' first."
 	ErrRollbackInProgress = "Rollback already in progress"
@@ -89,7 +90,7 @@ const (
 // "Attempted command: <type>".
 func BlockedContext(commandType string) string { return "Attempted command: " + commandType }
 
-// Blocked is the seed's error payload for a state-changing request refused
+// Blocked is the runtime's error payload for a state-changing request refused
 // while a rollback runs.
 type Blocked struct {
 	Message  string `json:"message"`
@@ -107,8 +108,8 @@ func RollbackBlocked(commandType string) Blocked {
 }
 
 // NotFoundError: no checkpoint matches a ledger id, SHA prefix, time or
-// "last-success". Error() is always `unknown checkpoint: <input>` (SPEC §4);
-// Detail carries the longer sentence, for a SHA miss the seed's
+// "last-success". Error() is always `unknown checkpoint: <input>`;
+// Detail carries the longer sentence, for a SHA miss the runtime's
 // `Checkpoint <prefix> not found in any run (current or historical)`.
 type NotFoundError struct {
 	Input  string // what was asked for, as given
@@ -133,7 +134,7 @@ func (e *TypeNotFoundError) Error() string {
 }
 
 // AmbiguousError: a SHA prefix matches several commits. Matches are newest
-// first. Error() is the seed's message, one line per match.
+// first. Error() is the runtime's message, one line per match.
 type AmbiguousError struct {
 	Prefix  string
 	Matches []Checkpoint

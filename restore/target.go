@@ -14,7 +14,7 @@ const (
 	TargetID          TargetKind = iota + 1 // a ledger id: c7
 	TargetSHA                               // a SHA prefix of at least MinSHAPrefix hex digits
 	TargetCodon                             // a codon and a checkpoint type (or the start/end alias)
-	TargetLastSuccess                       // the seed's "last success"
+	TargetLastSuccess                       // the runtime's "last success"
 	TargetTime                              // the newest checkpoint at or before a time
 )
 
@@ -54,7 +54,8 @@ type Target struct {
 	// CheckpointKind restricts TargetTime to one kind ("autosave@10:42").
 	CheckpointKind string
 
-	// Run is the current run, searched first for a SHA prefix (FORMATS).
+	// Run is the current run, searched first for a SHA prefix
+	// (docs/runtime-formats.md).
 	// Empty: the run of the newest ledger record that has one.
 	Run string
 
@@ -71,7 +72,7 @@ func BySHA(prefix string) Target { return Target{Kind: TargetSHA, SHA: prefix} }
 // ByCodon targets a codon's checkpoint of the given type ("" means "end").
 func ByCodon(codonID, typ string) Target { return Target{Kind: TargetCodon, Codon: codonID, Type: typ} }
 
-// ByLastSuccess targets the seed's last success.
+// ByLastSuccess targets the runtime's last success.
 func ByLastSuccess() Target { return Target{Kind: TargetLastSuccess} }
 
 // ByTime targets the newest checkpoint at or before at, of the given kind
@@ -107,7 +108,7 @@ func (t Target) String() string {
 // ParseTarget reads the positional target of `cairn restore`:
 //
 //	c12                 ledger id (c followed by digits; see below)
-//	last-success        the seed's last success
+//	last-success        the runtime's last success
 //	@<time>             newest checkpoint at or before <time> (see ParseTime)
 //	<kind>@<time>       the same, of one kind only: autosave@10:42
 //	codon:<id>[:<type>] a codon's checkpoint; <type> in CodonTypes, default end

@@ -17,8 +17,8 @@ import (
 	"github.com/cairn-dev/cairn/platform"
 )
 
-// Trailers cairn adds after the seed's message, enough to rebuild the ledger
-// from git alone.
+// Trailers cairn adds after the runtime's message, enough to rebuild the
+// ledger from git alone (docs/cairn-formats.md, "Commit messages").
 const (
 	trailerID      = "Cairn-Ledger-Id"
 	trailerKind    = "Cairn-Kind"
@@ -181,7 +181,7 @@ func (s *Store) refOf(ctx context.Context, sha string) string {
 	return strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
 }
 
-// recordFromMessage reads cairn's trailers (and the seed's lines) from a commit message.
+// recordFromMessage reads cairn's trailers (and the runtime's lines) from a commit message.
 func recordFromMessage(msg string) (Record, bool) {
 	var r Record
 	lines := strings.Split(msg, "\n")

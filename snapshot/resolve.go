@@ -9,9 +9,10 @@ import (
 )
 
 // Selector decides which work-tree paths a checkpoint holds, by the pattern
-// dialect of SPEC §3: doublestar globs on slash-separated relative paths, a bare
-// directory name matching everything under it, `!` patterns subtracting
-// wherever they stand, and no positive pattern selecting nothing.
+// dialect of README.md ("What a checkpoint holds"): doublestar globs on
+// slash-separated relative paths, a bare directory name matching everything
+// under it, `!` patterns subtracting wherever they stand, and no positive
+// pattern selecting nothing.
 type Selector struct {
 	pos, neg []string
 	all      bool // a lone "**": skip matching

@@ -172,7 +172,8 @@ func short7(sha string) string {
 	return sha
 }
 
-// recoveryRef is the seed's safety branch: recovery/<ISO time, ':' and '.' as '-'>-<id>.
+// recoveryRef is the pre-restore safety branch: recovery/<ISO time, ':' and '.' as '-'>-<id>
+// (docs/cairn-formats.md, "Refs").
 func recoveryRef(label string) string {
 	stamp := strings.NewReplacer(":", "-", ".", "-").Replace(isoTime(time.Now()))
 	var rnd [4]byte

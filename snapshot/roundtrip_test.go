@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-// The round trip of SPEC §3: seal, change the disk, seal again — by a full
+// The round trip of a checkpoint: seal, change the disk, seal again — by a full
 // reconcile and by an incremental seal of the touched paths — and the tree in
 // git equals the disk byte for byte and mode for mode, and both ways give the
 // same tree.
@@ -581,9 +581,9 @@ func TestMandatoryExclusions(t *testing.T) {
 	}
 }
 
-// The pattern dialect of SPEC §3: doublestar globs on relative paths, a bare
-// folder name holding everything under it, `!` subtracting wherever it stands,
-// no positive pattern holding nothing.
+// The pattern dialect (README.md, "What a checkpoint holds"): doublestar
+// globs on relative paths, a bare folder name holding everything under it,
+// `!` subtracting wherever it stands, no positive pattern holding nothing.
 func TestPatterns(t *testing.T) {
 	t.Parallel()
 	files := map[string]string{

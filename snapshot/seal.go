@@ -323,7 +323,8 @@ func (s *Store) resolve(ctx context.Context, rev string) (string, bool) {
 	return strings.TrimSpace(string(out)), true
 }
 
-// message is the seed's commit message, then cairn's trailers.
+// message is the runtime's commit message, then cairn's trailers
+// (docs/cairn-formats.md, "Commit messages").
 func message(req SealRequest, rec Record, now time.Time) string {
 	status := req.Status
 	if status == "" {
@@ -535,7 +536,7 @@ func (s *Store) consider(p *stagePlan, sel *Selector, rel string, links *linkCac
 		p.add = append(p.add, rel)
 		p.stat[rel] = idOf(fi)
 	case fi.Mode()&fs.ModeSymlink != 0:
-		p.remove = append(p.remove, rel) // symlinks are not checkpointed (SPEC §3)
+		p.remove = append(p.remove, rel) // symlinks are not checkpointed (README.md)
 	case fi.IsDir():
 		// a directory where a file was: its files arrive on their own
 		p.remove = append(p.remove, rel)

@@ -17,7 +17,7 @@ import (
 	"github.com/cairn-dev/cairn/platform"
 )
 
-// Seed-exact names and contents (FORMATS.md).
+// Exact names and contents (docs/runtime-formats.md, docs/cairn-formats.md).
 const (
 	hankStoreName   = ".hankweavecheckpoints"
 	hankGitconfig   = "[user]\n  name = Hankweave Runtime\n  email = froggie@southbridge.ai\n[commit]\n  gpgsign = false\n"
@@ -380,7 +380,8 @@ func (s *Store) migrateLegacy() error {
 	return platform.SyncDir(s.home)
 }
 
-// stamp19 is the seed's timestamp for quarantine and backup names.
+// stamp19 is the runtime's timestamp for quarantine and backup names
+// (docs/runtime-formats.md, "The store and its identity").
 func stamp19(t time.Time) string {
 	r := strings.NewReplacer(":", "-", ".", "-")
 	return r.Replace(isoTime(t))[:19]

@@ -41,7 +41,8 @@ func hankweaveWorkspace(t *testing.T) string {
 }
 
 // TestSeedLayoutAndMessages reads the store with plain `git log --all` and
-// checks it against the first seed: paths, identity, messages, branches.
+// checks it against docs/runtime-formats.md: paths, identity, messages,
+// branches.
 func TestSeedLayoutAndMessages(t *testing.T) {
 	ctx := context.Background()
 	exec := hankweaveWorkspace(t)

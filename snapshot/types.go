@@ -29,7 +29,7 @@ const (
 // Kinds lists every kind, for validation.
 var Kinds = []Kind{KindRigSetup, KindCompleted, KindError, KindSkipped, KindExit, KindAutosave, KindManual, KindPreRestore, KindBaseline}
 
-// IsLifecycle reports whether k is a codon lifecycle status of the seed.
+// IsLifecycle reports whether k is a codon lifecycle status of the runtime.
 func (k Kind) IsLifecycle() bool {
 	switch k {
 	case KindRigSetup, KindCompleted, KindError, KindSkipped, KindExit:
@@ -89,9 +89,10 @@ type SealRequest struct {
 	CodonName string
 	RunID     string
 	Attempt   int // 0 for a codon's first record in the run; n for its n-th retry
-	// Status is the word in the seed's message ("completed", …); defaults to Kind.
+	// Status is the word in the runtime's message ("completed", …); defaults to Kind.
 	Status string
-	// Patterns select the files (SPEC §3); nil means the store's defaults.
+	// Patterns select the files (README.md, "What a checkpoint holds"); nil
+	// means the store's defaults.
 	Patterns []string
 	// Duration goes into the message's `Duration: {n}ms` line when non-zero.
 	Duration time.Duration

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Command is POST /v1/command: the seed's envelope {id, type, data}, plus the
+// Command is POST /v1/command: the runtime's envelope {id, type, data}, plus the
 // workspace it acts on. Workspace may be given at the top level or inside data.
 type Command struct {
 	ID        string          `json:"id,omitempty"`
@@ -21,7 +21,7 @@ type CommandReply struct {
 	Data any    `json:"data"`
 }
 
-// Command types (the seed's).
+// Command types (the runtime's).
 const (
 	CmdCheckpointList       = "checkpoint.list"
 	CmdRollbackToCheckpoint = "rollback.toCheckpoint"
@@ -35,7 +35,8 @@ type CheckpointListData struct {
 	RunID     string `json:"runId,omitempty"`
 }
 
-// CheckpointList is checkpoint.list's answer, in the seed's shape.
+// CheckpointList is checkpoint.list's answer, in the runtime's shape
+// (docs/runtime-formats.md, "checkpoint.list").
 type CheckpointList struct {
 	RunID         string           `json:"runId"`
 	CurrentBranch string           `json:"currentBranch"`
@@ -121,7 +122,7 @@ type RestoreResult struct {
 	Archive *ArchiveRestore `json:"archive,omitempty"`
 }
 
-// ArchiveRestore is the seed's rollback.archiveRestore payload.
+// ArchiveRestore is the runtime's rollback.archiveRestore payload.
 type ArchiveRestore struct {
 	RestoredPaths  []string `json:"restoredPaths"`
 	ProtectedPaths []string `json:"protectedPaths,omitempty"`

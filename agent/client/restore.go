@@ -11,7 +11,7 @@ import (
 	"github.com/cairn-dev/cairn/agent/api"
 )
 
-// Command sends one of the seed's commands ({id, type, data}) and decodes
+// Command sends one of the runtime's commands ({id, type, data}) and decodes
 // the reply's data into out.
 func (c *Client) Command(ctx context.Context, cmd api.Command, out any) error {
 	var reply struct {

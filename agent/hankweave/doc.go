@@ -1,6 +1,6 @@
 // Package hankweave reads what a Hankweave runtime writes into an execution
 // directory (state.json, the journal, runtime.lock) and derives from it the
-// codon lifecycle checkpoints cairn must hold (SPEC §2, FORMATS.md).
+// codon lifecycle checkpoints cairn must hold (docs/runtime-formats.md).
 //
 // Reading is tolerant: a torn or invalid state.json falls back to
 // state.json.bak, fields of an unexpected type are left zero instead of failing

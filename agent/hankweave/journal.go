@@ -31,7 +31,7 @@ func (e Event) Time() time.Time {
 }
 
 // Transition is the data of a state.transition line. Which members are set
-// depends on TransitionType (FORMATS.md, "The journal").
+// depends on TransitionType (docs/runtime-formats.md, "The journal").
 type Transition struct {
 	TransitionType string          `json:"transitionType"` // RunStarted, CodonTransitioned, CheckpointCreated, …
 	RunID          string          `json:"runId"`

@@ -15,13 +15,14 @@ import (
 )
 
 // StaleAfter is how old a lock's heartbeat may be before the runtime is
-// considered gone (FORMATS.md: heartbeat every 30 s, stale past 120 s).
+// considered gone (docs/runtime-formats.md: heartbeat every 30 s, stale past
+// 120 s).
 const StaleAfter = 120 * time.Second
 
 // Lock is .hankweave/runtime.lock: {pid, lockId, runId, startTime,
 // lastHeartbeat, port}. Timestamps are read from ISO 8601 strings or from
-// epoch milliseconds (numbers or numeric strings); FORMATS.md does not say
-// which the runtime writes, so both are accepted.
+// epoch milliseconds (numbers or numeric strings); which the runtime writes
+// is not documented, so both are accepted.
 type Lock struct {
 	PID           int
 	LockID        string

@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// Kind is the lifecycle status a checkpoint is sealed for (SPEC §2). The
-// strings are snapshot.Kind's.
+// Kind is the codon lifecycle status a checkpoint is sealed for. The strings
+// are snapshot.Kind's.
 type Kind string
 
 const (

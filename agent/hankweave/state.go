@@ -13,7 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/platform"
 )
 
-// Codon statuses (FORMATS.md, "state.json").
+// Codon statuses (docs/runtime-formats.md, "state.json").
 const (
 	StatusPreparing           = "preparing"
 	StatusStarting            = "starting"
@@ -355,7 +355,7 @@ var ErrRuntimeLive = errors.New("the runtime holds a live lock")
 // temporary file is created exclusively, and a state.json that is a link, not
 // a regular file, or over platform.MaxRuntimeFile is refused.
 //
-// It refuses with ErrRuntimeLive while runtime.lock is live (SPEC §2: cairn
+// It refuses with ErrRuntimeLive while runtime.lock is live (cairn
 // never writes state.json under a running runtime). Files it creates take the
 // owner and mode of the existing state.json, so a runtime running as the
 // workspace's owner can go on rewriting them after cairn (running as root) did.

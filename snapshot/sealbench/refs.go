@@ -13,7 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/snapshot"
 )
 
-// seedBatch is how many paths the seed passes to one `git add`.
+// seedBatch is how many paths the runtime passes to one `git add`.
 const seedBatch = 100
 
 // gitEnv is what every reference store shares: the git found on PATH and a
@@ -97,7 +97,7 @@ func (s *refStore) addAll(ctx context.Context) error {
 }
 
 // addBatches runs `git add -f` over files, seedBatch literal pathspecs per
-// process, as the seed does: each process reads the whole index and matches
+// process, as the runtime does: each process reads the whole index and matches
 // every entry against every pathspec, which is why this is quadratic.
 func (s *refStore) addBatches(ctx context.Context, files []string) error {
 	args := make([]string, 0, seedBatch+3)
@@ -113,7 +113,7 @@ func (s *refStore) addBatches(ctx context.Context, files []string) error {
 	return nil
 }
 
-// seedA is the seed's pipeline: reset the shared index to HEAD, add every
+// seedA is the runtime's pipeline: reset the shared index to HEAD, add every
 // resolved file in batches, commit. files is the resolved list; resolving is
 // not charged to it.
 func (s *refStore) seedA(ctx context.Context, files []string) error {
@@ -127,7 +127,7 @@ func (s *refStore) seedA(ctx context.Context, files []string) error {
 	return err
 }
 
-// seedB is the seed's newer pipeline: a fresh private index read from the
+// seedB is the runtime's newer pipeline: a fresh private index read from the
 // parent (so git's stat cache is lost and every file is hashed again), add
 // every resolved file in batches, then plumbing to commit.
 func (s *refStore) seedB(ctx context.Context, files []string) error {

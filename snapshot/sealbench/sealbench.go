@@ -43,7 +43,7 @@ type Config struct {
 	KeepTrees bool
 	// JSON prints one JSON document instead of tables.
 	JSON bool
-	// SkipSlow skips the seed's pipelines (a) and (b) at sizes of SlowFiles
+	// SkipSlow skips the runtime's pipelines (a) and (b) at sizes of SlowFiles
 	// and more, where one run takes minutes. Without it they run once there.
 	SkipSlow bool
 	// Seed makes the trees and mutations; default 1.
@@ -53,7 +53,7 @@ type Config struct {
 	Progress io.Writer
 }
 
-// SlowFiles is the tree size from which the seed's pipelines run once
+// SlowFiles is the tree size from which the runtime's pipelines run once
 // instead of Runs times (or not at all with SkipSlow).
 const SlowFiles = 50_000
 
@@ -112,7 +112,7 @@ type SizeResult struct {
 	Ops           []OpResult `json:"ops"`
 	Ratios        []Ratio    `json:"ratios"`
 	Notes         []string   `json:"notes,omitempty"`
-	SlowPipelines string     `json:"slowPipelines"`        // seed (a) and (b): "every run", "once" or "skipped"
+	SlowPipelines string     `json:"slowPipelines"`        // the runtime's pipelines (a) and (b): "every run", "once" or "skipped"
 	WarmupRuns    int        `json:"warmupRuns"`           // not counted
 	Runs          int        `json:"runs"`                 // counted
 	LoadBefore    string     `json:"loadBefore,omitempty"` // /proc/loadavg, where there is one
@@ -317,7 +317,7 @@ func runSize(ctx context.Context, cfg Config, env *gitEnv, n int, dir string, lo
 			return res, err
 		}
 
-		// At SlowFiles and over, the seed's pipelines run in the first
+		// At SlowFiles and over, the runtime's pipelines run in the first
 		// counted run only: they cover everything that changed since
 		// their last commit, so skipping runs costs them nothing.
 		if seedA != nil && (!slow || run == 1) {

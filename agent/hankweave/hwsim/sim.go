@@ -3,8 +3,8 @@
 // every transition, one journal line per transition, runtime.lock with
 // heartbeats, codons that write, edit and delete files under agentRoot/,
 // retries, loops, failures, skips, clean and interrupted shutdowns, crashes
-// and journal compaction. What it writes follows FORMATS.md and the shapes
-// the runtime's own state manager builds (member order included).
+// and journal compaction. What it writes follows docs/runtime-formats.md and
+// the shapes the runtime's own state manager builds (member order included).
 //
 // It uses the standard library only and does not share code with package
 // hankweave, so tests of the reader check it against an independent writer.
@@ -102,8 +102,8 @@ func WithRuntimeCheckpoints(seal func(kind, runID, codonID string) string) Optio
 }
 
 // WithEpochMillisLock writes the lock's startTime and lastHeartbeat as epoch
-// milliseconds instead of ISO strings (FORMATS.md does not say which the
-// runtime uses; readers must accept both).
+// milliseconds instead of ISO strings (which the runtime uses is not
+// documented; readers must accept both).
 func WithEpochMillisLock() Option { return func(s *Sim) { s.epochLock = true } }
 
 // New prepares execDir (agentRoot/, .hankweave/, .hankweave/events/) for a
@@ -969,7 +969,8 @@ func (s *Sim) removeLock() error {
 // CompactJournal does what the runtime may do at the clean end of a finished
 // run: events.jsonl is replaced by events.jsonl.zst, journal.meta.json and a
 // cas/ folder. (The .zst is a valid zstd frame of stored blocks; the meta
-// file's members are the simulator's own: FORMATS.md does not describe it.)
+// file's members are the simulator's own: docs/runtime-formats.md does not
+// describe it.)
 func (s *Sim) CompactJournal() {
 	if s.t != nil {
 		s.t.Helper()

@@ -18,7 +18,7 @@ func init() {
 	register("list", "list a workspace's checkpoints, newest first", runList)
 }
 
-// mark is the listing's sign for a kind (after the second seed).
+// mark is the listing's sign for a kind (README.md, "Commands").
 func mark(k snapshot.Kind) string {
 	switch k {
 	case snapshot.KindBaseline:
