@@ -15,7 +15,7 @@ var allowed = map[string][]string{
 	"platform":     {},
 	"agent/api":    {},
 	"watcher":      {"platform"},
-	"snapshot":     {"platform"},
+	"snapshot":     {"platform", "restore"}, // restore/ckpt only: the shared checkpoint types
 	"restore":      {"platform"},
 	"agent/client": {"agent/api", "platform"},
 	"agent":        {"agent/api", "agent/client", "watcher", "snapshot", "restore", "platform"},
@@ -64,6 +64,59 @@ func TestImportsRunOneWay(t *testing.T) {
 			}
 		}
 	}
+}
+
+// shipped is the package built into the binary we ship.
+const shipped = "./cmd/cairn"
+
+// TestShippedBinaryLinksNoTestCode lists every package the shipped binary
+// links (as tailscale's depaware does) and fails on package testing or
+// testing/...: test rigs (hwsimtest, testing.TB helpers) stay in tests, and
+// the simulator, fault points and benchmarks the binary carries return errors.
+func TestShippedBinaryLinksNoTestCode(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, shipped).Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", shipped, err)
+	}
+	imports := map[string][]string{}
+	var root string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		imports[f[0]] = f[1:]
+		root = f[0] // -deps lists the named package last
+	}
+	if len(imports) < 2 || root != module+"/cmd/cairn" {
+		t.Fatalf("go list -deps %s listed %d packages ending with %q", shipped, len(imports), root)
+	}
+	for pkg := range imports {
+		if pkg == "testing" || strings.HasPrefix(pkg, "testing/") {
+			t.Errorf("%s links %s: %s", shipped, pkg, strings.Join(importPath(imports, root, pkg), " → "))
+		}
+	}
+}
+
+// importPath is a shortest chain of imports from one package to another.
+func importPath(imports map[string][]string, from, to string) []string {
+	prev := map[string]string{from: ""}
+	queue := []string{from}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if p == to {
+			var chain []string
+			for ; p != ""; p = prev[p] {
+				chain = append([]string{p}, chain...)
+			}
+			return chain
+		}
+		for _, imp := range imports[p] {
+			if _, seen := prev[imp]; !seen {
+				prev[imp] = p
+				queue = append(queue, imp)
+			}
+		}
+	}
+	return []string{from, "…", to}
 }
 
 func contains(v []string, s string) bool {

@@ -9,7 +9,8 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/agent/hankweave/hwsim"
-	"github.com/cairn-dev/cairn/snapshot"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // TestRollbackRestoresArchive: a file the runtime archived into rigArchive/
@@ -30,11 +31,11 @@ func TestRollbackRestoresArchive(t *testing.T) {
 	sim.StartCodon("a")
 	sim.WriteFile("a.txt", "a\n")
 	sim.CompleteCodon("a")
-	ca := waitMarker(t, execDir, state, markerKey{snapshot.KindCompleted, run, "a", 0})
+	ca := waitMarker(t, execDir, state, markerKey{ckpt.KindCompleted, run, "a", 0})
 	sim.StartCodon("b")
 	sim.WriteFile("out.md", "b's output\n")
 	sim.CompleteCodon("b")
-	cb := waitMarker(t, execDir, state, markerKey{snapshot.KindCompleted, run, "b", 0})
+	cb := waitMarker(t, execDir, state, markerKey{ckpt.KindCompleted, run, "b", 0})
 	sim.Shutdown()
 
 	// The runtime archives b's output after b (and an older file after a).
@@ -48,8 +49,8 @@ func TestRollbackRestoresArchive(t *testing.T) {
 	b, _ := json.MarshalIndent(manifest, "", "  ")
 	write(t, filepath.Join(execDir, ".hankweave/archive-manifest.json"), string(b))
 	// Let the daemon seal the removal of out.md (an autosave), so the position is past b.
-	waitRec(t, execDir, state, "autosave of the archiving", func(r snapshot.Record) bool {
-		return r.Kind == snapshot.KindAutosave && r.Removed == 1
+	waitRec(t, execDir, state, "autosave of the archiving", func(r ckpt.Record) bool {
+		return r.Kind == ckpt.KindAutosave && r.Removed == 1
 	})
 
 	code, body := command(t, d.socket, execDir, "rollback.toCodon", map[string]any{"codonId": "a", "checkpointType": "end"})

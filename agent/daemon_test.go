@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/cairn-dev/cairn/snapshot"
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // TestPlainWorkspaceBaselineAndAutosave: a plain folder gets a baseline when
@@ -20,14 +20,14 @@ func TestPlainWorkspaceBaselineAndAutosave(t *testing.T) {
 	write(t, cfg, "[defaults]\nautosave_quiet = \"200ms\"\nautosave_max_wait = \"2s\"\n")
 	d := startDaemon(t, state, "--config", cfg, "--watch", ws)
 
-	base := waitRecord(t, ws, state, "baseline", func(r snapshot.Record) bool { return r.Kind == snapshot.KindBaseline })
-	if base.State != snapshot.StateOK || base.Added != 1 {
+	base := waitRecord(t, ws, state, "baseline", func(r ckpt.Record) bool { return r.Kind == ckpt.KindBaseline })
+	if base.State != ckpt.StateOK || base.Added != 1 {
 		t.Fatalf("baseline %+v", base)
 	}
 	write(t, filepath.Join(ws, "b.txt"), "b\n")
 	write(t, filepath.Join(ws, "deep/er/c.txt"), "c\n") // a new folder: watched, then walked
-	auto := waitRecord(t, ws, state, "autosave with b.txt and c.txt", func(r snapshot.Record) bool {
-		return r.Kind == snapshot.KindAutosave && r.Added == 2
+	auto := waitRecord(t, ws, state, "autosave with b.txt and c.txt", func(r ckpt.Record) bool {
+		return r.Kind == ckpt.KindAutosave && r.Added == 2
 	})
 	ws0, _ := d.workspace(ws)
 	gitDir := ws0.Store
@@ -38,8 +38,8 @@ func TestPlainWorkspaceBaselineAndAutosave(t *testing.T) {
 		t.Errorf("autosave ref %s parent %s", auto.Ref, auto.Parent)
 	}
 	os.Remove(filepath.Join(ws, "a.txt"))
-	del := waitRecord(t, ws, state, "autosave recording the deletion", func(r snapshot.Record) bool {
-		return r.Kind == snapshot.KindAutosave && r.Removed == 1
+	del := waitRecord(t, ws, state, "autosave recording the deletion", func(r ckpt.Record) bool {
+		return r.Kind == ckpt.KindAutosave && r.Removed == 1
 	})
 	if got := treeFiles(t, gitDir, del.SHA); !slices.Equal(got, []string{"b.txt", "deep/er/c.txt"}) {
 		t.Errorf("after delete: %v", got)
@@ -57,7 +57,7 @@ func TestBadWorkspaceFailsAlone(t *testing.T) {
 	// A Hankweave workspace whose checkpoints folder is a file: no store can be made there.
 	write(t, filepath.Join(bad, ".hankweave/checkpoints"), "not a folder")
 	d := startDaemon(t, state, "--watch", good, "--watch", bad)
-	waitRecord(t, good, state, "baseline of the good workspace", func(r snapshot.Record) bool { return r.Kind == snapshot.KindBaseline })
+	waitRecord(t, good, state, "baseline of the good workspace", func(r ckpt.Record) bool { return r.Kind == ckpt.KindBaseline })
 	waitFor(t, 10e9, "bad workspace reported failed", func() bool {
 		w, ok := d.workspace(bad)
 		return ok && w.State == "failed" && w.Error != ""
@@ -84,10 +84,10 @@ func TestConfigReload(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "cairn.toml")
 	write(t, cfg, "[[watch]]\npath = \""+ws1+"\"\n")
 	d := startDaemon(t, state, "--config", cfg)
-	waitRecord(t, ws1, state, "baseline of ws1", func(r snapshot.Record) bool { return r.Kind == snapshot.KindBaseline })
+	waitRecord(t, ws1, state, "baseline of ws1", func(r ckpt.Record) bool { return r.Kind == ckpt.KindBaseline })
 
 	write(t, cfg, "[[watch]]\npath = \""+ws1+"\"\n[[watch]]\npath = \""+ws2+"\"\n")
-	waitRecord(t, ws2, state, "baseline of ws2 after the config changed", func(r snapshot.Record) bool { return r.Kind == snapshot.KindBaseline })
+	waitRecord(t, ws2, state, "baseline of ws2 after the config changed", func(r ckpt.Record) bool { return r.Kind == ckpt.KindBaseline })
 
 	write(t, cfg, "[[watch]]\npath = \"relative/path\"\n")
 	waitFor(t, 10e9, "status reports the refused config", func() bool {

@@ -20,6 +20,8 @@ import (
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/client"
 	"github.com/cairn-dev/cairn/snapshot"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // Degraded mode, seal failures and their recovery, as a user sees them
@@ -52,7 +54,7 @@ func waitState(t *testing.T, d *daemon, dir, what string, ok func(api.WorkspaceS
 
 // waitSealed waits until status shows dir's first checkpoint, then returns
 // its baseline from the ledger (read before that, the store may not exist).
-func waitSealed(t *testing.T, d *daemon, dir string) snapshot.Record {
+func waitSealed(t *testing.T, d *daemon, dir string) ckpt.Record {
 	t.Helper()
 	waitState(t, d, dir, "a first checkpoint", func(w api.WorkspaceStatus) bool { return w.Last != "" })
 	return waitBaseline(t, dir, d.state)
@@ -65,8 +67,8 @@ func settle(t *testing.T, d *daemon, ws string) {
 	t.Helper()
 	write(t, filepath.Join(ws, "a", "settle.txt"), "watched\n")
 	gitDir := plainGitDir(t, d.state, ws)
-	waitRec(t, ws, d.state, "the autosave of a watched edit", func(r snapshot.Record) bool {
-		return r.Kind == snapshot.KindAutosave && r.SHA != "" && hasFile(t, gitDir, r.SHA, "a/settle.txt")
+	waitRec(t, ws, d.state, "the autosave of a watched edit", func(r ckpt.Record) bool {
+		return r.Kind == ckpt.KindAutosave && r.SHA != "" && hasFile(t, gitDir, r.SHA, "a/settle.txt")
 	})
 }
 
@@ -103,11 +105,11 @@ func TestDegradedCheckpointSeesUnwatchedEdit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("cairn checkpoint: %v\n%s", err, out)
 	}
-	var rec snapshot.Record
+	var rec ckpt.Record
 	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &rec); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if rec.State != snapshot.StateOK || rec.Added != 1 || !hasFile(t, plainGitDir(t, d.state, ws), rec.SHA, "c/new.txt") {
+	if rec.State != ckpt.StateOK || rec.Added != 1 || !hasFile(t, plainGitDir(t, d.state, ws), rec.SHA, "c/new.txt") {
 		t.Fatalf("manual checkpoint in a degraded workspace = %+v, want c/new.txt added", rec)
 	}
 }
@@ -129,17 +131,17 @@ func TestDegradedPeriodicReconcile(t *testing.T) {
 	write(t, filepath.Join(ws, "d", "later.txt"), "found by a reconcile\n")
 	gitDir := plainGitDir(t, d.state, ws)
 	// Well within the first re-watch attempt: only the periodic reconcile can seal it.
-	var rec snapshot.Record
+	var rec ckpt.Record
 	waitFor(t, 15*time.Second, "an autosave holding d/later.txt", func() bool {
 		for _, r := range ledgerQuick(t, ws, d.state) {
-			if r.Kind == snapshot.KindAutosave && r.SHA != "" && hasFile(t, gitDir, r.SHA, "d/later.txt") {
+			if r.Kind == ckpt.KindAutosave && r.SHA != "" && hasFile(t, gitDir, r.SHA, "d/later.txt") {
 				rec = r
 				return true
 			}
 		}
 		return false
 	})
-	if rec.State != snapshot.StateOK {
+	if rec.State != ckpt.StateOK {
 		t.Errorf("reconcile autosave = %+v, want ok", rec)
 	}
 	st = waitState(t, d, ws, "a last reconcile in status", func(w api.WorkspaceStatus) bool { return !w.LastReconcile.IsZero() })
@@ -190,7 +192,7 @@ func TestCheckpointFailureReasonThroughDaemon(t *testing.T) {
 		!strings.Contains(ce.Message, "cannot name a branch") {
 		t.Fatalf("API error = %#v, want SEAL_FAILED with the reason", err)
 	}
-	if rec.ID == "" || rec.State != string(snapshot.StateFailed) || !strings.Contains(rec.Error, "cannot name a branch") {
+	if rec.ID == "" || rec.State != string(ckpt.StateFailed) || !strings.Contains(rec.Error, "cannot name a branch") {
 		t.Errorf("failed record = %+v, want the ledger's failed record", rec)
 	}
 }
@@ -274,7 +276,7 @@ func TestDeletedStoreRecreated(t *testing.T) {
 		t.Errorf("status after recreation = %+v, want a notice that history was lost, no error", st)
 	}
 	recs := ledgerQuick(t, ws, d.state)
-	if len(recs) == 0 || recs[0].Kind != snapshot.KindBaseline || !strings.Contains(recs[0].Label, "history is lost") ||
+	if len(recs) == 0 || recs[0].Kind != ckpt.KindBaseline || !strings.Contains(recs[0].Label, "history is lost") ||
 		recs[0].SHA == first.SHA || !hasFile(t, gitDir, recs[0].SHA, "f.txt") {
 		t.Fatalf("ledger after recreation: %+v, want a new baseline holding f.txt, labelled history lost", recs)
 	}
@@ -283,8 +285,8 @@ func TestDeletedStoreRecreated(t *testing.T) {
 	}
 
 	write(t, filepath.Join(ws, "g.txt"), "after\n")
-	waitRec(t, ws, d.state, "an autosave in the new store", func(r snapshot.Record) bool {
-		return r.Kind == snapshot.KindAutosave && r.State == snapshot.StateOK && hasFile(t, gitDir, r.SHA, "g.txt")
+	waitRec(t, ws, d.state, "an autosave in the new store", func(r ckpt.Record) bool {
+		return r.Kind == ckpt.KindAutosave && r.State == ckpt.StateOK && hasFile(t, gitDir, r.SHA, "g.txt")
 	})
 }
 
@@ -327,7 +329,7 @@ func TestFailedAutosaveRetried(t *testing.T) {
 	gitDir := plainGitDir(t, state, ws)
 	waitFor(t, 60*time.Second, "the retried autosave holding the 20 changes", func() bool {
 		for _, r := range ledgerQuick(t, ws, state) {
-			if r.Kind == snapshot.KindAutosave && r.State == snapshot.StateOK && r.Added == 20 &&
+			if r.Kind == ckpt.KindAutosave && r.State == ckpt.StateOK && r.Added == 20 &&
 				hasFile(t, gitDir, r.SHA, "pending/pt.txt") {
 				return true
 			}

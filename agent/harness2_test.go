@@ -19,7 +19,9 @@ import (
 
 	"github.com/cairn-dev/cairn/agent/hankweave"
 	"github.com/cairn-dev/cairn/agent/hankweave/hwsim"
-	"github.com/cairn-dev/cairn/snapshot"
+	"github.com/cairn-dev/cairn/agent/hankweave/hwsim/hwsimtest"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // Helpers for the lifecycle integration tests: a Hankweave execution
@@ -53,7 +55,7 @@ func quickEnv() []string {
 
 // ledgerQuick reads a workspace's ledger with `cairn list --json` (oldest first),
 // as ledger does, without the race detector's exit delay.
-func ledgerQuick(t *testing.T, dir, state string) []snapshot.Record {
+func ledgerQuick(t *testing.T, dir, state string) []ckpt.Record {
 	t.Helper()
 	args := []string{"list", dir, "--json", "--state-dir", state}
 	if fi, err := os.Stat(dir); err == nil && fi.Sys().(*syscall.Stat_t).Uid != uint32(os.Geteuid()) {
@@ -70,7 +72,7 @@ func ledgerQuick(t *testing.T, dir, state string) []snapshot.Record {
 		}
 		t.Fatalf("cairn list: %v: %s", err, errb.String())
 	}
-	var recs []snapshot.Record
+	var recs []ckpt.Record
 	if err := json.Unmarshal(out.Bytes(), &recs); err != nil {
 		t.Fatal(err)
 	}
@@ -79,9 +81,9 @@ func ledgerQuick(t *testing.T, dir, state string) []snapshot.Record {
 }
 
 // waitRec waits for a ledger record that match accepts and returns it.
-func waitRec(t *testing.T, dir, state, what string, match func(snapshot.Record) bool) snapshot.Record {
+func waitRec(t *testing.T, dir, state, what string, match func(ckpt.Record) bool) ckpt.Record {
 	t.Helper()
-	var got snapshot.Record
+	var got ckpt.Record
 	waitFor(t, 20*time.Second, what, func() bool {
 		for _, r := range ledgerQuick(t, dir, state) {
 			if match(r) {
@@ -115,7 +117,7 @@ const fastAutosave = "[defaults]\nautosave = true\nautosave_quiet = \"100ms\"\na
 
 // markerKey names a lifecycle checkpoint: kind, run, codon and attempt.
 type markerKey struct {
-	Kind    snapshot.Kind
+	Kind    ckpt.Kind
 	RunID   string
 	CodonID string
 	Attempt int
@@ -125,15 +127,15 @@ func (k markerKey) String() string {
 	return fmt.Sprintf("%s:%s#a%d@%s", k.Kind, k.CodonID, k.Attempt, k.RunID)
 }
 
-func keyOf(r snapshot.Record) markerKey {
+func keyOf(r ckpt.Record) markerKey {
 	return markerKey{r.Kind, r.RunID, r.CodonID, r.Attempt}
 }
 
 // lifecycleRecords keeps the records of lifecycle checkpoints (not failed ones).
-func lifecycleRecords(recs []snapshot.Record) []snapshot.Record {
-	var out []snapshot.Record
+func lifecycleRecords(recs []ckpt.Record) []ckpt.Record {
+	var out []ckpt.Record
 	for _, r := range recs {
-		if r.Kind.IsLifecycle() && r.State != snapshot.StateFailed {
+		if r.Kind.IsLifecycle() && r.State != ckpt.StateFailed {
 			out = append(out, r)
 		}
 	}
@@ -141,8 +143,8 @@ func lifecycleRecords(recs []snapshot.Record) []snapshot.Record {
 }
 
 // runRecords keeps the lifecycle records of one run, in ledger order.
-func runRecords(recs []snapshot.Record, runID string) []snapshot.Record {
-	var out []snapshot.Record
+func runRecords(recs []ckpt.Record, runID string) []ckpt.Record {
+	var out []ckpt.Record
 	for _, r := range lifecycleRecords(recs) {
 		if r.RunID == runID {
 			out = append(out, r)
@@ -152,16 +154,16 @@ func runRecords(recs []snapshot.Record, runID string) []snapshot.Record {
 }
 
 // waitMarker waits for the lifecycle checkpoint k in the ledger.
-func waitMarker(t *testing.T, exec, state string, k markerKey) snapshot.Record {
+func waitMarker(t *testing.T, exec, state string, k markerKey) ckpt.Record {
 	t.Helper()
-	return waitRec(t, exec, state, "checkpoint "+k.String(), func(r snapshot.Record) bool {
-		return r.State != snapshot.StateFailed && keyOf(r) == k
+	return waitRec(t, exec, state, "checkpoint "+k.String(), func(r ckpt.Record) bool {
+		return r.State != ckpt.StateFailed && keyOf(r) == k
 	})
 }
 
 // assertKeys checks that the lifecycle records are exactly want, each once,
 // in that order.
-func assertKeys(t *testing.T, recs []snapshot.Record, want []markerKey) {
+func assertKeys(t *testing.T, recs []ckpt.Record, want []markerKey) {
 	t.Helper()
 	var got []markerKey
 	for _, r := range lifecycleRecords(recs) {
@@ -202,14 +204,14 @@ type wantCkpt struct {
 	Name   string   // codon name in the message
 	Parent string   // expected parent commit
 	Files  []string // expected tree, sorted
-	State  snapshot.State
+	State  ckpt.State
 	// Duration is the expected Duration line; 0: none.
 	Duration time.Duration
 }
 
 // checkCheckpoint checks a lifecycle checkpoint sealed by cairn: its ledger
 // record, its ref, its commit's message and parent, and its tree.
-func checkCheckpoint(t *testing.T, gitDir string, r snapshot.Record, w wantCkpt) {
+func checkCheckpoint(t *testing.T, gitDir string, r ckpt.Record, w wantCkpt) {
 	t.Helper()
 	k := keyOf(r)
 	if r.SHA == "" {
@@ -218,7 +220,7 @@ func checkCheckpoint(t *testing.T, gitDir string, r snapshot.Record, w wantCkpt)
 	}
 	switch {
 	case r.State == w.State:
-	case w.State == snapshot.StateOK && r.State == snapshot.StateRacy && falseAlarm(r):
+	case w.State == ckpt.StateOK && r.State == ckpt.StateRacy && falseAlarm(r):
 		// The tests that want ok write nothing after a marker until its
 		// checkpoint is in the ledger, so this names files written before
 		// it: the daemon read a state.json newer than the file events it
@@ -251,7 +253,7 @@ func checkCheckpoint(t *testing.T, gitDir string, r snapshot.Record, w wantCkpt)
 
 // falseAlarm reports whether every issue of a racy record is a change
 // "after the lifecycle marker".
-func falseAlarm(r snapshot.Record) bool {
+func falseAlarm(r ckpt.Record) bool {
 	for _, is := range r.Issues {
 		if !strings.Contains(is.Reason, "after the lifecycle marker") {
 			return false
@@ -262,7 +264,7 @@ func falseAlarm(r snapshot.Record) bool {
 
 // checkMessage checks the runtime's message: first line, blank line, Codon:,
 // Status:, Timestamp: and, for a terminal checkpoint, Duration:.
-func checkMessage(t *testing.T, gitDir string, r snapshot.Record, w wantCkpt) {
+func checkMessage(t *testing.T, gitDir string, r ckpt.Record, w wantCkpt) {
 	t.Helper()
 	k := keyOf(r)
 	msg := git(t, gitDir, "show", "-s", "--format=%B", r.SHA)
@@ -470,15 +472,15 @@ func (ow *openWatch) wait(t *testing.T, within time.Duration, what string) {
 }
 
 // newHankExec makes an execution directory with a simulated runtime for plan.
-func newHankExec(t *testing.T, plan []hwsim.Entry, opts ...hwsim.Option) (string, *hwsim.Sim) {
+func newHankExec(t *testing.T, plan []hwsim.Entry, opts ...hwsim.Option) (string, *hwsimtest.Sim) {
 	t.Helper()
 	exec := filepath.Join(t.TempDir(), "exec")
 	opts = append([]hwsim.Option{hwsim.WithClock(hwClock())}, opts...)
-	return exec, hwsim.New(t, exec, plan, opts...)
+	return exec, hwsimtest.New(t, exec, plan, opts...)
 }
 
 // waitBaseline waits for the baseline a newly watched workspace gets.
-func waitBaseline(t *testing.T, exec, state string) snapshot.Record {
+func waitBaseline(t *testing.T, exec, state string) ckpt.Record {
 	t.Helper()
-	return waitRec(t, exec, state, "baseline", func(r snapshot.Record) bool { return r.Kind == snapshot.KindBaseline })
+	return waitRec(t, exec, state, "baseline", func(r ckpt.Record) bool { return r.Kind == ckpt.KindBaseline })
 }

@@ -17,7 +17,8 @@ import (
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/client"
-	"github.com/cairn-dev/cairn/snapshot"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 var cairnBin string
@@ -176,7 +177,7 @@ func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) 
 }
 
 // ledger reads a workspace's records with `cairn list --json` (oldest first).
-func ledger(t *testing.T, dir, state string) []snapshot.Record {
+func ledger(t *testing.T, dir, state string) []ckpt.Record {
 	t.Helper()
 	cmd := exec.Command(cairnBin, "list", dir, "--json", "--state-dir", state)
 	var out, errb bytes.Buffer
@@ -184,7 +185,7 @@ func ledger(t *testing.T, dir, state string) []snapshot.Record {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("cairn list: %v: %s", err, errb.String())
 	}
-	var recs []snapshot.Record
+	var recs []ckpt.Record
 	if err := json.Unmarshal(out.Bytes(), &recs); err != nil {
 		t.Fatal(err)
 	}
@@ -195,9 +196,9 @@ func ledger(t *testing.T, dir, state string) []snapshot.Record {
 }
 
 // waitRecord waits for a ledger record that match accepts and returns it.
-func waitRecord(t *testing.T, dir, state, what string, match func(snapshot.Record) bool) snapshot.Record {
+func waitRecord(t *testing.T, dir, state, what string, match func(ckpt.Record) bool) ckpt.Record {
 	t.Helper()
-	var got snapshot.Record
+	var got ckpt.Record
 	waitFor(t, 20*time.Second, what, func() bool {
 		for _, r := range ledger(t, dir, state) {
 			if match(r) {
@@ -241,7 +242,7 @@ func write(t testing.TB, path, content string) {
 	}
 }
 
-func kinds(recs []snapshot.Record) string {
+func kinds(recs []ckpt.Record) string {
 	var b strings.Builder
 	for _, r := range recs {
 		fmt.Fprintf(&b, "%s:%s/%s ", r.ID, r.Kind, r.CodonID)

@@ -16,7 +16,9 @@ import (
 	"unsafe"
 
 	"github.com/cairn-dev/cairn/agent/hankweave/hwsim"
-	"github.com/cairn-dev/cairn/snapshot"
+	"github.com/cairn-dev/cairn/agent/hankweave/hwsim/hwsimtest"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // Integration tests of how the daemon meets the runtime as it really behaves:
@@ -35,7 +37,7 @@ func TestInteropExitAfterRuntimeShutdown(t *testing.T) {
 	for _, k := range []string{"rig-setup", "completed", "error", "skipped"} {
 		rs.skip[k] = true // only the exit commit at the shutdown
 	}
-	sim := hwsim.New(t, exec, stopPlan(), hwsim.WithClock(hwClock()), hwsim.WithRuntimeCheckpoints(rs.seal))
+	sim := hwsimtest.New(t, exec, stopPlan(), hwsim.WithClock(hwClock()), hwsim.WithRuntimeCheckpoints(rs.seal))
 
 	// Shut down with a codon unfinished before cairn ever watched it.
 	old, oldSim := newHankExec(t, stopPlan())
@@ -54,17 +56,17 @@ func TestInteropExitAfterRuntimeShutdown(t *testing.T) {
 	sim.StartCodon("plan")
 	sim.WriteFile("plan.md", "the plan\n")
 	sim.CompleteCodon("plan")
-	plan := waitMarker(t, exec, state, markerKey{snapshot.KindCompleted, run, "plan", 0})
+	plan := waitMarker(t, exec, state, markerKey{ckpt.KindCompleted, run, "plan", 0})
 	sim.StartCodon("code")
 	sim.WriteFile("code/a.go", "package a\n")
 	sim.Shutdown()
 
-	exit := waitMarker(t, exec, state, markerKey{snapshot.KindExit, run, "code", 0})
+	exit := waitMarker(t, exec, state, markerKey{ckpt.KindExit, run, "code", 0})
 	runtimeExit := rs.sha("exit", "code", 0)
 	if runtimeExit == "" {
 		t.Fatal("the runtime made no exit commit")
 	}
-	checkCheckpoint(t, gitDir, exit, wantCkpt{Name: "Code", Parent: runtimeExit, Files: []string{"code/a.go", "plan.md"}, State: snapshot.StateOK})
+	checkCheckpoint(t, gitDir, exit, wantCkpt{Name: "Code", Parent: runtimeExit, Files: []string{"code/a.go", "plan.md"}, State: ckpt.StateOK})
 	if exit.Adopted {
 		t.Errorf("exit: adopted; an exit checkpoint is cairn's")
 	}
@@ -76,16 +78,16 @@ func TestInteropExitAfterRuntimeShutdown(t *testing.T) {
 	// read everything before it, and the old workspace owes no exit.
 	run2 := sim.StartRun()
 	sim.SkipCodon("plan")
-	waitMarker(t, exec, state, markerKey{snapshot.KindSkipped, run2, "plan", 0})
+	waitMarker(t, exec, state, markerKey{ckpt.KindSkipped, run2, "plan", 0})
 	oldRun2 := oldSim.StartRun()
 	oldSim.SkipCodon("plan")
-	waitMarker(t, old, state, markerKey{snapshot.KindSkipped, oldRun2, "plan", 0})
+	waitMarker(t, old, state, markerKey{ckpt.KindSkipped, oldRun2, "plan", 0})
 	assertKeys(t, ledgerQuick(t, exec, state), []markerKey{
-		{snapshot.KindCompleted, run, "plan", 0},
-		{snapshot.KindExit, run, "code", 0},
-		{snapshot.KindSkipped, run2, "plan", 0},
+		{ckpt.KindCompleted, run, "plan", 0},
+		{ckpt.KindExit, run, "code", 0},
+		{ckpt.KindSkipped, run2, "plan", 0},
 	})
-	assertKeys(t, ledgerQuick(t, old, state), []markerKey{{snapshot.KindSkipped, oldRun2, "plan", 0}})
+	assertKeys(t, ledgerQuick(t, old, state), []markerKey{{ckpt.KindSkipped, oldRun2, "plan", 0}})
 }
 
 // interopPlan: a codon without a rig, then three with one.
@@ -123,76 +125,76 @@ func TestInteropAdoptsRigSetupRecordedLater(t *testing.T) {
 		}
 		return rs.seal(kind, runID, codonID)
 	}
-	sim := hwsim.New(t, exec, interopPlan(), hwsim.WithClock(hwClock()), hwsim.WithRuntimeCheckpoints(sealer))
+	sim := hwsimtest.New(t, exec, interopPlan(), hwsim.WithClock(hwClock()), hwsim.WithRuntimeCheckpoints(sealer))
 	state := t.TempDir()
 	d := startDaemon(t, state, "--config", configFile(t, noAutosave), "--watch", exec)
 	gitDir := hwStore(exec)
 	waitBaseline(t, exec, state)
 
 	run := sim.StartRun()
-	k := func(kind snapshot.Kind, codon string) markerKey { return markerKey{kind, run, codon, 0} }
+	k := func(kind ckpt.Kind, codon string) markerKey { return markerKey{kind, run, codon, 0} }
 	sim.StartCodon("plan")
 	sim.WriteFile("plan.md", "plan\n")
 	sim.CompleteCodon("plan")
-	waitMarker(t, exec, state, k(snapshot.KindCompleted, "plan"))
+	waitMarker(t, exec, state, k(ckpt.KindCompleted, "plan"))
 
 	sim.StartCodon("test") // the run has shown a SHA: cairn waits for the rig-setup's
-	rig := waitMarker(t, exec, state, k(snapshot.KindRigSetup, "test"))
+	rig := waitMarker(t, exec, state, k(ckpt.KindRigSetup, "test"))
 	if want := rs.sha("rig-setup", "test", 0); !rig.Adopted || rig.SHA != want {
 		t.Errorf("rig-setup test: adopted=%v sha %s, want the runtime's %s", rig.Adopted, rig.SHA, want)
 	}
 	sim.WriteFile("tests/t.go", "package t\n")
 	sim.CompleteCodon("test")
-	waitMarker(t, exec, state, k(snapshot.KindCompleted, "test"))
+	waitMarker(t, exec, state, k(ckpt.KindCompleted, "test"))
 
 	// The runtime moves on past starting without recording one: cairn seals it.
 	sim.StartCodon("lint")
-	lint := waitMarker(t, exec, state, k(snapshot.KindRigSetup, "lint"))
+	lint := waitMarker(t, exec, state, k(ckpt.KindRigSetup, "lint"))
 	sim.CompleteCodon("lint")
-	waitMarker(t, exec, state, k(snapshot.KindCompleted, "lint"))
+	waitMarker(t, exec, state, k(ckpt.KindCompleted, "lint"))
 
 	// The runtime stalls in starting and records nothing: cairn seals one
 	// after its bounded wait, while the runtime's lock is still held.
 	sim.BeginCodon("stuck")
 	sim.Advance("stuck", "starting")
-	stuck := waitMarker(t, exec, state, k(snapshot.KindRigSetup, "stuck"))
+	stuck := waitMarker(t, exec, state, k(ckpt.KindRigSetup, "stuck"))
 	if !strings.Contains(d.log.String(), "the runtime recorded no rig-setup checkpoint in time") {
 		t.Errorf("rig-setup stuck sealed, but not after waiting for the runtime")
 	}
 	sim.Shutdown() // stuck unfinished: the runtime's exit commit, RunFailed, lock removed
-	waitMarker(t, exec, state, k(snapshot.KindExit, "stuck"))
+	waitMarker(t, exec, state, k(ckpt.KindExit, "stuck"))
 
 	// A new run shows nothing yet (its skip has no checkpoint): the earlier
 	// run tells, and cairn waits for its first rig-setup too.
 	rs.skip["skipped"] = true
 	run2 := sim.StartRun()
 	sim.SkipCodon("plan")
-	waitMarker(t, exec, state, markerKey{snapshot.KindSkipped, run2, "plan", 0})
+	waitMarker(t, exec, state, markerKey{ckpt.KindSkipped, run2, "plan", 0})
 	sim.StartCodon("test")
-	rig2 := waitMarker(t, exec, state, markerKey{snapshot.KindRigSetup, run2, "test", 0})
+	rig2 := waitMarker(t, exec, state, markerKey{ckpt.KindRigSetup, run2, "test", 0})
 	if want := rs.sha("rig-setup", "test", 1); !rig2.Adopted || rig2.SHA != want {
 		t.Errorf("run 2 rig-setup test: adopted=%v sha %s, want the runtime's %s", rig2.Adopted, rig2.SHA, want)
 	}
 	sim.CompleteCodon("test")
-	waitMarker(t, exec, state, markerKey{snapshot.KindCompleted, run2, "test", 0})
+	waitMarker(t, exec, state, markerKey{ckpt.KindCompleted, run2, "test", 0})
 	sim.Shutdown()
 
 	recs := ledgerQuick(t, exec, state)
 	assertKeys(t, recs, []markerKey{
-		k(snapshot.KindCompleted, "plan"),
-		k(snapshot.KindRigSetup, "test"),
-		k(snapshot.KindCompleted, "test"),
-		k(snapshot.KindRigSetup, "lint"),
-		k(snapshot.KindCompleted, "lint"),
-		k(snapshot.KindRigSetup, "stuck"),
-		k(snapshot.KindExit, "stuck"),
-		{snapshot.KindSkipped, run2, "plan", 0},
-		{snapshot.KindRigSetup, run2, "test", 0},
-		{snapshot.KindCompleted, run2, "test", 0},
+		k(ckpt.KindCompleted, "plan"),
+		k(ckpt.KindRigSetup, "test"),
+		k(ckpt.KindCompleted, "test"),
+		k(ckpt.KindRigSetup, "lint"),
+		k(ckpt.KindCompleted, "lint"),
+		k(ckpt.KindRigSetup, "stuck"),
+		k(ckpt.KindExit, "stuck"),
+		{ckpt.KindSkipped, run2, "plan", 0},
+		{ckpt.KindRigSetup, run2, "test", 0},
+		{ckpt.KindCompleted, run2, "test", 0},
 	})
 	cairns := map[markerKey]bool{ // sealed by cairn; every other one adopted
-		k(snapshot.KindRigSetup, "lint"): true, k(snapshot.KindRigSetup, "stuck"): true,
-		k(snapshot.KindExit, "stuck"): true, {snapshot.KindSkipped, run2, "plan", 0}: true,
+		k(ckpt.KindRigSetup, "lint"): true, k(ckpt.KindRigSetup, "stuck"): true,
+		k(ckpt.KindExit, "stuck"): true, {ckpt.KindSkipped, run2, "plan", 0}: true,
 	}
 	inLedger := map[string]bool{}
 	for _, r := range lifecycleRecords(recs) {
@@ -200,11 +202,11 @@ func TestInteropAdoptsRigSetupRecordedLater(t *testing.T) {
 		if r.Adopted == cairns[keyOf(r)] {
 			t.Errorf("%s: adopted=%v", keyOf(r), r.Adopted)
 		}
-		if r.State != snapshot.StateOK {
+		if r.State != ckpt.StateOK {
 			t.Errorf("%s: state %s %v", keyOf(r), r.State, r.Issues)
 		}
 	}
-	for _, r := range []snapshot.Record{lint, stuck} {
+	for _, r := range []ckpt.Record{lint, stuck} {
 		if got := treeFiles(t, gitDir, r.SHA); !slices.Contains(got, map[string]string{"lint": "lint/lint.cfg", "stuck": "stuck/stuck.cfg"}[r.CodonID]) {
 			t.Errorf("%s: tree %q lacks its rig's file", keyOf(r), got)
 		}
@@ -262,7 +264,7 @@ func TestInteropEditsBeforeMarkerNotRacy(t *testing.T) {
 	for i := range n {
 		id := fmt.Sprintf("c%d", i)
 		sim.StartCodon(id)
-		waitMarker(t, exec, state, markerKey{snapshot.KindRigSetup, run, id, 0})
+		waitMarker(t, exec, state, markerKey{ckpt.KindRigSetup, run, id, 0})
 		// The codon runs: the daemon reads the state again (a heartbeat's
 		// pass) before the agent edits.
 		ow := watchOpens(t, filepath.Join(exec, ".hankweave"))
@@ -278,7 +280,7 @@ func TestInteropEditsBeforeMarkerNotRacy(t *testing.T) {
 		after := fmt.Sprintf("after-%d.txt", i)
 		sim.WriteFile(after, "after\n")
 		touch(after)
-		r := waitMarker(t, exec, state, markerKey{snapshot.KindCompleted, run, id, 0})
+		r := waitMarker(t, exec, state, markerKey{ckpt.KindCompleted, run, id, 0})
 		files := treeFiles(t, gitDir, r.SHA)
 		named := map[string]bool{}
 		for _, is := range r.Issues {
@@ -295,7 +297,7 @@ func TestInteropEditsBeforeMarkerNotRacy(t *testing.T) {
 		if slices.Contains(files, after) && !named[after] {
 			t.Errorf("%s: holds %s, written after the marker, but the record (%s) does not say so", id, after, r.State)
 		}
-		if r.State == snapshot.StateRacy && !named[after] {
+		if r.State == ckpt.StateRacy && !named[after] {
 			t.Errorf("%s: racy for %+v", id, r.Issues)
 		}
 	}

@@ -19,6 +19,8 @@ import (
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/snapshot"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // TestSigkillUnderLoad: a writer changes a plain workspace hundreds of times
@@ -37,7 +39,7 @@ func TestSigkillUnderLoad(t *testing.T) {
 	}
 	state := t.TempDir()
 	d := startDaemon(t, state, "--config", configFile(t, fastAutosave), "--watch", ws)
-	waitRecord(t, ws, state, "baseline", func(r snapshot.Record) bool { return r.Kind == snapshot.KindBaseline })
+	waitRecord(t, ws, state, "baseline", func(r ckpt.Record) bool { return r.Kind == ckpt.KindBaseline })
 
 	stop := make(chan struct{})
 	var ops atomic.Int64
@@ -97,7 +99,7 @@ func TestSigkillUnderLoad(t *testing.T) {
 			t.Errorf("ledger id %s recorded twice", r.ID)
 		}
 		seen[r.ID] = true
-		if r.SHA != "" && r.State != snapshot.StateFailed {
+		if r.SHA != "" && r.State != ckpt.StateFailed {
 			git(t, gitDir, "cat-file", "-e", r.SHA+"^{commit}")
 		}
 	}

@@ -38,7 +38,10 @@ type hankState struct {
 	exec    string
 	last    *hankweave.State   // the last state.json that parsed
 	journal *hankweave.Journal // tailed by offset; it survives compaction and reappearance
-	primed  string             // the selection the index was last primed for
+	// primed is the selection the index of primedIn was last primed for: a
+	// store recreated under the daemon starts with an empty index.
+	primed   string
+	primedIn *snapshot.Store
 	// stateTime is the mtime of the state.json last read.
 	stateTime time.Time
 
@@ -141,8 +144,8 @@ func (h *hankState) currentPatterns() ([]string, bool) {
 // written after the codon ended is racy. startup says the daemon has just
 // begun watching (missing markers are sealed late, and marked so).
 // It returns when to look again, or nil.
-func (w *workspace) lifecycle(ctx context.Context, wt *watcher.Watcher, startup bool) <-chan time.Time {
-	h := w.hank
+func (l *hankLayout) lifecycle(ctx context.Context, wt *watcher.Watcher, startup bool) <-chan time.Time {
+	w, h := l.w, l.h
 	// The journal says what moved (logged) and which runs the runtime
 	// checkpoints itself; state.json is the record of truth.
 	if evs, err := h.journal.Read(); err != nil {
@@ -216,7 +219,7 @@ func (w *workspace) lifecycle(ctx context.Context, wt *watcher.Watcher, startup 
 		if held[m.RunID] {
 			continue
 		}
-		if w.awaitsRuntime(ctx, st, m, alive) {
+		if l.awaitsRuntime(ctx, st, m, alive) {
 			if deadline := s.seen.Add(adoptWait); now.Before(deadline) {
 				if !s.waited {
 					w.log.Debug().Str("codon", m.CodonID).Str("run", m.RunID).Msg("waiting for the runtime's own rig-setup checkpoint")
@@ -248,8 +251,8 @@ func (w *workspace) lifecycle(ctx context.Context, wt *watcher.Watcher, startup 
 			return nil
 		}
 	}
-	w.prime(ctx)
-	if _, control := w.drain(wt); control || rerun || h.unread {
+	l.prime(ctx)
+	if _, control := w.drain(wt, false); control || rerun || h.unread {
 		return time.After(0) // another transition may have landed since the state was read
 	}
 	if !wake.IsZero() {
@@ -267,11 +270,11 @@ func (w *workspace) lifecycle(ctx context.Context, wt *watcher.Watcher, startup 
 // records it before moving on) and the runtime lives. Terminal markers never
 // wait: the runtime commits before the terminal write, so its SHA comes with
 // the marker or not at all. Exit and autosaves are always cairn's.
-func (w *workspace) awaitsRuntime(ctx context.Context, st *hankweave.State, m hankweave.Marker, alive bool) bool {
+func (l *hankLayout) awaitsRuntime(ctx context.Context, st *hankweave.State, m hankweave.Marker, alive bool) bool {
 	if m.Kind != hankweave.KindRigSetup || m.RecordedSHA != "" || m.Status != hankweave.StatusStarting || !alive {
 		return false
 	}
-	return w.selfCheckpointing(ctx, st, m.RunID)
+	return l.selfCheckpointing(ctx, st, m.RunID)
 }
 
 // selfCheckpointing reports whether the runtime seals its own lifecycle
@@ -279,14 +282,14 @@ func (w *workspace) awaitsRuntime(ctx context.Context, st *hankweave.State, m ha
 // CheckpointCreated in the journal, or its branch's tip a commit cairn did
 // not seal) or, while its records tell neither way, the newest older run
 // that tells did. A run's first rig-setup comes before it can show anything.
-func (w *workspace) selfCheckpointing(ctx context.Context, st *hankweave.State, runID string) bool {
+func (l *hankLayout) selfCheckpointing(ctx context.Context, st *hankweave.State, runID string) bool {
 	i := slices.IndexFunc(st.Runs, func(r hankweave.Run) bool { return r.RunID == runID })
 	if i < 0 {
 		return false
 	}
 	for j := i; j < len(st.Runs); j++ {
 		yes, known := hankweave.RuntimeCheckpoints(&st.Runs[j])
-		if yes || w.hank.ckptRuns[st.Runs[j].RunID] {
+		if yes || l.h.ckptRuns[st.Runs[j].RunID] {
 			return true
 		}
 		if known {
@@ -294,17 +297,16 @@ func (w *workspace) selfCheckpointing(ctx context.Context, st *hankweave.State, 
 		}
 	}
 	// Git last: a commit on the branch may precede the write that records it.
-	return w.foreignTip(ctx, runID)
+	return l.w.foreignTip(ctx, runID)
 }
 
 // foreignTip reports whether run-<runID>'s tip is a commit cairn did not
 // seal itself: the runtime's own (or one cairn adopted from it).
 func (w *workspace) foreignTip(ctx context.Context, runID string) bool {
-	out, err := w.store.Git().Run(ctx, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", "refs/heads/run-"+runID)
-	if err != nil {
+	tip, ok := w.store.Resolve(ctx, "refs/heads/run-"+runID)
+	if !ok {
 		return false // no branch yet
 	}
-	tip := strings.TrimSpace(string(out))
 	for _, r := range w.store.Records() {
 		if r.SHA == tip {
 			return r.Adopted
@@ -408,8 +410,12 @@ func (w *workspace) changedAfter(m hankweave.Marker, s *sighting) []snapshot.Pat
 
 // barrierRel is a file cairn creates and removes in .hankweave/ to mark a
 // point in the watch's single event queue: once its removal is read, every
-// change made before it has been read too.
-const barrierRel = ".hankweave/.cairn-barrier"
+// change made before it has been read too. A barrier waits for it at most
+// barrierWait.
+const (
+	barrierRel  = ".hankweave/.cairn-barrier"
+	barrierWait = time.Second
+)
 
 // barrier takes in every change queued before now; it reports whether a
 // control file changed meanwhile.
@@ -422,62 +428,35 @@ func (w *workspace) barrier(wt *watcher.Watcher) (control bool) {
 	_ = os.Remove(p)
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		_, control = w.drain(wt)
+		_, control = w.drain(wt, false)
 		return control
 	}
 	f.Close()
 	_ = os.Remove(p)
-	timeout := time.NewTimer(time.Second)
-	defer timeout.Stop()
-	for {
-		select {
-		case c, open := <-wt.Changes():
-			if !open {
-				return control
-			}
-			if c.Path == barrierRel {
-				if c.Op.Has(watcher.Remove) {
-					return control
-				}
-				continue
-			}
-			if rel, ok := w.workRel(c.Path); ok {
-				w.note(rel, c.Time)
-			} else {
-				control = true
-				w.hank.saw(c)
-			}
-		case <-wt.Overflow():
-			w.needFull = true
-		case <-timeout.C:
-			return control
-		}
-	}
+	_, control = w.drain(wt, true)
+	return control
 }
 
 // prime stages the index under the selection of the codon now running, as
 // soon as it starts: its lifecycle checkpoints then only stage the last
 // changes, instead of reconciling the whole tree under new patterns at the
 // marker, when the agent is waiting.
-func (w *workspace) prime(ctx context.Context) {
-	pats, ok := w.hank.currentPatterns()
+func (l *hankLayout) prime(ctx context.Context) {
+	w, h := l.w, l.h
+	pats, ok := h.currentPatterns()
 	if !ok {
 		return
 	}
 	pats = w.patterns(pats)
 	key := strings.Join(pats, "\x00")
-	if key == w.hank.primed {
+	if key == h.primed && w.store == h.primedIn {
 		return
 	}
 	start := time.Now()
-	changed := make([]string, 0, len(w.dirty))
-	for p := range w.dirty {
-		changed = append(changed, p)
-	}
-	if err := w.store.Stage(ctx, pats, changed); err != nil {
+	if err := w.store.Stage(ctx, pats, w.changed()); err != nil {
 		w.log.Warn().Err(err).Msg("priming the index for the next codon failed")
 		return
 	}
-	w.hank.primed = key
+	h.primed, h.primedIn = key, w.store
 	w.log.Debug().Int64("duration_ms", time.Since(start).Milliseconds()).Msg("index primed for the running codon")
 }

@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/hankweave/hwsim"
+	"github.com/cairn-dev/cairn/agent/hankweave/hwsim/hwsimtest"
 	"github.com/cairn-dev/cairn/platform"
-	"github.com/cairn-dev/cairn/snapshot"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // Integration tests of the lifecycle pipeline: a simulated Hankweave runtime
@@ -62,7 +64,7 @@ func TestLifecycleHappyPath(t *testing.T) {
 	mainAtStart := mainTip(t, gitDir)
 
 	run := sim.StartRun()
-	k := func(kind snapshot.Kind, codon string, attempt int) markerKey {
+	k := func(kind ckpt.Kind, codon string, attempt int) markerKey {
 		return markerKey{kind, run, codon, attempt}
 	}
 	type step struct {
@@ -70,18 +72,18 @@ func TestLifecycleHappyPath(t *testing.T) {
 		files []string
 	}
 	var steps []step
-	seal := func(key markerKey, files ...string) snapshot.Record {
+	seal := func(key markerKey, files ...string) ckpt.Record {
 		t.Helper()
 		steps = append(steps, step{key, files})
 		return waitMarker(t, exec, state, key)
 	}
 
 	sim.StartCodon("setup") // rig setup writes rig/config.json, then starting
-	seal(k(snapshot.KindRigSetup, "setup", 0), "rig/config.json")
+	seal(k(ckpt.KindRigSetup, "setup", 0), "rig/config.json")
 	sim.WriteFile("rig/state.txt", "ready\n")
 	sim.WriteFile("scratch.txt", "not selected\n")
 	sim.CompleteCodon("setup")
-	seal(k(snapshot.KindCompleted, "setup", 0), "rig/config.json", "rig/state.txt")
+	seal(k(ckpt.KindCompleted, "setup", 0), "rig/config.json", "rig/state.txt")
 
 	sim.StartCodon("build")
 	sim.WriteFile("src/main.go", "package main\n")
@@ -89,40 +91,40 @@ func TestLifecycleHappyPath(t *testing.T) {
 	sim.WriteFile("src/logs/build.log", "log\n") // subtracted by !src/**/*.log
 	sim.WriteFile("src/cache.tmp", "ignored\n")  // ignored by .gitignore
 	sim.CompleteCodon("build")
-	seal(k(snapshot.KindCompleted, "build", 0), "rig/config.json", "rig/state.txt", "src/main.go", "src/old.go")
+	seal(k(ckpt.KindCompleted, "build", 0), "rig/config.json", "rig/state.txt", "src/main.go", "src/old.go")
 
 	sim.StartCodon("review#0")
 	sim.WriteFile("review.md", "review v1\n")
 	sim.CompleteCodon("review#0")
-	r0 := seal(k(snapshot.KindCompleted, "review#0", 0), "review.md", "rig/config.json", "rig/state.txt", "src/main.go", "src/old.go")
+	r0 := seal(k(ckpt.KindCompleted, "review#0", 0), "review.md", "rig/config.json", "rig/state.txt", "src/main.go", "src/old.go")
 
 	sim.StartCodon("review#1")
 	sim.EditFile("review.md", "v1", "v2")
 	sim.DeleteFile("src/old.go")
 	sim.CompleteCodon("review#1")
-	r1 := seal(k(snapshot.KindCompleted, "review#1", 0), "review.md", "rig/config.json", "rig/state.txt", "src/main.go")
+	r1 := seal(k(ckpt.KindCompleted, "review#1", 0), "review.md", "rig/config.json", "rig/state.txt", "src/main.go")
 
 	sim.WriteFile("docs/guide.md", "# guide\n")
 	sim.SkipCodon("docs")
-	seal(k(snapshot.KindSkipped, "docs", 0), "docs/guide.md", "review.md", "rig/config.json", "rig/state.txt", "src/main.go")
+	seal(k(ckpt.KindSkipped, "docs", 0), "docs/guide.md", "review.md", "rig/config.json", "rig/state.txt", "src/main.go")
 
 	sim.StartCodon("deploy") // rig setup writes deploy.env
-	seal(k(snapshot.KindRigSetup, "deploy", 0), "deploy.env", "docs/guide.md", "review.md", "rig/config.json", "rig/state.txt", "src/main.go")
+	seal(k(ckpt.KindRigSetup, "deploy", 0), "deploy.env", "docs/guide.md", "review.md", "rig/config.json", "rig/state.txt", "src/main.go")
 	sim.WriteFile("deploy.txt", "try 1\n")
 	sim.FailCodon("deploy", "deploy failed", true)
-	e0 := seal(k(snapshot.KindError, "deploy", 0), "deploy.env", "deploy.txt", "docs/guide.md", "review.md", "rig/config.json", "rig/state.txt", "src/main.go")
+	e0 := seal(k(ckpt.KindError, "deploy", 0), "deploy.env", "deploy.txt", "docs/guide.md", "review.md", "rig/config.json", "rig/state.txt", "src/main.go")
 
 	sim.StartCodon("deploy") // the retry: a second record, attempt 1
-	seal(k(snapshot.KindRigSetup, "deploy", 1), "deploy.env", "deploy.txt", "docs/guide.md", "review.md", "rig/config.json", "rig/state.txt", "src/main.go")
+	seal(k(ckpt.KindRigSetup, "deploy", 1), "deploy.env", "deploy.txt", "docs/guide.md", "review.md", "rig/config.json", "rig/state.txt", "src/main.go")
 	sim.EditFile("deploy.txt", "try 1", "try 2")
 	sim.CompleteCodon("deploy")
-	c1 := seal(k(snapshot.KindCompleted, "deploy", 1), "deploy.env", "deploy.txt", "docs/guide.md", "review.md", "rig/config.json", "rig/state.txt", "src/main.go")
+	c1 := seal(k(ckpt.KindCompleted, "deploy", 1), "deploy.env", "deploy.txt", "docs/guide.md", "review.md", "rig/config.json", "rig/state.txt", "src/main.go")
 
 	sim.Shutdown()
 	// The barrier: a change after the shutdown, autosaved.
 	sim.EditFile("deploy.txt", "try 2", "after shutdown")
-	waitRec(t, exec, state, "autosave after the shutdown", func(r snapshot.Record) bool {
-		if r.Kind != snapshot.KindAutosave || r.SHA == "" {
+	waitRec(t, exec, state, "autosave after the shutdown", func(r ckpt.Record) bool {
+		if r.Kind != ckpt.KindAutosave || r.SHA == "" {
 			return false
 		}
 		b, ok := blobIf(t, gitDir, r.SHA, "deploy.txt")
@@ -141,8 +143,8 @@ func TestLifecycleHappyPath(t *testing.T) {
 	for i, r := range lc {
 		w := wantCkpt{Name: map[string]string{"setup": "Set up the rig", "build": "Build it", "review#0": "Review pass",
 			"review#1": "Review pass", "docs": "Write docs", "deploy": "Deploy"}[r.CodonID],
-			Parent: parent, Files: steps[i].files, State: snapshot.StateOK}
-		if r.Kind != snapshot.KindRigSetup {
+			Parent: parent, Files: steps[i].files, State: ckpt.StateOK}
+		if r.Kind != ckpt.KindRigSetup {
 			w.Duration = durs[markerKey{RunID: r.RunID, CodonID: r.CodonID, Attempt: r.Attempt}]
 			if w.Duration <= 0 {
 				t.Errorf("%s: no duration in state.json", keyOf(r))
@@ -210,42 +212,42 @@ func TestLifecycleExitOnCrashStopAndHang(t *testing.T) {
 	sim.StartCodon("plan")
 	sim.WriteFile("plan.md", "the plan\n")
 	sim.CompleteCodon("plan")
-	plan := waitMarker(t, exec, state, markerKey{snapshot.KindCompleted, run1, "plan", 0})
+	plan := waitMarker(t, exec, state, markerKey{ckpt.KindCompleted, run1, "plan", 0})
 	sim.StartCodon("code")
 	sim.WriteFile("code/a.go", "package a\n")
 	sim.WriteFile("notes.txt", "not selected\n")
 	sim.Crash()
-	exit1 := waitMarker(t, exec, state, markerKey{snapshot.KindExit, run1, "code", 0})
-	checkCheckpoint(t, gitDir, plan, wantCkpt{Name: "Plan", Parent: main, Files: []string{"plan.md"}, State: snapshot.StateOK,
+	exit1 := waitMarker(t, exec, state, markerKey{ckpt.KindExit, run1, "code", 0})
+	checkCheckpoint(t, gitDir, plan, wantCkpt{Name: "Plan", Parent: main, Files: []string{"plan.md"}, State: ckpt.StateOK,
 		Duration: recordDurations(t, exec)[markerKey{RunID: run1, CodonID: "plan"}]})
-	checkCheckpoint(t, gitDir, exit1, wantCkpt{Name: "Code", Parent: plan.SHA, Files: []string{"code/a.go", "plan.md"}, State: snapshot.StateOK})
+	checkCheckpoint(t, gitDir, exit1, wantCkpt{Name: "Code", Parent: plan.SHA, Files: []string{"code/a.go", "plan.md"}, State: ckpt.StateOK})
 
 	// 2. The runtime starts again: the crashed run's open codon is marked
 	// failed (an error checkpoint on run-1), and a new run begins. It is
 	// stopped (lock removed) while its rig-set-up "test" codon runs.
 	run2 := sim.StartRun()
-	err1 := waitMarker(t, exec, state, markerKey{snapshot.KindError, run1, "code", 0})
-	checkCheckpoint(t, gitDir, err1, wantCkpt{Name: "Code", Parent: exit1.SHA, Files: []string{"code/a.go", "plan.md"}, State: snapshot.StateOK,
+	err1 := waitMarker(t, exec, state, markerKey{ckpt.KindError, run1, "code", 0})
+	checkCheckpoint(t, gitDir, err1, wantCkpt{Name: "Code", Parent: exit1.SHA, Files: []string{"code/a.go", "plan.md"}, State: ckpt.StateOK,
 		Duration: recordDurations(t, exec)[markerKey{RunID: run1, CodonID: "code"}]})
 	sim.SkipCodon("plan")
 	sim.SkipCodon("code")
 	sim.StartCodon("test")
-	rig := waitMarker(t, exec, state, markerKey{snapshot.KindRigSetup, run2, "test", 0})
+	rig := waitMarker(t, exec, state, markerKey{ckpt.KindRigSetup, run2, "test", 0})
 	sim.WriteFile("tests/a_test.go", "package a\n")
 	sim.Stop()
-	exit2 := waitMarker(t, exec, state, markerKey{snapshot.KindExit, run2, "test", 0})
+	exit2 := waitMarker(t, exec, state, markerKey{ckpt.KindExit, run2, "test", 0})
 	all := []string{"code/a.go", "plan.md", "tests/a_test.go", "tests/fixtures/f.txt"}
-	checkCheckpoint(t, gitDir, rig, wantCkpt{Name: "Test", Parent: waitMarker(t, exec, state, markerKey{snapshot.KindSkipped, run2, "code", 0}).SHA,
-		Files: []string{"code/a.go", "plan.md", "tests/fixtures/f.txt"}, State: snapshot.StateOK})
-	checkCheckpoint(t, gitDir, exit2, wantCkpt{Name: "Test", Parent: rig.SHA, Files: all, State: snapshot.StateOK})
+	checkCheckpoint(t, gitDir, rig, wantCkpt{Name: "Test", Parent: waitMarker(t, exec, state, markerKey{ckpt.KindSkipped, run2, "code", 0}).SHA,
+		Files: []string{"code/a.go", "plan.md", "tests/fixtures/f.txt"}, State: ckpt.StateOK})
+	checkCheckpoint(t, gitDir, exit2, wantCkpt{Name: "Test", Parent: rig.SHA, Files: all, State: ckpt.StateOK})
 
 	// 3. A third run hangs: its process lives on, its heartbeat is stale.
 	run3 := sim.StartRun()
 	sim.StartCodon("plan")
 	sim.EditFile("plan.md", "the plan", "the new plan")
 	sim.Hang()
-	exit3 := waitMarker(t, exec, state, markerKey{snapshot.KindExit, run3, "plan", 0})
-	checkCheckpoint(t, gitDir, exit3, wantCkpt{Name: "Plan", Parent: main, Files: []string{"plan.md"}, State: snapshot.StateOK})
+	exit3 := waitMarker(t, exec, state, markerKey{ckpt.KindExit, run3, "plan", 0})
+	checkCheckpoint(t, gitDir, exit3, wantCkpt{Name: "Plan", Parent: main, Files: []string{"plan.md"}, State: ckpt.StateOK})
 	if got := blobOf(t, gitDir, exit3.SHA, "plan.md"); got != "the new plan" {
 		t.Errorf("exit checkpoint plan.md = %q", got)
 	}
@@ -259,25 +261,25 @@ func TestLifecycleExitOnCrashStopAndHang(t *testing.T) {
 	sim.Shutdown()
 	run5 := sim.StartRun()
 	sim.SkipCodon("plan")
-	waitMarker(t, exec, state, markerKey{snapshot.KindSkipped, run5, "plan", 0})
+	waitMarker(t, exec, state, markerKey{ckpt.KindSkipped, run5, "plan", 0})
 
 	recs := ledgerQuick(t, exec, state)
 	assertKeys(t, recs, []markerKey{
-		{snapshot.KindCompleted, run1, "plan", 0},
-		{snapshot.KindExit, run1, "code", 0},
-		{snapshot.KindError, run1, "code", 0},
-		{snapshot.KindSkipped, run2, "plan", 0},
-		{snapshot.KindSkipped, run2, "code", 0},
-		{snapshot.KindRigSetup, run2, "test", 0},
-		{snapshot.KindExit, run2, "test", 0},
-		{snapshot.KindError, run2, "test", 0}, // marked failed by run 3's start
-		{snapshot.KindExit, run3, "plan", 0},
-		{snapshot.KindError, run3, "plan", 0}, // marked failed by run 4's start
-		{snapshot.KindCompleted, run4, "plan", 0},
-		{snapshot.KindSkipped, run5, "plan", 0},
+		{ckpt.KindCompleted, run1, "plan", 0},
+		{ckpt.KindExit, run1, "code", 0},
+		{ckpt.KindError, run1, "code", 0},
+		{ckpt.KindSkipped, run2, "plan", 0},
+		{ckpt.KindSkipped, run2, "code", 0},
+		{ckpt.KindRigSetup, run2, "test", 0},
+		{ckpt.KindExit, run2, "test", 0},
+		{ckpt.KindError, run2, "test", 0}, // marked failed by run 3's start
+		{ckpt.KindExit, run3, "plan", 0},
+		{ckpt.KindError, run3, "plan", 0}, // marked failed by run 4's start
+		{ckpt.KindCompleted, run4, "plan", 0},
+		{ckpt.KindSkipped, run5, "plan", 0},
 	})
 	for _, r := range lifecycleRecords(recs) {
-		if r.Kind == snapshot.KindExit && strings.Contains(git(t, gitDir, "show", "-s", "--format=%B", r.SHA), "Duration:") {
+		if r.Kind == ckpt.KindExit && strings.Contains(git(t, gitDir, "show", "-s", "--format=%B", r.SHA), "Duration:") {
 			t.Errorf("%s: an exit checkpoint has no duration", keyOf(r))
 		}
 	}
@@ -292,7 +294,7 @@ func TestLifecycleAdoptsRuntimeCheckpoints(t *testing.T) {
 	rs := newRuntimeSealer(t, exec)
 	rs.skip["skipped"] = true
 	rs.bogus["error"] = true
-	sim := hwsim.New(t, exec, stopPlan(), hwsim.WithClock(hwClock()), hwsim.WithRuntimeCheckpoints(rs.seal))
+	sim := hwsimtest.New(t, exec, stopPlan(), hwsim.WithClock(hwClock()), hwsim.WithRuntimeCheckpoints(rs.seal))
 	state := t.TempDir()
 	startDaemon(t, state, "--config", configFile(t, noAutosave), "--watch", exec)
 	gitDir := hwStore(exec)
@@ -303,26 +305,26 @@ func TestLifecycleAdoptsRuntimeCheckpoints(t *testing.T) {
 	sim.StartCodon("plan")
 	sim.WriteFile("plan.md", "plan\n")
 	sim.CompleteCodon("plan")
-	plan := waitMarker(t, exec, state, markerKey{snapshot.KindCompleted, run, "plan", 0})
+	plan := waitMarker(t, exec, state, markerKey{ckpt.KindCompleted, run, "plan", 0})
 	sim.SkipCodon("code")
-	code := waitMarker(t, exec, state, markerKey{snapshot.KindSkipped, run, "code", 0})
+	code := waitMarker(t, exec, state, markerKey{ckpt.KindSkipped, run, "code", 0})
 	sim.StartCodon("test")
-	rig := waitMarker(t, exec, state, markerKey{snapshot.KindRigSetup, run, "test", 0})
+	rig := waitMarker(t, exec, state, markerKey{ckpt.KindRigSetup, run, "test", 0})
 	sim.WriteFile("tests/t.go", "package t\n")
 	sim.FailCodon("test", "tests failed", false)
-	fail := waitMarker(t, exec, state, markerKey{snapshot.KindError, run, "test", 0})
+	fail := waitMarker(t, exec, state, markerKey{ckpt.KindError, run, "test", 0})
 	sim.Shutdown()
 
 	made := rs.commits()
 	if len(made) != 2 {
 		t.Fatalf("the runtime made %d checkpoints, want 2 (completed plan, rig-setup test)", len(made))
 	}
-	adopted := func(r snapshot.Record, name, sha, parent string) {
+	adopted := func(r ckpt.Record, name, sha, parent string) {
 		t.Helper()
 		if r.CodonName != name {
 			t.Errorf("%s: codon name %q, want %q", keyOf(r), r.CodonName, name)
 		}
-		if !r.Adopted || r.SHA != sha || r.State != snapshot.StateOK {
+		if !r.Adopted || r.SHA != sha || r.State != ckpt.StateOK {
 			t.Errorf("%s: want adopted %s (ok), got adopted=%v sha %s state %s", keyOf(r), sha, r.Adopted, r.SHA, r.State)
 		}
 		if r.Parent != parent || r.Ref != "refs/heads/run-"+run {
@@ -330,7 +332,7 @@ func TestLifecycleAdoptsRuntimeCheckpoints(t *testing.T) {
 		}
 	}
 	adopted(plan, "Plan", rs.sha("completed", "plan", 0), main)
-	checkCheckpoint(t, gitDir, code, wantCkpt{Name: "Code", Parent: plan.SHA, Files: []string{"plan.md"}, State: snapshot.StateOK,
+	checkCheckpoint(t, gitDir, code, wantCkpt{Name: "Code", Parent: plan.SHA, Files: []string{"plan.md"}, State: ckpt.StateOK,
 		Duration: recordDurations(t, exec)[markerKey{RunID: run, CodonID: "code"}]})
 	if code.Adopted {
 		t.Errorf("skipped code: adopted, but the runtime recorded no checkpoint")
@@ -341,7 +343,7 @@ func TestLifecycleAdoptsRuntimeCheckpoints(t *testing.T) {
 		t.Errorf("error test: %+v, want a checkpoint sealed by cairn", fail)
 	}
 	checkCheckpoint(t, gitDir, fail, wantCkpt{Name: "Test", Parent: rig.SHA, Files: []string{"plan.md", "tests/fixtures/f.txt", "tests/t.go"},
-		State: snapshot.StateOK, Duration: recordDurations(t, exec)[markerKey{RunID: run, CodonID: "test"}]})
+		State: ckpt.StateOK, Duration: recordDurations(t, exec)[markerKey{RunID: run, CodonID: "test"}]})
 
 	// No commit besides the runtime's two and cairn's two.
 	branch := strings.Fields(git(t, gitDir, "rev-list", "--reverse", "refs/heads/main..refs/heads/run-"+run))
@@ -350,10 +352,10 @@ func TestLifecycleAdoptsRuntimeCheckpoints(t *testing.T) {
 	}
 	recs := ledgerQuick(t, exec, state)
 	assertKeys(t, recs, []markerKey{
-		{snapshot.KindCompleted, run, "plan", 0},
-		{snapshot.KindSkipped, run, "code", 0},
-		{snapshot.KindRigSetup, run, "test", 0},
-		{snapshot.KindError, run, "test", 0},
+		{ckpt.KindCompleted, run, "plan", 0},
+		{ckpt.KindSkipped, run, "code", 0},
+		{ckpt.KindRigSetup, run, "test", 0},
+		{ckpt.KindError, run, "test", 0},
 	})
 }
 
@@ -385,16 +387,16 @@ func TestLifecycleTornStateAndCompaction(t *testing.T) {
 		t.Fatalf("workspace after a torn state.json: %+v", w)
 	}
 	sim.StartCodon("code") // the next valid transition
-	plan := waitMarker(t, exec, state, markerKey{snapshot.KindCompleted, run1, "plan", 0})
-	checkCheckpoint(t, gitDir, plan, wantCkpt{Name: "Plan", Parent: main, Files: []string{"plan.md"}, State: snapshot.StateOK,
+	plan := waitMarker(t, exec, state, markerKey{ckpt.KindCompleted, run1, "plan", 0})
+	checkCheckpoint(t, gitDir, plan, wantCkpt{Name: "Plan", Parent: main, Files: []string{"plan.md"}, State: ckpt.StateOK,
 		Duration: recordDurations(t, exec)[markerKey{RunID: run1, CodonID: "plan"}]})
 
 	// Torn while a codon runs, then the next transition is the completion.
 	sim.WriteFile("code/x.go", "package x\n")
 	sim.TearState()
 	sim.CompleteCodon("code")
-	code := waitMarker(t, exec, state, markerKey{snapshot.KindCompleted, run1, "code", 0})
-	checkCheckpoint(t, gitDir, code, wantCkpt{Name: "Code", Parent: plan.SHA, Files: []string{"code/x.go", "plan.md"}, State: snapshot.StateOK,
+	code := waitMarker(t, exec, state, markerKey{ckpt.KindCompleted, run1, "code", 0})
+	checkCheckpoint(t, gitDir, code, wantCkpt{Name: "Code", Parent: plan.SHA, Files: []string{"code/x.go", "plan.md"}, State: ckpt.StateOK,
 		Duration: recordDurations(t, exec)[markerKey{RunID: run1, CodonID: "code"}]})
 	sim.Shutdown()
 	sim.CompactJournal()
@@ -410,8 +412,8 @@ func TestLifecycleTornStateAndCompaction(t *testing.T) {
 	sim.StartCodon("plan")
 	sim.EditFile("plan.md", "plan", "plan 2")
 	sim.CompleteCodon("plan")
-	plan2 := waitMarker(t, exec, state, markerKey{snapshot.KindCompleted, run2, "plan", 0})
-	checkCheckpoint(t, gitDir, plan2, wantCkpt{Name: "Plan", Parent: main, Files: []string{"plan.md"}, State: snapshot.StateOK,
+	plan2 := waitMarker(t, exec, state, markerKey{ckpt.KindCompleted, run2, "plan", 0})
+	checkCheckpoint(t, gitDir, plan2, wantCkpt{Name: "Plan", Parent: main, Files: []string{"plan.md"}, State: ckpt.StateOK,
 		Duration: recordDurations(t, exec)[markerKey{RunID: run2, CodonID: "plan"}]})
 	if got := blobOf(t, gitDir, plan2.SHA, "plan.md"); got != "plan 2" {
 		t.Errorf("plan.md = %q", got)
@@ -421,13 +423,13 @@ func TestLifecycleTornStateAndCompaction(t *testing.T) {
 	sim.CompactJournal()
 	run3 := sim.StartRun()
 	sim.SkipCodon("plan")
-	waitMarker(t, exec, state, markerKey{snapshot.KindSkipped, run3, "plan", 0})
+	waitMarker(t, exec, state, markerKey{ckpt.KindSkipped, run3, "plan", 0})
 
 	assertKeys(t, ledgerQuick(t, exec, state), []markerKey{
-		{snapshot.KindCompleted, run1, "plan", 0},
-		{snapshot.KindCompleted, run1, "code", 0},
-		{snapshot.KindCompleted, run2, "plan", 0},
-		{snapshot.KindSkipped, run3, "plan", 0},
+		{ckpt.KindCompleted, run1, "plan", 0},
+		{ckpt.KindCompleted, run1, "code", 0},
+		{ckpt.KindCompleted, run2, "plan", 0},
+		{ckpt.KindSkipped, run3, "plan", 0},
 	})
 	if w, _ := d.workspace(exec); w.State != "watching" || w.Failures != 0 {
 		t.Errorf("workspace at the end: %+v", w)
@@ -465,11 +467,11 @@ func TestLifecycleBrokenWorkspaceFailsAlone(t *testing.T) {
 	write(t, filepath.Join(plain, "b.txt"), "b\n")
 	write(t, filepath.Join(broken, "agentRoot/more.txt"), "more\n")
 	sim.CompleteCodon("plan")
-	plan := waitMarker(t, exec, state, markerKey{snapshot.KindCompleted, run, "plan", 0})
-	checkCheckpoint(t, gitDir, plan, wantCkpt{Name: "Plan", Parent: main, Files: []string{"plan.md"}, State: snapshot.StateOK,
+	plan := waitMarker(t, exec, state, markerKey{ckpt.KindCompleted, run, "plan", 0})
+	checkCheckpoint(t, gitDir, plan, wantCkpt{Name: "Plan", Parent: main, Files: []string{"plan.md"}, State: ckpt.StateOK,
 		Duration: recordDurations(t, exec)[markerKey{RunID: run, CodonID: "plan"}]})
-	auto := waitRec(t, plain, state, "autosave of the plain folder", func(r snapshot.Record) bool {
-		return r.Kind == snapshot.KindAutosave && r.SHA != ""
+	auto := waitRec(t, plain, state, "autosave of the plain folder", func(r ckpt.Record) bool {
+		return r.Kind == ckpt.KindAutosave && r.SHA != ""
 	})
 	pw, _ := d.workspace(plain)
 	if got := treeFiles(t, pw.Store, auto.SHA); !slices.Equal(got, []string{"a.txt", "b.txt"}) {
@@ -477,7 +479,7 @@ func TestLifecycleBrokenWorkspaceFailsAlone(t *testing.T) {
 	}
 	sim.StartCodon("code")
 	sim.Crash()
-	waitMarker(t, exec, state, markerKey{snapshot.KindExit, run, "code", 0})
+	waitMarker(t, exec, state, markerKey{ckpt.KindExit, run, "code", 0})
 
 	// Still broken, still saying so, and nothing sealed for it but its baseline.
 	w, ok := d.workspace(broken)
@@ -516,18 +518,18 @@ func TestLifecycleSigkillAndRestart(t *testing.T) {
 
 	run := sim.StartRun()
 	sim.StartCodon("setup")
-	waitMarker(t, exec, state, markerKey{snapshot.KindRigSetup, run, "setup", 0})
+	waitMarker(t, exec, state, markerKey{ckpt.KindRigSetup, run, "setup", 0})
 	sim.WriteFile("rig/state.txt", "ready\n")
 	sim.CompleteCodon("setup")
-	waitMarker(t, exec, state, markerKey{snapshot.KindCompleted, run, "setup", 0})
+	waitMarker(t, exec, state, markerKey{ckpt.KindCompleted, run, "setup", 0})
 	sim.StartCodon("build")
 	sim.WriteFile("src/main.go", "package main\n")
 	sim.CompleteCodon("build")
-	waitMarker(t, exec, state, markerKey{snapshot.KindCompleted, run, "build", 0})
+	waitMarker(t, exec, state, markerKey{ckpt.KindCompleted, run, "build", 0})
 	sim.StartCodon("review#0")
 	sim.WriteFile("review.md", "review v1\n")
 	sim.CompleteCodon("review#0")
-	waitMarker(t, exec, state, markerKey{snapshot.KindCompleted, run, "review#0", 0})
+	waitMarker(t, exec, state, markerKey{ckpt.KindCompleted, run, "review#0", 0})
 	d.stop(syscall.SIGKILL)
 
 	// While the daemon is dead. review#1 selects what review#0 did.
@@ -543,11 +545,11 @@ func TestLifecycleSigkillAndRestart(t *testing.T) {
 
 	d.start() // same state directory, same socket
 	late := []markerKey{
-		{snapshot.KindCompleted, run, "review#1", 0},
-		{snapshot.KindSkipped, run, "docs", 0},
-		{snapshot.KindRigSetup, run, "deploy", 0},
-		{snapshot.KindError, run, "deploy", 0},
-		{snapshot.KindRigSetup, run, "deploy", 1},
+		{ckpt.KindCompleted, run, "review#1", 0},
+		{ckpt.KindSkipped, run, "docs", 0},
+		{ckpt.KindRigSetup, run, "deploy", 0},
+		{ckpt.KindError, run, "deploy", 0},
+		{ckpt.KindRigSetup, run, "deploy", 1},
 	}
 	for _, k := range late {
 		waitMarker(t, exec, state, k)
@@ -559,16 +561,16 @@ func TestLifecycleSigkillAndRestart(t *testing.T) {
 	sim.CompleteCodon("deploy")
 	d.stop(syscall.SIGKILL)
 	d.start()
-	done := waitMarker(t, exec, state, markerKey{snapshot.KindCompleted, run, "deploy", 1})
+	done := waitMarker(t, exec, state, markerKey{ckpt.KindCompleted, run, "deploy", 1})
 	sim.Shutdown()
 
 	recs := ledgerQuick(t, exec, state)
 	assertKeys(t, recs, append(append([]markerKey{
-		{snapshot.KindRigSetup, run, "setup", 0},
-		{snapshot.KindCompleted, run, "setup", 0},
-		{snapshot.KindCompleted, run, "build", 0},
-		{snapshot.KindCompleted, run, "review#0", 0},
-	}, late...), markerKey{snapshot.KindCompleted, run, "deploy", 1}))
+		{ckpt.KindRigSetup, run, "setup", 0},
+		{ckpt.KindCompleted, run, "setup", 0},
+		{ckpt.KindCompleted, run, "build", 0},
+		{ckpt.KindCompleted, run, "review#0", 0},
+	}, late...), markerKey{ckpt.KindCompleted, run, "deploy", 1}))
 
 	lc := runRecords(recs, run)
 	if lc[0].Parent != main {
@@ -585,8 +587,8 @@ func TestLifecycleSigkillAndRestart(t *testing.T) {
 		"deploy":   all,
 	}
 	for i, r := range lc[4 : 4+len(late)] {
-		w := wantCkpt{Name: names[r.CodonID], Parent: lc[3+i].SHA, Files: through[r.CodonID], State: snapshot.StateRacy}
-		if r.Kind != snapshot.KindRigSetup {
+		w := wantCkpt{Name: names[r.CodonID], Parent: lc[3+i].SHA, Files: through[r.CodonID], State: ckpt.StateRacy}
+		if r.Kind != ckpt.KindRigSetup {
 			w.Duration = durs[markerKey{RunID: run, CodonID: r.CodonID, Attempt: r.Attempt}]
 		}
 		checkCheckpoint(t, gitDir, r, w)
@@ -639,12 +641,12 @@ func TestLifecycleSigtermDuringSeal(t *testing.T) {
 	}
 
 	d.start()
-	rec := waitMarker(t, exec, state, markerKey{snapshot.KindCompleted, run, "gen", 0})
+	rec := waitMarker(t, exec, state, markerKey{ckpt.KindCompleted, run, "gen", 0})
 	if got := treeFiles(t, gitDir, rec.SHA); !slices.Equal(got, files) {
 		t.Errorf("completed gen holds %d files, want %d", len(got), len(files))
 	}
 	sim.Shutdown()
-	assertKeys(t, ledgerQuick(t, exec, state), []markerKey{{snapshot.KindCompleted, run, "gen", 0}})
+	assertKeys(t, ledgerQuick(t, exec, state), []markerKey{{ckpt.KindCompleted, run, "gen", 0}})
 	took, code = d.stop(syscall.SIGTERM)
 	if code != 0 || took > 10*time.Second {
 		t.Errorf("SIGTERM when idle: exit %d after %s", code, took)
@@ -681,7 +683,7 @@ func TestLifecycleRacyMarkers(t *testing.T) {
 		sim.WriteFile("shared.txt", fmt.Sprintf("before %d\n", i))
 		sim.CompleteCodon(id)
 		sim.WriteFile(after, "after\n") // the agent is already at work again
-		r := waitMarker(t, exec, state, markerKey{snapshot.KindCompleted, run, id, 0})
+		r := waitMarker(t, exec, state, markerKey{ckpt.KindCompleted, run, id, 0})
 		files := treeFiles(t, gitDir, r.SHA)
 		if !slices.Contains(files, before) {
 			t.Errorf("%s: %s, written before the marker, missing: %q", id, before, files)
@@ -693,7 +695,7 @@ func TestLifecycleRacyMarkers(t *testing.T) {
 			named[is.Path] = true
 		}
 		switch r.State {
-		case snapshot.StateRacy:
+		case ckpt.StateRacy:
 			racy++
 			if len(r.Issues) == 0 {
 				t.Errorf("%s: racy without issues", id)
@@ -711,7 +713,7 @@ func TestLifecycleRacyMarkers(t *testing.T) {
 					t.Errorf("%s: racy issue %+v names a path this codon did not touch", id, is)
 				}
 			}
-		case snapshot.StateOK:
+		case ckpt.StateOK:
 			if len(r.Issues) != 0 {
 				t.Errorf("%s: ok with issues %+v", id, r.Issues)
 			}
@@ -760,10 +762,10 @@ func TestLifecycleRacyWhileSealBusy(t *testing.T) {
 	sim.WriteFile("after-b.txt", "after b\n")
 	lk.Unlock()
 
-	ra := waitMarker(t, exec, state, markerKey{snapshot.KindCompleted, run, "a", 0})
-	rb := waitMarker(t, exec, state, markerKey{snapshot.KindCompleted, run, "b", 0})
+	ra := waitMarker(t, exec, state, markerKey{ckpt.KindCompleted, run, "a", 0})
+	rb := waitMarker(t, exec, state, markerKey{ckpt.KindCompleted, run, "b", 0})
 	for _, c := range []struct {
-		r      snapshot.Record
+		r      ckpt.Record
 		before []string // written before its marker
 		after  []string // written after its marker
 	}{

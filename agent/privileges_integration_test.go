@@ -17,7 +17,9 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/agent/hankweave/hwsim"
-	"github.com/cairn-dev/cairn/snapshot"
+	"github.com/cairn-dev/cairn/agent/hankweave/hwsim/hwsimtest"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // TestRootDaemonWritesAsWorkspaceOwner: the daemon runs as root and watches a
@@ -58,7 +60,7 @@ func TestRootDaemonWritesAsWorkspaceOwner(t *testing.T) {
 		hwsim.Codon{ID: "a", Name: "Codon A", Files: []string{"**"}},
 		hwsim.Codon{ID: "b", Name: "Codon B", Files: []string{"**"}},
 	)
-	sim := hwsim.New(t, execDir, plan, hwsim.WithClock(hwClock()))
+	sim := hwsimtest.New(t, execDir, plan, hwsim.WithClock(hwClock()))
 	checkpoints := filepath.Join(execDir, ".hankweave", "checkpoints")
 	// giveAway hands what the simulated runtime wrote to the user, leaving
 	// cairn's folder alone so its owners stay as cairn made them.
@@ -118,14 +120,14 @@ func TestRootDaemonWritesAsWorkspaceOwner(t *testing.T) {
 	giveAway()
 	sim.CompleteCodon("a")
 	giveAway()
-	ca := waitMarker(t, execDir, state, markerKey{snapshot.KindCompleted, run, "a", 0})
+	ca := waitMarker(t, execDir, state, markerKey{ckpt.KindCompleted, run, "a", 0})
 	sim.StartCodon("b")
 	giveAway()
 	sim.WriteFile("dir/out.md", "b's output\n")
 	giveAway()
 	sim.CompleteCodon("b")
 	giveAway()
-	cb := waitMarker(t, execDir, state, markerKey{snapshot.KindCompleted, run, "b", 0})
+	cb := waitMarker(t, execDir, state, markerKey{ckpt.KindCompleted, run, "b", 0})
 	sim.Shutdown()
 	giveAway()
 	assertOwned("after a codon")
@@ -139,8 +141,8 @@ func TestRootDaemonWritesAsWorkspaceOwner(t *testing.T) {
 	b, _ := json.MarshalIndent(manifest, "", "  ")
 	write(t, filepath.Join(execDir, ".hankweave/archive-manifest.json"), string(b))
 	giveAway()
-	waitRec(t, execDir, state, "autosave of the archiving", func(r snapshot.Record) bool {
-		return r.Kind == snapshot.KindAutosave && r.Removed == 1
+	waitRec(t, execDir, state, "autosave of the archiving", func(r ckpt.Record) bool {
+		return r.Kind == ckpt.KindAutosave && r.Removed == 1
 	})
 
 	code, body := command(t, d.socket, execDir, "rollback.toCodon", map[string]any{"codonId": "a", "checkpointType": "end"})

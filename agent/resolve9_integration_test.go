@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/api"
-	"github.com/cairn-dev/cairn/snapshot"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // runtimeGit runs plain git on an execution directory's store as the
@@ -136,7 +137,7 @@ func TestRollbackToCommitsOutsideLedger(t *testing.T) {
 	preRestores := func() int {
 		n := 0
 		for _, r := range ledgerQuick(t, execDir, state) {
-			if r.Kind == snapshot.KindPreRestore {
+			if r.Kind == ckpt.KindPreRestore {
 				n++
 			}
 		}

@@ -4,10 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"fmt"
 	"io/fs"
 	"math/big"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/hankweave"
 	"github.com/cairn-dev/cairn/restore"
+	"github.com/cairn-dev/cairn/restore/ckpt"
 	"github.com/cairn-dev/cairn/snapshot"
 )
 
@@ -23,61 +22,46 @@ import (
 // goroutine) and by the cairn command when no daemon runs (which runs them on
 // the store directly, under its lock).
 
-// ErrCodonRunning is the runtime's refusal while the runtime runs a codon.
-//
-//lint:ignore ST1005 the runtime's exact wording (docs/runtime-formats.md)
-var ErrCodonRunning = errors.New(restore.ErrCodonRunning)
+// The Hankweave side of a restore: restore.Run drives the pipeline over the
+// store (restore.Store) and this runtime (restore.Runtime).
 
-// Checkpoints converts ledger records for restore.Resolve.
-func Checkpoints(recs []snapshot.Record) []restore.Checkpoint {
-	out := make([]restore.Checkpoint, 0, len(recs))
-	for _, r := range recs {
-		out = append(out, restore.Checkpoint{ID: r.ID, SHA: r.SHA, Kind: string(r.Kind), Label: r.Label,
-			CodonID: r.CodonID, CodonName: r.CodonName, RunID: r.RunID, Attempt: r.Attempt, Time: r.Time,
-			State: string(r.State)})
-	}
-	return out
+// hankRuntime is a Hankweave runtime's workspace, for restore.Run.
+type hankRuntime struct {
+	st  *snapshot.Store
+	dir string // the execution directory
 }
 
-// ResolveTarget finds the checkpoint a target names; a record counts only
-// when git confirms its commit. A SHA prefix is matched as the runtime's
-// rollback.toCheckpoint matches it: the SHAs state.json records, the ledger,
-// then the store's commits (main's first one too). The record is the
-// ledger's, or one made from git for a commit outside the ledger (no id).
-func ResolveTarget(ctx context.Context, st *snapshot.Store, t restore.Target) (restore.Checkpoint, snapshot.Record, error) {
-	recs := st.Records()
-	confirmed := func(sha string) bool {
-		_, err := st.Git().Run(ctx, nil, "cat-file", "-e", "--end-of-options", sha+"^{commit}")
-		return err == nil
-	}
-	src := restore.Sources{Confirmed: confirmed}
-	if t.Kind == restore.TargetSHA || t.Kind == restore.TargetID { // an id may fall back to a SHA prefix
-		src.Runtime = runtimeCheckpoints(st)
-		src.Commits = func(prefix string) []restore.Checkpoint { return storeCommits(ctx, st, prefix) }
-	}
-	c, err := restore.ResolveIn(Checkpoints(recs), t, src)
-	if err != nil {
-		return c, snapshot.Record{}, err
-	}
-	if c.InLedger() {
-		for _, r := range recs {
-			if r.ID == c.ID {
-				return c, r, nil
-			}
-		}
-	}
-	rec, err := outsideRecord(ctx, st, c)
-	return c, rec, err
-}
-
-// runtimeCheckpoints are the checkpoints state.json records for every codon
-// record of every run (Hankweave layout). An unreadable state has none: git
-// still finds the runtime's commits, only without their codon.
-func runtimeCheckpoints(st *snapshot.Store) []restore.Checkpoint {
+// runtimeFor is the runtime of the workspace dir, nil for a plain one.
+func runtimeFor(st *snapshot.Store, dir string) restore.Runtime {
 	if st.Layout() != snapshot.LayoutHankweave {
 		return nil
 	}
-	hs, err := hankweave.ReadState(st.Dir())
+	return hankRuntime{st: st, dir: dir}
+}
+
+func (h hankRuntime) CodonRunning() bool { return CodonRunning(h.dir) }
+
+func (h hankRuntime) Checkpoints() []ckpt.Record { return runtimeCheckpoints(h.st.Dir()) }
+
+func (h hankRuntime) RestoreArchive(ctx context.Context, target, from string) (*restore.Archive, error) {
+	return restoreArchive(ctx, h.st, h.dir, target, from)
+}
+
+func (h hankRuntime) RecordContinuation(target ckpt.Record, at restore.Resume) (*restore.Continuation, string, error) {
+	return RecordContinuation(h.dir, target, at)
+}
+
+// ResolveTarget finds the checkpoint a target names in the workspace of st
+// (restore.ResolveTarget, with the SHAs state.json records).
+func ResolveTarget(ctx context.Context, st *snapshot.Store, t restore.Target) (ckpt.Record, error) {
+	return restore.ResolveTarget(ctx, st, runtimeFor(st, st.Dir()), t)
+}
+
+// runtimeCheckpoints are the checkpoints state.json records for every codon
+// record of every run. An unreadable state has none: git still finds the
+// runtime's commits, only without their codon.
+func runtimeCheckpoints(dir string) []ckpt.Record {
+	hs, err := hankweave.ReadState(dir)
 	if err != nil {
 		return nil
 	}
@@ -87,17 +71,20 @@ func runtimeCheckpoints(st *snapshot.Store) []restore.Checkpoint {
 			names[e.CodonID] = e.Codon.Name
 		}
 	}
-	var out []restore.Checkpoint
+	var out []ckpt.Record
 	for _, run := range hs.Runs {
 		attempts := map[string]int{}
 		for _, rec := range run.Codons {
 			n := attempts[rec.CodonID]
 			attempts[rec.CodonID]++
-			for _, k := range []struct{ kind, sha, at string }{
-				{restore.KindRigSetup, rec.RigSetupSHA, rec.StartTime},
-				{restore.KindCompleted, rec.CompletionSHA, rec.EndTime},
-				{restore.KindError, rec.ErrorSHA, rec.EndTime},
-				{restore.KindSkipped, rec.SkipSHA, rec.EndTime},
+			for _, k := range []struct {
+				kind    ckpt.Kind
+				sha, at string
+			}{
+				{ckpt.KindRigSetup, rec.RigSetupSHA, rec.StartTime},
+				{ckpt.KindCompleted, rec.CompletionSHA, rec.EndTime},
+				{ckpt.KindError, rec.ErrorSHA, rec.EndTime},
+				{ckpt.KindSkipped, rec.SkipSHA, rec.EndTime},
 			} {
 				sha := strings.ToLower(strings.TrimSpace(k.sha))
 				if sha == "" {
@@ -108,92 +95,12 @@ func runtimeCheckpoints(st *snapshot.Store) []restore.Checkpoint {
 				if name == "" {
 					name = rec.CodonID
 				}
-				out = append(out, restore.Checkpoint{SHA: sha, Kind: k.kind, CodonID: rec.CodonID, CodonName: name,
-					RunID: run.RunID, Attempt: n, Time: when, State: string(snapshot.StateOK)})
+				out = append(out, ckpt.Record{SHA: sha, Kind: k.kind, CodonID: rec.CodonID, CodonName: name,
+					RunID: run.RunID, Attempt: n, Time: when, State: ckpt.StateOK})
 			}
 		}
 	}
 	return out
-}
-
-// runtimeSubject is the first line of a lifecycle commit the runtime made:
-// {status}:{codonId} [run:{runId}] {codonName}.
-var runtimeSubject = regexp.MustCompile(`^([a-z-]+):(\S+) \[run:([^\]\s]+)\] ?(.*)$`)
-
-// storeCommits lists the commits of the store whose SHA begins with prefix
-// and that a branch or one of cairn's refs reaches: a commit nothing
-// references (a seal abandoned half-way) is no checkpoint.
-func storeCommits(ctx context.Context, st *snapshot.Store, prefix string) []restore.Checkpoint {
-	g := st.Git()
-	out, err := g.Run(ctx, nil, "rev-parse", "--disambiguate="+prefix)
-	objs := strings.Fields(string(out))
-	if err != nil || len(objs) == 0 {
-		return nil
-	}
-	out, err = g.Run(ctx, strings.NewReader(strings.Join(objs, "\n")+"\n"), "cat-file", "--batch-check=%(objectname) %(objecttype)")
-	if err != nil {
-		return nil
-	}
-	var commits []string
-	for _, l := range strings.Split(string(out), "\n") {
-		if sha, typ, _ := strings.Cut(l, " "); typ == "commit" {
-			ref, err := g.Run(ctx, nil, "for-each-ref", "--count=1", "--format=%(refname)", "--contains", sha, "refs/heads", "refs/cairn")
-			if err == nil && len(strings.TrimSpace(string(ref))) > 0 {
-				commits = append(commits, sha)
-			}
-		}
-	}
-	if len(commits) == 0 {
-		return nil
-	}
-	out, err = g.Run(ctx, nil, append([]string{"log", "--no-walk=unsorted", "--format=%H%x1f%cI%x1f%s%x1e"}, commits...)...)
-	if err != nil {
-		return nil
-	}
-	var cps []restore.Checkpoint
-	for _, c := range strings.Split(string(out), "\x1e") {
-		f := strings.SplitN(strings.TrimLeft(c, "\n"), "\x1f", 3)
-		if len(f) != 3 {
-			continue
-		}
-		cp := restore.Checkpoint{SHA: f[0], Label: f[2], State: string(snapshot.StateOK)}
-		cp.Time, _ = time.Parse(time.RFC3339, f[1])
-		if m := runtimeSubject.FindStringSubmatch(f[2]); m != nil && snapshot.Kind(m[1]).IsLifecycle() {
-			cp.Kind, cp.CodonID, cp.RunID, cp.CodonName, cp.Label = m[1], m[2], m[3], m[4], ""
-		}
-		cps = append(cps, cp)
-	}
-	return cps
-}
-
-// outsideRecord describes a commit the ledger lacks as a record without an
-// id, with its parent and what it changed, for results and cairn show.
-func outsideRecord(ctx context.Context, st *snapshot.Store, c restore.Checkpoint) (snapshot.Record, error) {
-	rec := snapshot.Record{SHA: c.SHA, Kind: snapshot.Kind(c.Kind), Label: c.Label, CodonID: c.CodonID,
-		CodonName: c.CodonName, RunID: c.RunID, Attempt: c.Attempt, Time: c.Time, State: snapshot.StateOK}
-	out, err := st.Git().Run(ctx, nil, "show", "-s", "--format=%P", "--end-of-options", c.SHA)
-	if err != nil {
-		return rec, fmt.Errorf("read commit %s: %w", c.Short(), err)
-	}
-	if ps := strings.Fields(string(out)); len(ps) > 0 {
-		rec.Parent = ps[0]
-	}
-	out, err = st.Git().Run(ctx, nil, "diff-tree", "-r", "--root", "--no-commit-id", "--no-renames", "--name-status", "-z", "--end-of-options", c.SHA)
-	if err != nil {
-		return rec, fmt.Errorf("diff commit %s: %w", c.Short(), err)
-	}
-	f := strings.Split(string(out), "\x00")
-	for i := 0; i+1 < len(f); i += 2 {
-		switch f[i] {
-		case "A":
-			rec.Added++
-		case "D":
-			rec.Removed++
-		default:
-			rec.Changed++
-		}
-	}
-	return rec, nil
 }
 
 // CodonRunning reports whether a Hankweave runtime is running a codon in
@@ -211,93 +118,50 @@ func CodonRunning(dir string) bool {
 	return rec != nil
 }
 
-// RestoreOp is one restore to carry out.
-type RestoreOp struct {
-	Target restore.Target
-	Paths  []string
-	DryRun bool
-	// Continue records the continuation in state.json (a Hankweave
-	// workspace whose runtime is not running; whole restores only).
-	Continue bool
-	Progress func(step, total int, msg string)
-	// Resolved, when set, is called once the target is known, before anything changes.
-	Resolved func(c restore.Checkpoint)
-	// Changed is what changed since the last seal, when a watch knows it
-	// (nil: the pre-restore checkpoint reconciles the whole work tree).
-	Changed []string
+// RunRestore restores the workspace dir (the execution directory for the
+// Hankweave layout) to op.Target: restore.Run over the store and the
+// workspace's runtime, answered as the API answers it.
+func RunRestore(ctx context.Context, st *snapshot.Store, dir string, op restore.Op) (api.RestoreResult, error) {
+	res, err := restore.Run(ctx, st, runtimeFor(st, dir), op)
+	return toAPIResult(res), err
 }
 
-// RunRestore resolves op.Target over the store's ledger and restores the
-// work tree to it. dir is the workspace (the execution directory for the
-// Hankweave layout).
-func RunRestore(ctx context.Context, st *snapshot.Store, dir string, op RestoreOp) (api.RestoreResult, error) {
-	hank := st.Layout() == snapshot.LayoutHankweave
-	if hank && !op.DryRun && CodonRunning(dir) {
-		return api.RestoreResult{}, ErrCodonRunning
-	}
-	c, rec, err := ResolveTarget(ctx, st, op.Target)
-	if err != nil {
-		return api.RestoreResult{}, err
-	}
-	if op.Resolved != nil {
-		op.Resolved(c)
-	}
-	position := st.Position()
-	res, err := st.Restore(ctx, snapshot.RestoreOptions{Target: c.SHA, Label: c.ID, Paths: op.Paths,
-		DryRun: op.DryRun, Progress: op.Progress, Changed: op.Changed})
-	out := toAPIResult(res, rec)
-	out.Paths = op.Paths
-	if err != nil {
-		return out, err
-	}
-	if hank && !op.DryRun && len(op.Paths) == 0 {
-		ar, aerr := restoreArchive(ctx, st, dir, c.SHA, position)
-		out.Archive = ar
-		if aerr != nil {
-			return out, fmt.Errorf("restore rigArchive/: %w", aerr)
-		}
-	}
-	if hank && op.Continue && !op.DryRun && len(op.Paths) == 0 {
-		cont, note, cerr := RecordContinuation(dir, c, Checkpoints(st.Records()))
-		out.Continued, out.StateNote = cont, note
-		if cerr != nil {
-			out.StateNote = "state.json not updated: " + cerr.Error()
-		}
-	}
-	return out, nil
+// Undo restores the newest pre-restore checkpoint (restore.Undo); state.json
+// is never touched.
+func Undo(ctx context.Context, st *snapshot.Store, dir string, op restore.Op) (api.RestoreResult, error) {
+	res, err := restore.Undo(ctx, st, runtimeFor(st, dir), op)
+	return toAPIResult(res), err
 }
 
-// Undo restores the newest pre-restore checkpoint (itself undoable).
-// op's Paths, DryRun, Progress and Resolved are used; its target is the
-// pre-restore checkpoint, and state.json is never touched.
-func Undo(ctx context.Context, st *snapshot.Store, dir string, op RestoreOp) (api.RestoreResult, error) {
-	recs := st.Records()
-	for i := len(recs) - 1; i >= 0; i-- {
-		r := recs[i]
-		if r.Kind == snapshot.KindPreRestore && r.SHA != "" && r.State != snapshot.StateFailed {
-			op.Target, op.Continue = restore.ByID(r.ID), false
-			return RunRestore(ctx, st, dir, op)
-		}
+// toAPIResult is a restore's result as the API answers it; a restore that
+// never began (refused, or its target unresolved) is the zero result.
+func toAPIResult(res restore.Result) api.RestoreResult {
+	if res.Target.SHA == "" {
+		return api.RestoreResult{}
 	}
-	return api.RestoreResult{}, errors.New("nothing to undo: no pre-restore checkpoint in the ledger")
-}
-
-func toAPIResult(res snapshot.RestoreResult, target snapshot.Record) api.RestoreResult {
-	conv := func(v []snapshot.PlanFile) []api.PlanFile {
+	conv := func(v []ckpt.PlanFile) []api.PlanFile {
 		out := []api.PlanFile{}
 		for _, f := range v {
 			out = append(out, api.PlanFile{Path: f.Path, Size: f.Size, Action: f.Action})
 		}
 		return out
 	}
-	out := api.RestoreResult{Target: toAPIRecord(target), Write: conv(res.Write), Delete: conv(res.Delete),
-		Kept: res.Kept, DryRun: res.DryRun}
-	if res.PreRestore != nil {
-		r := toAPIRecord(*res.PreRestore)
+	oc := res.Outcome
+	out := api.RestoreResult{Target: toAPIRecord(res.Target), Write: conv(oc.Write), Delete: conv(oc.Delete),
+		Kept: oc.Kept, DryRun: oc.DryRun, Paths: res.Paths, StateNote: res.StateNote}
+	if oc.PreRestore != nil {
+		r := toAPIRecord(*oc.PreRestore)
 		out.PreRestore = &r
 	}
-	for _, d := range res.Diff {
+	for _, d := range oc.Diff {
 		out.Diff = append(out.Diff, api.PathIssue{Path: d.Path, Reason: d.Reason})
+	}
+	if a := res.Archive; a != nil {
+		out.Archive = &api.ArchiveRestore{RestoredPaths: a.Restored, ProtectedPaths: a.Protected, FailedPaths: a.Failed, Status: a.Status}
+	}
+	if c := res.Continued; c != nil {
+		out.Continued = &api.Continuation{FromRun: c.FromRun, ToRun: c.ToRun, SourceRun: c.SourceRun,
+			AfterCodon: c.AfterCodon, CheckpointSHA: c.CheckpointSHA}
 	}
 	return out
 }
@@ -319,9 +183,9 @@ func NewRunID(now time.Time) string {
 // RecordContinuation writes the rollback into state.json as the runtime
 // does (docs/runtime-formats.md, "state.json"): the abandoned run completed
 // with an endTime, then a new continuation run, first and current, resuming
-// after the target's codon. Unknown fields are preserved. No state.json:
-// nothing to do (note says so). It refuses while the runtime's lock is live.
-func RecordContinuation(dir string, target restore.Checkpoint, cps []restore.Checkpoint) (*api.Continuation, string, error) {
+// where at says (restore.ResumeAt). Unknown fields are preserved. No
+// state.json: nothing to do (note says so).
+func RecordContinuation(dir string, target ckpt.Record, at restore.Resume) (*restore.Continuation, string, error) {
 	st, err := hankweave.ReadState(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -335,7 +199,7 @@ func RecordContinuation(dir string, target restore.Checkpoint, cps []restore.Che
 	if from = st.CurrentRun(); from == nil && len(st.Runs) > 0 {
 		from = &st.Runs[0]
 	}
-	cont := &api.Continuation{}
+	cont := &restore.Continuation{}
 	folder := ""
 	if from != nil {
 		cont.FromRun = from.RunID
@@ -351,24 +215,7 @@ func RecordContinuation(dir string, target restore.Checkpoint, cps []restore.Che
 	}
 	st.CurrentRunID = nil
 
-	// Where the new run resumes: after the target's codon; a rig-setup
-	// target resumes before it (null); a checkpoint outside the lifecycle
-	// resumes after the newest codon that ended before it.
-	srcRun, after := target.RunID, (*string)(nil)
-	switch {
-	case target.Kind == restore.KindRigSetup:
-	case target.CodonID != "":
-		a := target.CodonID
-		after = &a
-	default:
-		if c, ok := endedBefore(cps, target); ok {
-			a := c.CodonID
-			after = &a
-			if srcRun == "" {
-				srcRun = c.RunID
-			}
-		}
-	}
+	srcRun, after := at.SourceRun, at.AfterCodon
 	if srcRun == "" && from != nil {
 		srcRun = from.RunID
 	}
@@ -392,51 +239,9 @@ func RecordContinuation(dir string, target restore.Checkpoint, cps []restore.Che
 	return cont, "", nil
 }
 
-// endedBefore is the newest terminal codon checkpoint older than c in the ledger.
-func endedBefore(cps []restore.Checkpoint, c restore.Checkpoint) (restore.Checkpoint, bool) {
-	var best restore.Checkpoint
-	found := false
-	for _, x := range cps {
-		if x.CodonID == "" || x.ID == c.ID || x.Time.After(c.Time) || !x.Usable() {
-			continue
-		}
-		switch x.Kind {
-		case restore.KindCompleted, restore.KindError, restore.KindSkipped:
-		default:
-			continue
-		}
-		if !found || !x.Time.Before(best.Time) {
-			best, found = x, true
-		}
-	}
-	return best, found
-}
-
-// targetError maps a restore error to an HTTP status and code.
-func targetError(err error) (int, string) {
-	var inv *restore.InvalidTargetError
-	var amb *restore.AmbiguousError
-	var unusable *restore.UnusableError
-	switch {
-	case errors.Is(err, ErrCodonRunning):
-		return 409, "CODON_RUNNING"
-	case restore.IsNotFound(err):
-		return 404, "UNKNOWN_CHECKPOINT"
-	case errors.As(err, &inv):
-		return 400, "INVALID_TARGET"
-	case errors.As(err, &amb):
-		return 409, "AMBIGUOUS_CHECKPOINT"
-	case errors.As(err, &unusable):
-		return 409, "UNUSABLE_CHECKPOINT"
-	case strings.HasPrefix(err.Error(), "nothing to undo"):
-		return 409, "NOTHING_TO_UNDO"
-	}
-	return 500, "RESTORE_FAILED"
-}
-
 // describe is a one-line name for a checkpoint in messages.
-func describe(c restore.Checkpoint) string {
-	s := c.Name() + " (" + c.Short() + ", " + c.Kind
+func describe(c ckpt.Record) string {
+	s := c.Name() + " (" + c.Short() + ", " + string(c.Kind)
 	if c.CodonID != "" {
 		s += " " + c.CodonID
 	}
@@ -445,16 +250,14 @@ func describe(c restore.Checkpoint) string {
 
 // restoreArchive brings back files the runtime archived on the line the
 // restore abandons (target..position), or as orphans.
-func restoreArchive(ctx context.Context, st *snapshot.Store, dir, target, position string) (*api.ArchiveRestore, error) {
+func restoreArchive(ctx context.Context, st *snapshot.Store, dir, target, position string) (*restore.Archive, error) {
+	shas, err := st.Abandoned(ctx, target, position)
+	if err != nil {
+		return nil, err
+	}
 	abandoned := map[string]bool{}
-	if position != "" && position != target {
-		out, err := st.Git().Run(ctx, nil, "rev-list", target+".."+position)
-		if err != nil {
-			return nil, err
-		}
-		for _, sha := range strings.Fields(string(out)) {
-			abandoned[sha] = true
-		}
+	for _, sha := range shas {
+		abandoned[sha] = true
 	}
 	res, err := hankweave.RestoreArchive(dir, st.WorkTree(), func(sha string) bool { return abandoned[strings.ToLower(sha)] })
 	if err != nil {
@@ -463,12 +266,12 @@ func restoreArchive(ctx context.Context, st *snapshot.Store, dir, target, positi
 	if len(res.Restored)+len(res.Protected)+len(res.Failed) == 0 {
 		return nil, nil
 	}
-	ar := &api.ArchiveRestore{RestoredPaths: res.Restored, ProtectedPaths: res.Protected, FailedPaths: res.Failed, Status: "ok"}
+	ar := &restore.Archive{Restored: res.Restored, Protected: res.Protected, Failed: res.Failed, Status: "ok"}
 	if len(res.Failed) > 0 {
 		ar.Status = "partial"
 	}
-	if ar.RestoredPaths == nil {
-		ar.RestoredPaths = []string{}
+	if ar.Restored == nil {
+		ar.Restored = []string{}
 	}
 	return ar, nil
 }

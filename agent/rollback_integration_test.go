@@ -25,7 +25,8 @@ import (
 	"github.com/cairn-dev/cairn/agent/hankweave"
 	"github.com/cairn-dev/cairn/agent/hankweave/hwsim"
 	"github.com/cairn-dev/cairn/restore"
-	"github.com/cairn-dev/cairn/snapshot"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // sockClient speaks raw HTTP to a daemon's socket.
@@ -150,19 +151,19 @@ func TestRollbackOverSocket(t *testing.T) {
 
 	run := sim.StartRun()
 	sim.StartCodon("a")
-	waitMarker(t, execDir, state, markerKey{snapshot.KindRigSetup, run, "a", 0})
+	waitMarker(t, execDir, state, markerKey{ckpt.KindRigSetup, run, "a", 0})
 	sim.WriteFile("a.txt", "a done\n")
 	sim.CompleteCodon("a")
-	ca := waitMarker(t, execDir, state, markerKey{snapshot.KindCompleted, run, "a", 0})
+	ca := waitMarker(t, execDir, state, markerKey{ckpt.KindCompleted, run, "a", 0})
 	sim.StartCodon("b")
 	sim.WriteFile("b.txt", "b broke\n")
 	sim.EditFile("a.txt", "a done", "a edited by b")
 	sim.FailCodon("b", "boom", false)
-	eb := waitMarker(t, execDir, state, markerKey{snapshot.KindError, run, "b", 0})
+	eb := waitMarker(t, execDir, state, markerKey{ckpt.KindError, run, "b", 0})
 	// An autosave of a later edit.
 	sim.WriteFile("later.txt", "later\n")
-	auto := waitRec(t, execDir, state, "autosave of later.txt", func(r snapshot.Record) bool {
-		if r.Kind != snapshot.KindAutosave || r.SHA == "" {
+	auto := waitRec(t, execDir, state, "autosave of later.txt", func(r ckpt.Record) bool {
+		if r.Kind != ckpt.KindAutosave || r.SHA == "" {
 			return false
 		}
 		_, ok := blobIf(t, hwStore(execDir), r.SHA, "later.txt")
@@ -312,7 +313,7 @@ func TestRollbackOverSocket(t *testing.T) {
 		blocked["context"] != "Attempted command: checkpoint" || blocked["severity"] != "operation" {
 		t.Errorf("blocked payload %v", blocked)
 	}
-	if code, out := command(t, sock, execDir, "rollback.toCodon", map[string]any{"codonId": "a", "checkpointType": "end"}); code != 409 || out["message"] != restore.ErrRollbackInProgress {
+	if code, out := command(t, sock, execDir, "rollback.toCodon", map[string]any{"codonId": "a", "checkpointType": "end"}); code != 409 || out["message"] != restore.MsgRollbackInProgress {
 		t.Errorf("second rollback: %d %v", code, out)
 	}
 	if code, out := call(t, sock, "POST", "/v1/undo", api.WorkspaceRequest{Workspace: execDir}); code != 409 || out["code"] != restore.CodeRollbackInProgress {
@@ -383,7 +384,7 @@ func TestRollbackOverSocket(t *testing.T) {
 	// A running codon refuses a rollback.
 	sim.StartRun()
 	sim.StartCodon("a")
-	if code, out := command(t, sock, execDir, "rollback.toLastSuccess", nil); code != 409 || out["message"] != restore.ErrCodonRunning {
+	if code, out := command(t, sock, execDir, "rollback.toLastSuccess", nil); code != 409 || out["message"] != restore.MsgCodonRunning {
 		t.Errorf("rollback while a codon runs: %d %v", code, out)
 	}
 }

@@ -32,6 +32,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/hankweave/hwsim"
+	"github.com/cairn-dev/cairn/agent/hankweave/hwsim/hwsimtest"
 )
 
 // testUser is an unprivileged account made for one test.
@@ -850,7 +851,7 @@ func TestSecurityStateLinksOnRollback(t *testing.T) {
 			}
 			execDir := filepath.Join(base, "exec")
 			plan := hwsim.Plan(hwsim.Codon{ID: "a", Name: "Codon A", Files: []string{"**"}})
-			sim := hwsim.New(t, execDir, plan, hwsim.WithClock(hwClock()))
+			sim := hwsimtest.New(t, execDir, plan, hwsim.WithClock(hwClock()))
 			chownTree(t, execDir, alice)
 			d := startDaemon(t, filepath.Join(base, "state"), "--watch", execDir)
 			waitWatching(t, d, execDir)
@@ -1019,7 +1020,7 @@ func TestSecurityArchiveRestoreRace(t *testing.T) {
 		hwsim.Codon{ID: "a", Name: "Codon A", Files: []string{"**"}},
 		hwsim.Codon{ID: "b", Name: "Codon B", Files: []string{"**"}},
 	)
-	sim := hwsim.New(t, execDir, plan, hwsim.WithClock(hwClock()))
+	sim := hwsimtest.New(t, execDir, plan, hwsim.WithClock(hwClock()))
 	chownTree(t, execDir, alice)
 	d := startDaemon(t, filepath.Join(base, "state"), "--watch", execDir)
 	waitWatching(t, d, execDir)

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -10,9 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/cairn-dev/cairn/agent/api"
-	"github.com/cairn-dev/cairn/snapshot"
 )
 
 // server is the daemon's HTTP API on its Unix socket.
@@ -113,105 +109,9 @@ func (s *server) close() {
 	}
 }
 
-// versioned stamps the API version on every answer.
-func versioned(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set(api.VersionHeader, api.Version)
-		h.ServeHTTP(w, r)
-	})
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func writeError(w http.ResponseWriter, code int, errCode, msg string) {
-	writeJSON(w, code, api.Error{Code: errCode, Message: msg})
-}
-
-type peerKey struct{}
-
-// maxBody caps every request body.
-const maxBody = 1 << 20
-
-// authorize answers whether the peer may act on dir: root, or the uid owning
-// it (as discovery read it from an open descriptor). Unknown credentials fail
-// closed; a refusal says nothing about the workspace.
-func (d *Daemon) authorize(r *http.Request, dir string) bool {
-	uid, ok := peerOf(r)
-	return ok && d.mayAct(uid, dir)
-}
-
-func (d *Daemon) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
-	var req api.CheckpointRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, "BAD_REQUEST", "request body is not a valid checkpoint request: "+err.Error())
-		return
-	}
-	if err := checkPath(req.Workspace); err != nil {
-		writeError(w, http.StatusBadRequest, "BAD_WORKSPACE", err.Error())
-		return
-	}
-	ws := d.lookup(req.Workspace)
-	if ws == nil || !d.authorize(r, ws.dir) {
-		writeError(w, http.StatusForbidden, "FORBIDDEN", "not a workspace you may act on: "+req.Workspace)
-		return
-	}
-	if ws.rolling.Load() {
-		writeBlocked(w, "checkpoint")
-		return
-	}
-	sreq := snapshot.SealRequest{Kind: snapshot.KindManual, Label: req.Label, RunID: req.RunID}
-	if req.Status != "" {
-		sreq.Kind, sreq.CodonID, sreq.CodonName = snapshot.Kind(req.Status), req.CodonID, req.CodonName
-		if !sreq.Kind.IsLifecycle() {
-			writeError(w, http.StatusBadRequest, "BAD_REQUEST", "status must be rig-setup, completed, error, skipped or exit")
-			return
-		}
-	}
-	rec, err := ws.checkpoint(r.Context(), sreq)
-	if err == nil {
-		writeJSON(w, http.StatusOK, toAPIRecord(rec))
-		return
-	}
-	// Every failure answers {code, message}; a seal recorded as failed
-	// carries its record too, so the reason survives the socket.
-	code, errCode := http.StatusInternalServerError, "SEAL_FAILED"
-	switch {
-	case errors.Is(err, errWorkspaceGone):
-		code, errCode = http.StatusGone, "WORKSPACE_GONE"
-	case errors.Is(err, errNotServing), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		code, errCode = http.StatusServiceUnavailable, "NOT_READY"
-	}
-	e := api.Error{Code: errCode, Message: err.Error()}
-	if rec.ID != "" {
-		ar := toAPIRecord(rec)
-		e.Record = &ar
-	}
-	writeJSON(w, code, e)
-}
-
 // lookup finds a workspace this process serves by its exact path.
 func (d *Daemon) lookup(dir string) *workspace {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.workspaces[dir]
-}
-
-func toAPIRecord(r snapshot.Record) api.Record {
-	conv := func(v []snapshot.PathIssue) []api.PathIssue {
-		var out []api.PathIssue
-		for _, p := range v {
-			out = append(out, api.PathIssue{Path: p.Path, Reason: p.Reason})
-		}
-		return out
-	}
-	return api.Record{ID: r.ID, SHA: r.SHA, Parent: r.Parent, Kind: string(r.Kind), Label: r.Label, CodonID: r.CodonID,
-		CodonName: r.CodonName, RunID: r.RunID, Attempt: r.Attempt, Ref: r.Ref, Time: r.Time, DurationMS: r.DurationMS,
-		Changed: r.Changed, Added: r.Added, Removed: r.Removed, State: string(r.State), Issues: conv(r.Issues),
-		Skipped: conv(r.Skipped), Error: r.Error, Adopted: r.Adopted, Recovered: r.Recovered}
 }

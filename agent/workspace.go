@@ -10,9 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -22,7 +20,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/cairn-dev/cairn/agent/api"
-	"github.com/cairn-dev/cairn/agent/hankweave"
 	"github.com/cairn-dev/cairn/snapshot"
 	"github.com/cairn-dev/cairn/watcher"
 )
@@ -74,11 +71,14 @@ type workspace struct {
 	log      zerolog.Logger
 
 	store *snapshot.Store
-	hank  *hankState // lifecycle tracking; nil for the plain layout
+	lay   layout // plain or Hankweave, chosen when the store opens
 
-	dirty    map[string]time.Time // work-tree paths changed since the last seal, with their latest event time
-	deb      *watcher.Debouncer   // autosave timing; nil until watching
-	needFull bool                 // events were lost: the next seal reconciles everything
+	// What the next seal holds: the work-tree paths changed since the last
+	// seal (with their latest event time), or everything (needFull: events
+	// were lost, or nothing says what changed).
+	dirty    map[string]time.Time
+	needFull bool
+	deb      *watcher.Debouncer // autosave timing (when, not what); nil until watching
 
 	// Owned by the workspace's goroutine: degraded mode, seal retries, health.
 	degraded       bool              // the watch limit was hit: part of the tree is unwatched
@@ -306,9 +306,7 @@ func (w *workspace) open(ctx context.Context) error {
 		w.store = st
 		s.Layout, s.WorkTree, s.Store, s.Error = string(st.Layout()), st.WorkTree(), st.GitDir(), ""
 	})
-	if st.Layout() == snapshot.LayoutHankweave {
-		w.hank = newHankState(w.dir)
-	}
+	w.lay = newLayout(w, st)
 	return nil
 }
 
@@ -367,14 +365,8 @@ func (w *workspace) skip(rel string, isDir bool) bool {
 }
 
 func (w *workspace) serve(ctx context.Context) error {
-	// One watch, one queue: for the Hankweave layout it covers the work tree
-	// and the runtime's control files, so a marker is ordered exactly against
-	// the file changes around it.
-	root := w.store.WorkTree()
-	if w.hank != nil {
-		root = w.dir
-	}
-	opts := watcher.Options{Root: root, Skip: w.skipFromRoot, MaxWatches: testMaxWatches()}
+	root, skip := w.lay.watch()
+	opts := watcher.Options{Root: root, Skip: skip, MaxWatches: testMaxWatches()}
 	wt, err := watcher.Start(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", root, err)
@@ -399,10 +391,7 @@ func (w *workspace) serve(ctx context.Context) error {
 
 	w.watchChanged(wt)
 	w.initialSeal(ctx)
-	var lifecycleTimer <-chan time.Time
-	if w.hank != nil {
-		lifecycleTimer = w.lifecycle(ctx, wt, true)
-	}
+	lifecycleTimer := w.lay.pass(ctx, wt, true)
 
 	for {
 		select {
@@ -412,11 +401,8 @@ func (w *workspace) serve(ctx context.Context) error {
 			if !open {
 				return nil // the watcher stopped: the workspace is shutting down
 			}
-			if rel, ok := w.workRel(c.Path); ok {
-				w.note(rel, c.Time)
-			} else if w.hank != nil && c.Path != barrierRel {
-				w.hank.saw(c)
-				lifecycleTimer = w.lifecycle(ctx, wt, false)
+			if _, k := w.take(c); k == changeControl {
+				lifecycleTimer = w.lay.pass(ctx, wt, false)
 			}
 		case <-wt.Overflow():
 			w.needFull = true
@@ -424,14 +410,10 @@ func (w *workspace) serve(ctx context.Context) error {
 			if w.checkGone() {
 				break // the root went with its folder: nothing to seal
 			}
-			if w.autosaveOn() {
-				deb.Add("", time.Now())
-			}
-			if w.hank != nil { // a lost event may have been a marker
-				lifecycleTimer = w.lifecycle(ctx, wt, false)
-			}
+			w.autosaveSoon()
+			lifecycleTimer = w.lay.pass(ctx, wt, false) // a lost event may have been a marker
 		case <-lifecycleTimer:
-			lifecycleTimer = w.lifecycle(ctx, wt, false)
+			lifecycleTimer = w.lay.pass(ctx, wt, false)
 		case <-deb.C():
 			deb.Take()
 			w.autosave(ctx, wt)
@@ -439,16 +421,11 @@ func (w *workspace) serve(ctx context.Context) error {
 			rec, err := w.seal(ctx, wt, job.req, false)
 			job.reply <- sealResult{rec, err}
 		case job := <-w.restores:
-			w.drain(wt)
+			w.drain(wt, false)
 			// The pre-restore checkpoint stages only what the watch saw change.
 			var changed []string
 			if !w.needFull && !w.incomplete() {
-				changed = make([]string, 0, len(w.dirty))
-				for p := range w.dirty {
-					if p != "" {
-						changed = append(changed, p)
-					}
-				}
+				changed = w.changed()
 			}
 			job.run(ctx, changed)
 			// The checkout rewrote files: the next seal reconciles everything.
@@ -483,9 +460,7 @@ func (w *workspace) serve(ctx context.Context) error {
 		case <-w.retry.C():
 			w.retry.stop()
 			w.retrySeal(ctx, wt)
-			if w.hank != nil { // a lifecycle checkpoint that failed is due again
-				lifecycleTimer = w.lifecycle(ctx, wt, false)
-			}
+			lifecycleTimer = w.lay.pass(ctx, wt, false) // a lifecycle checkpoint that failed is due again
 			w.refreshStatus()
 		case <-health.C:
 			if w.gone {
@@ -643,16 +618,11 @@ func (w *workspace) ensureStore(ctx context.Context) (recreated bool, err error)
 		s.Store, s.Notice = st.GitDir(), notice
 		s.Last, s.LastState, s.LastTime = "", "", time.Time{}
 	})
-	if w.hank != nil {
-		w.hank.primed = "" // the index went with the store
-	}
 	w.needFull = true
 	w.publishError("STORE_RECREATED", notice)
 	req := snapshot.SealRequest{Kind: snapshot.KindBaseline, Label: "store recreated: the previous store was deleted, its history is lost"}
-	if w.hank != nil {
-		if pats, ok := w.hank.currentPatterns(); ok {
-			req.Patterns = w.patterns(pats)
-		}
+	if pats, ok := w.lay.selection(false); ok {
+		req.Patterns = pats
 	}
 	if _, err := w.seal(ctx, nil, req, false); err != nil {
 		return true, err
@@ -670,7 +640,7 @@ func (w *workspace) sealFailed(err error) {
 	// Only an autosave (or the baseline, or a lifecycle checkpoint) is
 	// sealed again on its own; with autosave off a failed manual checkpoint
 	// waits for the next one asked for.
-	if !w.retry.armed() && (w.autosaveOn() || w.hank != nil || !w.hasCheckpoint()) {
+	if !w.retry.armed() && (w.autosaveOn() || w.lay.ownSeals() || !w.hasCheckpoint()) {
 		w.retry.set(w.retryBackoff)
 		w.retryBackoff = min(w.retryBackoff*2, retryMax)
 	}
@@ -699,61 +669,31 @@ func (w *workspace) hasCheckpoint() bool {
 	return false
 }
 
-// workRel turns a path relative to the watch root into one relative to the
-// work tree; ok is false for the runtime's control files.
-func (w *workspace) workRel(rel string) (string, bool) {
-	if w.hank == nil || w.store.WorkTree() == w.dir {
-		if w.hank != nil && isControl(rel) {
-			return "", false
-		}
-		return rel, true
+// take takes in a change from the watch: a work-tree path becomes dirty for
+// the next seal and nudges the autosave timer; a control change is the
+// layout's.
+func (w *workspace) take(c watcher.Change) (string, changeKind) {
+	rel, k := w.lay.take(c)
+	if k == changeWork {
+		w.dirty[rel] = c.Time
+		w.autosaveSoon()
 	}
-	if r, ok := strings.CutPrefix(rel, "agentRoot/"); ok {
-		return r, true
-	}
-	return "", false
+	return rel, k
 }
 
-// skipFromRoot is the watch filter: the work tree minus what is never
-// checkpointed, plus (Hankweave) the runtime's state, lock and journal.
-func (w *workspace) skipFromRoot(rel string, isDir bool) bool {
-	if w.hank != nil {
-		if rel == ".hankweave" || rel == ".hankweave/events" {
-			return false
-		}
-		if strings.HasPrefix(rel, ".hankweave/") {
-			return !isControl(rel) && rel != barrierRel
-		}
-		if w.store.WorkTree() != w.dir {
-			if rel == "agentRoot" {
-				return false
-			}
-			r, ok := strings.CutPrefix(rel, "agentRoot/")
-			if !ok {
-				return true
-			}
-			rel = r
-		}
-	}
-	return w.skip(rel, isDir)
-}
-
-// isControl reports whether rel (from the execution directory) is a runtime
-// file whose change may be a lifecycle marker.
-func isControl(rel string) bool {
-	switch rel {
-	case ".hankweave/state.json", ".hankweave/runtime.lock", ".hankweave/events/events.jsonl", ".hankweave/events/events.jsonl.zst":
-		return true
-	}
-	return false
-}
-
-// note records a work-tree change: dirty for the next seal, and a nudge to the autosave timer.
-func (w *workspace) note(rel string, t time.Time) {
-	w.dirty[rel] = t
+// autosaveSoon starts the autosave timer, or keeps it running.
+func (w *workspace) autosaveSoon() {
 	if w.deb != nil && w.autosaveOn() {
-		w.deb.Add(rel, t)
+		w.deb.Add()
 	}
+}
+
+// changed is the dirty set's paths, sorted; never nil (nil would say that
+// nothing knows what changed).
+func (w *workspace) changed() []string {
+	out := slices.AppendSeq(make([]string, 0, len(w.dirty)), maps.Keys(w.dirty))
+	slices.Sort(out)
+	return out
 }
 
 func (w *workspace) autosaveOn() bool { return w.set.Autosave == nil || *w.set.Autosave }
@@ -766,59 +706,76 @@ func (w *workspace) initialSeal(ctx context.Context) {
 		req = snapshot.SealRequest{Kind: snapshot.KindBaseline, Label: "first watched"}
 	}
 	w.needFull = true // nothing says what changed while cairn was not watching
-	if w.hank != nil {
-		if st, err := hankweave.ReadState(w.dir); err == nil {
-			w.hank.last = st
-		}
-		pats, ok := w.hank.currentPatterns()
-		if !ok && req.Kind == snapshot.KindAutosave {
-			return // no plan yet: nothing the runtime checkpoints
-		}
-		req.Patterns = w.patterns(pats)
+	pats, ok := w.lay.selection(true)
+	if !ok && req.Kind == snapshot.KindAutosave {
+		return // no plan yet: nothing the runtime checkpoints
 	}
+	req.Patterns = pats
 	w.seal(ctx, nil, req, false)
 }
 
 // autosave seals what changed since the last checkpoint, if anything did.
 func (w *workspace) autosave(ctx context.Context, wt *watcher.Watcher) {
-	req := snapshot.SealRequest{Kind: snapshot.KindAutosave, SkipUnchanged: true}
-	if w.hank != nil {
-		pats, ok := w.hank.currentPatterns()
-		if !ok {
-			return
-		}
-		req.Patterns = w.patterns(pats)
+	pats, ok := w.lay.selection(false)
+	if !ok {
+		return // no plan yet: nothing the runtime checkpoints
 	}
+	req := snapshot.SealRequest{Kind: snapshot.KindAutosave, SkipUnchanged: true, Patterns: pats}
 	w.seal(ctx, wt, req, false)
 }
 
-// drain moves events already queued by the watcher into the dirty set, so a
-// seal sees every change reported before it began. It returns the work-tree
-// paths it moved (changes that came after whatever is being sealed for) and
-// whether a control file changed meanwhile.
-func (w *workspace) drain(wt *watcher.Watcher) (moved []string, control bool) {
+// drain takes in the changes the watcher has queued (see take), so a seal
+// sees every change reported before it began; lost events make the next
+// seal a full reconcile. It returns the work-tree paths it took (changes that
+// came after whatever is being sealed for) and whether a control file
+// changed meanwhile. It stops when the queue is empty or, for a barrier, once
+// the barrier's removal is read (at most barrierWait later).
+func (w *workspace) drain(wt *watcher.Watcher, barrier bool) (moved []string, control bool) {
 	if wt == nil {
 		return nil, false
 	}
+	var timeout <-chan time.Time
+	if barrier {
+		t := time.NewTimer(barrierWait)
+		defer t.Stop()
+		timeout = t.C
+	}
 	for {
-		select {
-		case c, open := <-wt.Changes():
-			if !open {
-				return moved, control // the watcher stopped (shutdown)
+		var c watcher.Change
+		open := true
+		if barrier {
+			select {
+			case c, open = <-wt.Changes():
+			case <-wt.Overflow():
+				w.needFull = true
+				continue
+			case <-timeout:
+				return moved, control
 			}
-			if rel, ok := w.workRel(c.Path); ok {
-				w.note(rel, c.Time)
-				moved = append(moved, rel)
-			} else if c.Path != barrierRel {
-				control = true
-				if w.hank != nil {
-					w.hank.saw(c)
-				}
+		} else {
+			select {
+			case c, open = <-wt.Changes():
+			case <-wt.Overflow():
+				w.needFull = true
+				continue
+			default:
+				return moved, control
 			}
-		case <-wt.Overflow():
-			w.needFull = true
-		default:
-			return moved, control
+		}
+		if !open {
+			return moved, control // the watcher stopped (shutdown)
+		}
+		if barrier && c.Path == barrierRel {
+			if c.Op.Has(watcher.Remove) {
+				return moved, control
+			}
+			continue
+		}
+		switch rel, k := w.take(c); k {
+		case changeWork:
+			moved = append(moved, rel)
+		case changeControl:
+			control = true
 		}
 	}
 }
@@ -836,14 +793,8 @@ func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 		w.sealFailed(err)
 		return snapshot.Record{}, err
 	}
-	after, _ := w.drain(wt)
-	changed := make([]string, 0, len(w.dirty))
-	for p := range w.dirty {
-		if p != "" {
-			changed = append(changed, p)
-		}
-	}
-	sort.Strings(changed)
+	after, _ := w.drain(wt, false)
+	changed := w.changed()
 	full := w.needFull || w.incomplete()
 	if !full {
 		req.Changed = changed

@@ -1,6 +1,10 @@
 package restore
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
+)
 
 // HeadMark ends the listing line of the checkpoint the work tree is at.
 const HeadMark = "← HEAD"
@@ -10,13 +14,13 @@ const HeadMark = "← HEAD"
 // tree was last sealed from or restored to. Of several records of that
 // commit, the newest wins (the most recent thing the tree was at). No
 // position, or one no restorable record holds, marks nothing: "".
-func HeadMarker(cps []Checkpoint, position string) string {
+func HeadMarker(cps []ckpt.Record, position string) string {
 	position = strings.ToLower(strings.TrimSpace(position))
 	if position == "" {
 		return ""
 	}
 	id := ""
-	var best Checkpoint
+	var best ckpt.Record
 	for _, c := range cps {
 		if !c.Usable() || strings.ToLower(c.SHA) != position {
 			continue

@@ -1,12 +1,16 @@
 package restore
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
+)
 
 func TestHeadMarker(t *testing.T) {
 	cps := ledger()
 	cases := []struct {
 		name     string
-		cps      []Checkpoint
+		cps      []ckpt.Record
 		position string
 		want     string
 	}{
@@ -17,10 +21,10 @@ func TestHeadMarker(t *testing.T) {
 		{name: "unknown commit", position: sha("fedc"), want: ""},
 		{name: "prefix is not a position", position: "6666", want: ""},
 		{name: "newest record of the commit", position: sha("66660006"),
-			cps: append(ledger(), cp("c15", sha("66660006"), KindManual, "", "", 0, 15)), want: "c15"},
+			cps: append(ledger(), cp("c15", sha("66660006"), ckpt.KindManual, "", "", 0, 15)), want: "c15"},
 		{name: "failed records never marked", position: "",
-			cps: []Checkpoint{{ID: "c1", State: StateFailed}}, want: ""},
-		{name: "empty ledger", position: sha("66660006"), cps: []Checkpoint{}, want: ""},
+			cps: []ckpt.Record{{ID: "c1", State: ckpt.StateFailed}}, want: ""},
+		{name: "empty ledger", position: sha("66660006"), cps: []ckpt.Record{}, want: ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,64 +8,9 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
-
-// Plan actions.
-const (
-	ActionAdd    = "add"    // the target holds a file the work tree lacks
-	ActionModify = "modify" // the target holds other content (or mode) for a file
-	ActionDelete = "delete" // cairn tracked the file and the target lacks it
-)
-
-// PlanFile is one file a restore changes. Size is the bytes written (the
-// target's blob) for add/modify, and the bytes removed (the file on disk)
-// for delete.
-type PlanFile struct {
-	Path   string `json:"path"` // slash-separated, relative to the work tree
-	Size   int64  `json:"size"`
-	Action string `json:"action"` // ActionAdd | ActionModify | ActionDelete
-}
-
-// Plan is what a restore to Target writes and deletes; Kept counts the
-// tracked files that already match and stay as they are.
-type Plan struct {
-	Target Checkpoint `json:"target"`
-	Write  []PlanFile `json:"write"`
-	Delete []PlanFile `json:"delete"`
-	Kept   int        `json:"kept"`
-}
-
-// Empty reports whether the plan changes nothing.
-func (p Plan) Empty() bool { return len(p.Write) == 0 && len(p.Delete) == 0 }
-
-// Added and Modified split Write by action (a Write entry without an action
-// counts as modified).
-func (p Plan) Added() int {
-	n := 0
-	for _, f := range p.Write {
-		if f.Action == ActionAdd {
-			n++
-		}
-	}
-	return n
-}
-
-// Modified counts the Write entries that replace an existing file.
-func (p Plan) Modified() int { return len(p.Write) - p.Added() }
-
-// WriteBytes is the total size of the files to write.
-func (p Plan) WriteBytes() int64 { return total(p.Write) }
-
-// DeleteBytes is the total size of the files to delete.
-func (p Plan) DeleteBytes() int64 { return total(p.Delete) }
-
-func total(fs []PlanFile) int64 {
-	var n int64
-	for _, f := range fs {
-		n += f.Size
-	}
-	return n
-}
 
 // FormatPlan prints p for `--dry-run`: one line per file, writes then
 // deletes, each sorted by path, sizes right-aligned,
@@ -78,11 +23,11 @@ func total(fs []PlanFile) int64 {
 //	restore to c7 (abc1234): write 2 files (1 new, 1 changed, 1.5 KiB), delete 1 file (312 B), 40 unchanged
 //
 // A path holding control characters or invalid UTF-8 is printed Go-quoted.
-func FormatPlan(w io.Writer, p Plan) error {
+func FormatPlan(w io.Writer, p ckpt.Plan) error {
 	writes := sorted(p.Write)
 	deletes := sorted(p.Delete)
 	width := 0
-	for _, fs := range [][]PlanFile{writes, deletes} {
+	for _, fs := range [][]ckpt.PlanFile{writes, deletes} {
 		for _, f := range fs {
 			width = max(width, len(HumanSize(f.Size)))
 		}
@@ -101,7 +46,7 @@ func FormatPlan(w io.Writer, p Plan) error {
 }
 
 // Summary is the plan's one-line summary (FormatPlan's last line).
-func Summary(p Plan) string {
+func Summary(p ckpt.Plan) string {
 	var b strings.Builder
 	b.WriteString("restore to ")
 	b.WriteString(targetName(p.Target))
@@ -128,7 +73,7 @@ func Summary(p Plan) string {
 }
 
 // targetName is "c7 (abc1234)", with what exists of the two.
-func targetName(c Checkpoint) string {
+func targetName(c ckpt.Record) string {
 	switch {
 	case c.ID != "" && c.SHA != "":
 		return c.ID + " (" + c.Short() + ")"
@@ -140,8 +85,8 @@ func targetName(c Checkpoint) string {
 	return "—"
 }
 
-func sorted(fs []PlanFile) []PlanFile {
-	out := append([]PlanFile(nil), fs...)
+func sorted(fs []ckpt.PlanFile) []ckpt.PlanFile {
+	out := append([]ckpt.PlanFile(nil), fs...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
 }

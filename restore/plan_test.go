@@ -4,40 +4,42 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 func TestFormatPlan(t *testing.T) {
-	target := Checkpoint{ID: "c7", SHA: sha("abc1234f")}
+	target := ckpt.Record{ID: "c7", SHA: sha("abc1234f")}
 	cases := []struct {
 		name string
-		plan Plan
+		plan ckpt.Plan
 		want string
 	}{
-		{name: "mixed", plan: Plan{Target: target, Kept: 40,
-			Write: []PlanFile{
-				{Path: "src/main.go", Size: 1229, Action: ActionModify},
-				{Path: "README.md", Size: 12, Action: ActionAdd},
+		{name: "mixed", plan: ckpt.Plan{Target: target, Kept: 40,
+			Write: []ckpt.PlanFile{
+				{Path: "src/main.go", Size: 1229, Action: ckpt.ActionModify},
+				{Path: "README.md", Size: 12, Action: ckpt.ActionAdd},
 				{Path: "big.bin", Size: 3 << 20},
 			},
-			Delete: []PlanFile{{Path: "notes.tmp", Size: 312, Action: ActionDelete}},
+			Delete: []ckpt.PlanFile{{Path: "notes.tmp", Size: 312, Action: ckpt.ActionDelete}},
 		}, want: "" +
 			"write     12 B  README.md\n" +
 			"write  3.0 MiB  big.bin\n" +
 			"write  1.2 KiB  src/main.go\n" +
 			"delete   312 B  notes.tmp\n" +
 			"restore to c7 (abc1234): write 3 files (1 new, 2 changed, 3.0 MiB), delete 1 file (312 B), 40 unchanged\n"},
-		{name: "deletes only", plan: Plan{Target: target, Kept: 1,
-			Delete: []PlanFile{{Path: "b", Size: 2}, {Path: "a", Size: 1}}},
+		{name: "deletes only", plan: ckpt.Plan{Target: target, Kept: 1,
+			Delete: []ckpt.PlanFile{{Path: "b", Size: 2}, {Path: "a", Size: 1}}},
 			want: "" +
 				"delete 1 B  a\n" +
 				"delete 2 B  b\n" +
 				"restore to c7 (abc1234): delete 2 files (3 B), 1 unchanged\n"},
-		{name: "empty", plan: Plan{Target: target, Kept: 1},
+		{name: "empty", plan: ckpt.Plan{Target: target, Kept: 1},
 			want: "restore to c7 (abc1234): nothing to change, 1 file already matches\n"},
-		{name: "no target", plan: Plan{Kept: 0},
+		{name: "no target", plan: ckpt.Plan{Kept: 0},
 			want: "restore to —: nothing to change, 0 files already match\n"},
-		{name: "awkward names", plan: Plan{Target: Checkpoint{ID: "c1"},
-			Write: []PlanFile{{Path: "a\nb", Size: 1, Action: ActionAdd}, {Path: "bad\xffname", Size: 1, Action: ActionAdd}, {Path: "ünïcode name", Size: 1, Action: ActionAdd}}},
+		{name: "awkward names", plan: ckpt.Plan{Target: ckpt.Record{ID: "c1"},
+			Write: []ckpt.PlanFile{{Path: "a\nb", Size: 1, Action: ckpt.ActionAdd}, {Path: "bad\xffname", Size: 1, Action: ckpt.ActionAdd}, {Path: "ünïcode name", Size: 1, Action: ckpt.ActionAdd}}},
 			want: "" +
 				"write  1 B  \"a\\nb\"\n" +
 				"write  1 B  \"bad\\xffname\"\n" +
@@ -58,7 +60,7 @@ func TestFormatPlan(t *testing.T) {
 }
 
 func TestFormatPlanKeepsInput(t *testing.T) {
-	p := Plan{Write: []PlanFile{{Path: "b"}, {Path: "a"}}}
+	p := ckpt.Plan{Write: []ckpt.PlanFile{{Path: "b"}, {Path: "a"}}}
 	_ = FormatPlan(&bytes.Buffer{}, p)
 	if p.Write[0].Path != "b" {
 		t.Fatal("FormatPlan sorted the caller's slice")
@@ -70,18 +72,18 @@ type failWriter struct{}
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("closed") }
 
 func TestFormatPlanWriteError(t *testing.T) {
-	if err := FormatPlan(failWriter{}, Plan{}); err == nil {
+	if err := FormatPlan(failWriter{}, ckpt.Plan{}); err == nil {
 		t.Fatal("write error lost")
 	}
 }
 
 func TestPlanCounts(t *testing.T) {
-	p := Plan{Write: []PlanFile{{Size: 5, Action: ActionAdd}, {Size: 7, Action: ActionModify}, {Size: 1}},
-		Delete: []PlanFile{{Size: 100, Action: ActionDelete}}}
+	p := ckpt.Plan{Write: []ckpt.PlanFile{{Size: 5, Action: ckpt.ActionAdd}, {Size: 7, Action: ckpt.ActionModify}, {Size: 1}},
+		Delete: []ckpt.PlanFile{{Size: 100, Action: ckpt.ActionDelete}}}
 	if p.Added() != 1 || p.Modified() != 2 || p.WriteBytes() != 13 || p.DeleteBytes() != 100 || p.Empty() {
 		t.Fatalf("%d %d %d %d %v", p.Added(), p.Modified(), p.WriteBytes(), p.DeleteBytes(), p.Empty())
 	}
-	if !(Plan{Kept: 3}).Empty() {
+	if !(ckpt.Plan{Kept: 3}).Empty() {
 		t.Fatal("a plan with nothing to write or delete is empty")
 	}
 }

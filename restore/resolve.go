@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // Resolve finds the checkpoint t names in the ledger cps (any order).
@@ -19,7 +21,7 @@ import (
 // Errors: *InvalidTargetError, *NotFoundError (id, SHA, time, last-success;
 // Error() is `unknown checkpoint: <input>`), *CodonNotFoundError,
 // *TypeNotFoundError, *AmbiguousError, *UnusableError.
-func Resolve(cps []Checkpoint, t Target, confirmed func(sha string) bool) (Checkpoint, error) {
+func Resolve(cps []ckpt.Record, t Target, confirmed func(sha string) bool) (ckpt.Record, error) {
 	return ResolveIn(cps, t, Sources{Confirmed: confirmed})
 }
 
@@ -31,16 +33,16 @@ type Sources struct {
 	Confirmed func(sha string) bool
 	// Runtime are the checkpoints the runtime recorded (ID empty), any
 	// order. One git does not confirm is left out.
-	Runtime []Checkpoint
+	Runtime []ckpt.Record
 	// Commits lists the store's commits whose SHA begins with the
 	// lowercase prefix (ID empty); nil asks nothing.
-	Commits func(prefix string) []Checkpoint
+	Commits func(prefix string) []ckpt.Record
 }
 
 // ResolveIn is Resolve with SHA prefixes also matched against src's
 // runtime checkpoints and commits. A commit counts once, as its ledger
 // record when it has one, else as the runtime recorded it.
-func ResolveIn(cps []Checkpoint, t Target, src Sources) (Checkpoint, error) {
+func ResolveIn(cps []ckpt.Record, t Target, src Sources) (ckpt.Record, error) {
 	r := &resolver{cps: order(cps), confirmed: src.Confirmed, seen: map[string]bool{}, src: src}
 	switch t.Kind {
 	case TargetID:
@@ -54,18 +56,18 @@ func ResolveIn(cps []Checkpoint, t Target, src Sources) (Checkpoint, error) {
 	case TargetTime:
 		return r.byTime(t)
 	}
-	return Checkpoint{}, &InvalidTargetError{Input: t.Raw, Reason: "no target kind"}
+	return ckpt.Record{}, &InvalidTargetError{Input: t.Raw, Reason: "no target kind"}
 }
 
 type resolver struct {
-	cps       []Checkpoint // oldest first (see order)
+	cps       []ckpt.Record // oldest first (see order)
 	confirmed func(string) bool
 	seen      map[string]bool
 	src       Sources
 }
 
 // ok reports whether c can be restored: a sealed commit git confirms.
-func (r *resolver) ok(c Checkpoint) bool {
+func (r *resolver) ok(c ckpt.Record) bool {
 	if !c.Usable() {
 		return false
 	}
@@ -81,17 +83,17 @@ func (r *resolver) ok(c Checkpoint) bool {
 }
 
 // check turns a record an id or SHA named into the answer.
-func (r *resolver) check(c Checkpoint) (Checkpoint, error) {
+func (r *resolver) check(c ckpt.Record) (ckpt.Record, error) {
 	switch {
 	case !c.Usable():
-		return Checkpoint{}, &UnusableError{Checkpoint: c, Reason: "its seal failed; it holds no commit"}
+		return ckpt.Record{}, &UnusableError{Checkpoint: c, Reason: "its seal failed; it holds no commit"}
 	case !r.ok(c):
-		return Checkpoint{}, &UnusableError{Checkpoint: c, Reason: "its commit " + c.Short() + " is not in the store"}
+		return ckpt.Record{}, &UnusableError{Checkpoint: c, Reason: "its commit " + c.Short() + " is not in the store"}
 	}
 	return c, nil
 }
 
-func (r *resolver) byID(t Target) (Checkpoint, error) {
+func (r *resolver) byID(t Target) (ckpt.Record, error) {
 	id := strings.ToLower(strings.TrimSpace(t.ID))
 	for i := len(r.cps) - 1; i >= 0; i-- {
 		if r.cps[i].ID == id {
@@ -107,18 +109,18 @@ func (r *resolver) byID(t Target) (Checkpoint, error) {
 			return c, err
 		}
 	}
-	return Checkpoint{}, &NotFoundError{Input: input(t, t.ID), Detail: "no checkpoint " + id + " in the ledger"}
+	return ckpt.Record{}, &NotFoundError{Input: input(t, t.ID), Detail: "no checkpoint " + id + " in the ledger"}
 }
 
 // bySHA matches the prefix against the current run's checkpoints, then
 // against every run's, as the runtime does: the ledger's, the runtime's and
 // the store's other commits. Records of one commit count once.
-func (r *resolver) bySHA(t Target) (Checkpoint, error) {
+func (r *resolver) bySHA(t Target) (ckpt.Record, error) {
 	p, err := shaPrefix(strings.TrimSpace(t.SHA))
 	if err != nil {
-		return Checkpoint{}, &InvalidTargetError{Input: input(t, t.SHA), Reason: err.Error()}
+		return ckpt.Record{}, &InvalidTargetError{Input: input(t, t.SHA), Reason: err.Error()}
 	}
-	var all []Checkpoint
+	var all []ckpt.Record
 	for _, c := range r.cps {
 		if c.Usable() && strings.HasPrefix(strings.ToLower(c.SHA), p) {
 			all = append(all, c)
@@ -129,15 +131,15 @@ func (r *resolver) bySHA(t Target) (Checkpoint, error) {
 	if run == "" {
 		run = r.currentRun()
 	}
-	scopes := [][]Checkpoint{all}
+	scopes := [][]ckpt.Record{all}
 	if run != "" {
-		var cur []Checkpoint
+		var cur []ckpt.Record
 		for _, c := range all {
 			if c.RunID == run {
 				cur = append(cur, c)
 			}
 		}
-		scopes = [][]Checkpoint{cur, all}
+		scopes = [][]ckpt.Record{cur, all}
 	}
 	for _, m := range scopes {
 		m = distinctSHA(m)
@@ -146,22 +148,22 @@ func (r *resolver) bySHA(t Target) (Checkpoint, error) {
 			return r.check(m[0])
 		case len(m) > 1:
 			sort.SliceStable(m, func(i, j int) bool { return older(m[j], m[i]) }) // newest first
-			return Checkpoint{}, &AmbiguousError{Prefix: input(t, t.SHA), Matches: m}
+			return ckpt.Record{}, &AmbiguousError{Prefix: input(t, t.SHA), Matches: m}
 		}
 	}
 	in := input(t, t.SHA)
-	return Checkpoint{}, &NotFoundError{Input: in,
+	return ckpt.Record{}, &NotFoundError{Input: in,
 		Detail: "Checkpoint " + in + " not found in any run (current or historical)"}
 }
 
 // outside is what matches prefix p among the runtime's checkpoints and
 // git's commits, leaving out commits the ledger matches already hold.
-func (r *resolver) outside(p string, ledger []Checkpoint) []Checkpoint {
+func (r *resolver) outside(p string, ledger []ckpt.Record) []ckpt.Record {
 	have := map[string]bool{}
 	for _, c := range ledger {
 		have[strings.ToLower(c.SHA)] = true
 	}
-	var out []Checkpoint
+	var out []ckpt.Record
 	for _, c := range order(r.src.Runtime) {
 		k := strings.ToLower(c.SHA)
 		if c.Usable() && strings.HasPrefix(k, p) && !have[k] && r.ok(c) {
@@ -193,9 +195,9 @@ func (r *resolver) currentRun() string {
 }
 
 // distinctSHA keeps the oldest record of each commit, in order.
-func distinctSHA(cps []Checkpoint) []Checkpoint {
+func distinctSHA(cps []ckpt.Record) []ckpt.Record {
 	seen := map[string]bool{}
-	var out []Checkpoint
+	var out []ckpt.Record
 	for _, c := range cps {
 		k := strings.ToLower(c.SHA)
 		if !seen[k] {
@@ -206,7 +208,7 @@ func distinctSHA(cps []Checkpoint) []Checkpoint {
 	return out
 }
 
-func reverse(cps []Checkpoint) {
+func reverse(cps []ckpt.Record) {
 	for i, j := 0, len(cps)-1; i < j; i, j = i+1, j-1 {
 		cps[i], cps[j] = cps[j], cps[i]
 	}
@@ -215,16 +217,16 @@ func reverse(cps []Checkpoint) {
 // Preference orders (docs/runtime-formats.md, rollback): start takes the
 // first available of startOrder, end the first of endOrder.
 var (
-	startOrder = []string{KindRigSetup, KindCompleted, KindError, KindSkipped}
-	endOrder   = []string{KindCompleted, KindError, KindSkipped, KindRigSetup}
+	startOrder = []ckpt.Kind{ckpt.KindRigSetup, ckpt.KindCompleted, ckpt.KindError, ckpt.KindSkipped}
+	endOrder   = []ckpt.Kind{ckpt.KindCompleted, ckpt.KindError, ckpt.KindSkipped, ckpt.KindRigSetup}
 	// Last success, second pass: a codon's preferred checkpoint.
-	successOrder = []string{KindCompleted, KindError, KindSkipped, KindRigSetup}
-	failedOrder  = []string{KindRigSetup, KindCompleted, KindError, KindSkipped}
+	successOrder = []ckpt.Kind{ckpt.KindCompleted, ckpt.KindError, ckpt.KindSkipped, ckpt.KindRigSetup}
+	failedOrder  = []ckpt.Kind{ckpt.KindRigSetup, ckpt.KindCompleted, ckpt.KindError, ckpt.KindSkipped}
 )
 
 // attempt is one attempt of one codon in one run: its records, oldest first.
 type attempt struct {
-	recs []Checkpoint
+	recs []ckpt.Record
 	last int // position of its newest record in the ordered ledger
 }
 
@@ -258,7 +260,7 @@ func (r *resolver) attempts(codon string) []*attempt {
 
 // pick returns the attempt's newest restorable record of the first kind in
 // prefs that has one.
-func (r *resolver) pick(a *attempt, prefs []string) (Checkpoint, bool) {
+func (r *resolver) pick(a *attempt, prefs []ckpt.Kind) (ckpt.Record, bool) {
 	for _, k := range prefs {
 		for i := len(a.recs) - 1; i >= 0; i-- {
 			if c := a.recs[i]; c.Kind == k && r.ok(c) {
@@ -266,28 +268,28 @@ func (r *resolver) pick(a *attempt, prefs []string) (Checkpoint, bool) {
 			}
 		}
 	}
-	return Checkpoint{}, false
+	return ckpt.Record{}, false
 }
 
 // byCodon takes the codon's newest attempt (docs/runtime-formats.md,
 // rollback), whatever it holds, and picks from it by type.
-func (r *resolver) byCodon(t Target) (Checkpoint, error) {
+func (r *resolver) byCodon(t Target) (ckpt.Record, error) {
 	typ := t.Type
 	if typ == "" {
 		typ = TypeEnd
 	}
 	if !validCodonType(typ) {
-		return Checkpoint{}, &InvalidTargetError{Input: t.Raw,
+		return ckpt.Record{}, &InvalidTargetError{Input: t.Raw,
 			Reason: fmt.Sprintf("unknown checkpoint type %q (want one of %s)", typ, strings.Join(CodonTypes, ", "))}
 	}
 	if t.Codon == "" {
-		return Checkpoint{}, &InvalidTargetError{Input: t.Raw, Reason: "no codon id"}
+		return ckpt.Record{}, &InvalidTargetError{Input: t.Raw, Reason: "no codon id"}
 	}
 	as := r.attempts(t.Codon)
 	if len(as) == 0 {
-		return Checkpoint{}, &CodonNotFoundError{CodonID: t.Codon}
+		return ckpt.Record{}, &CodonNotFoundError{CodonID: t.Codon}
 	}
-	prefs := []string{typ}
+	prefs := []ckpt.Kind{ckpt.Kind(typ)}
 	switch typ {
 	case TypeStart:
 		prefs = startOrder
@@ -297,7 +299,7 @@ func (r *resolver) byCodon(t Target) (Checkpoint, error) {
 	if c, ok := r.pick(as[0], prefs); ok {
 		return c, nil
 	}
-	return Checkpoint{}, &TypeNotFoundError{CodonID: t.Codon, Type: typ}
+	return ckpt.Record{}, &TypeNotFoundError{CodonID: t.Codon, Type: typ}
 }
 
 // lastSuccess: the newest completed codon whose checkpoint git confirms;
@@ -305,16 +307,16 @@ func (r *resolver) byCodon(t Target) (Checkpoint, error) {
 // completed > error > skipped > rig-setup, except that a failed codon (one
 // with an error record) prefers its rig-setup checkpoint
 // (docs/runtime-formats.md, rollback).
-func (r *resolver) lastSuccess(t Target) (Checkpoint, error) {
+func (r *resolver) lastSuccess(t Target) (ckpt.Record, error) {
 	for i := len(r.cps) - 1; i >= 0; i-- {
-		if c := r.cps[i]; c.CodonID != "" && c.Kind == KindCompleted && r.ok(c) {
+		if c := r.cps[i]; c.CodonID != "" && c.Kind == ckpt.KindCompleted && r.ok(c) {
 			return c, nil
 		}
 	}
 	for _, a := range r.attempts("") {
 		prefs := successOrder
 		for _, c := range a.recs {
-			if c.Kind == KindError {
+			if c.Kind == ckpt.KindError {
 				prefs = failedOrder
 			}
 		}
@@ -322,22 +324,22 @@ func (r *resolver) lastSuccess(t Target) (Checkpoint, error) {
 			return c, nil
 		}
 	}
-	return Checkpoint{}, &NotFoundError{Input: input(t, LastSuccess),
+	return ckpt.Record{}, &NotFoundError{Input: input(t, LastSuccess),
 		Detail: "no codon has a checkpoint git confirms"}
 }
 
 // byTime: the newest restorable checkpoint at or before t.At (within its
 // grain), of t.CheckpointKind when set.
-func (r *resolver) byTime(t Target) (Checkpoint, error) {
+func (r *resolver) byTime(t Target) (ckpt.Record, error) {
 	if t.CheckpointKind != "" && !validKind(t.CheckpointKind) {
-		return Checkpoint{}, &InvalidTargetError{Input: t.Raw,
+		return ckpt.Record{}, &InvalidTargetError{Input: t.Raw,
 			Reason: fmt.Sprintf("unknown checkpoint kind %q", t.CheckpointKind)}
 	}
 	end := t.At.Add(t.Grain) // exclusive when Grain > 0
-	var best Checkpoint
+	var best ckpt.Record
 	found := false
 	for _, c := range r.cps { // oldest first: a later record wins a tie
-		if t.CheckpointKind != "" && c.Kind != t.CheckpointKind {
+		if t.CheckpointKind != "" && string(c.Kind) != t.CheckpointKind {
 			continue
 		}
 		in := !c.Time.After(t.At)
@@ -356,7 +358,7 @@ func (r *resolver) byTime(t Target) (Checkpoint, error) {
 	if t.CheckpointKind != "" {
 		what = t.CheckpointKind + " checkpoint"
 	}
-	return Checkpoint{}, &NotFoundError{Input: input(t, "@"+t.At.Format(time.RFC3339)),
+	return ckpt.Record{}, &NotFoundError{Input: input(t, "@"+t.At.Format(time.RFC3339)),
 		Detail: fmt.Sprintf("no %s at or before %s", what, t.At.Format(time.RFC3339))}
 }
 
@@ -373,13 +375,13 @@ func input(t Target, fallback string) string {
 
 // order returns a copy of cps oldest first: by ledger number (c3 before
 // c12), records without one by time, and the given order on ties.
-func order(cps []Checkpoint) []Checkpoint {
-	out := append([]Checkpoint(nil), cps...)
+func order(cps []ckpt.Record) []ckpt.Record {
+	out := append([]ckpt.Record(nil), cps...)
 	sort.SliceStable(out, func(i, j int) bool { return older(out[i], out[j]) })
 	return out
 }
 
-func older(a, b Checkpoint) bool {
+func older(a, b ckpt.Record) bool {
 	na, oka := ledgerNum(a.ID)
 	nb, okb := ledgerNum(b.ID)
 	if oka && okb && na != nb {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 const (
@@ -17,45 +19,45 @@ var base = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 // sha pads a prefix to a full 40-digit SHA.
 func sha(prefix string) string { return prefix + strings.Repeat("0", 40-len(prefix)) }
 
-func cp(id, s, kind, codon, run string, attempt, minute int) Checkpoint {
-	c := Checkpoint{ID: id, SHA: s, Kind: kind, CodonID: codon, RunID: run, Attempt: attempt,
+func cp(id, s string, kind ckpt.Kind, codon, run string, attempt, minute int) ckpt.Record {
+	c := ckpt.Record{ID: id, SHA: s, Kind: kind, CodonID: codon, RunID: run, Attempt: attempt,
 		Time: base.Add(time.Duration(minute) * time.Minute), State: "ok"}
 	if codon != "" {
 		c.CodonName = strings.ToUpper(codon[:1]) + codon[1:] + " step"
-		c.Label = kind + ":" + codon
+		c.Label = string(kind) + ":" + codon
 	} else {
-		c.Label = kind + " " + id
+		c.Label = string(kind) + " " + id
 	}
 	return c
 }
 
 // ledger is a run with a retried failing codon, an interrupted codon, an
 // autosave, a restore, and a continuation run after a rollback.
-func ledger() []Checkpoint {
-	failed := cp("c13", "", KindCompleted, "gamma", run2, 0, 13)
-	failed.State = StateFailed
-	return []Checkpoint{
-		cp("c1", sha("11110001"), KindRigSetup, "alpha", run1, 0, 1),
-		cp("c2", sha("beef0002"), KindCompleted, "alpha", run1, 0, 2),
-		cp("c3", sha("abcd0003"), KindRigSetup, "beta", run1, 0, 3),
-		cp("c4", sha("44440004"), KindError, "beta", run1, 0, 4),
-		cp("c5", sha("55550005"), KindRigSetup, "beta", run1, 1, 5),
-		cp("c6", sha("66660006"), KindCompleted, "beta", run1, 1, 6),
-		cp("c7", sha("abcd0007"), KindAutosave, "", "", 0, 7),
-		cp("c8", sha("88880008"), KindRigSetup, "gamma", run1, 0, 8),
-		cp("c9", sha("99990009"), KindExit, "gamma", run1, 0, 9),
-		cp("c10", sha("10100010"), KindPreRestore, "", "", 0, 10),
-		cp("c11", sha("beef0011"), KindCompleted, "alpha", run2, 0, 11),
-		cp("c12", sha("12120012"), KindSkipped, "delta", run2, 0, 12),
+func ledger() []ckpt.Record {
+	failed := cp("c13", "", ckpt.KindCompleted, "gamma", run2, 0, 13)
+	failed.State = ckpt.StateFailed
+	return []ckpt.Record{
+		cp("c1", sha("11110001"), ckpt.KindRigSetup, "alpha", run1, 0, 1),
+		cp("c2", sha("beef0002"), ckpt.KindCompleted, "alpha", run1, 0, 2),
+		cp("c3", sha("abcd0003"), ckpt.KindRigSetup, "beta", run1, 0, 3),
+		cp("c4", sha("44440004"), ckpt.KindError, "beta", run1, 0, 4),
+		cp("c5", sha("55550005"), ckpt.KindRigSetup, "beta", run1, 1, 5),
+		cp("c6", sha("66660006"), ckpt.KindCompleted, "beta", run1, 1, 6),
+		cp("c7", sha("abcd0007"), ckpt.KindAutosave, "", "", 0, 7),
+		cp("c8", sha("88880008"), ckpt.KindRigSetup, "gamma", run1, 0, 8),
+		cp("c9", sha("99990009"), ckpt.KindExit, "gamma", run1, 0, 9),
+		cp("c10", sha("10100010"), ckpt.KindPreRestore, "", "", 0, 10),
+		cp("c11", sha("beef0011"), ckpt.KindCompleted, "alpha", run2, 0, 11),
+		cp("c12", sha("12120012"), ckpt.KindSkipped, "delta", run2, 0, 12),
 		failed,
-		cp("c14", sha("14140014"), KindAutosave, "", "", 0, 14),
+		cp("c14", sha("14140014"), ckpt.KindAutosave, "", "", 0, 14),
 	}
 }
 
 func TestResolve(t *testing.T) {
 	cases := []struct {
 		name   string
-		cps    []Checkpoint
+		cps    []ckpt.Record
 		target Target
 		gone   []string // SHAs git does not confirm
 		want   string   // checkpoint id, or "" when an error is expected
@@ -68,9 +70,9 @@ func TestResolve(t *testing.T) {
 		{name: "id failed seal", target: ByID("c13"), err: "checkpoint c13 cannot be restored: its seal failed; it holds no commit"},
 		{name: "id not in git", target: ByID("c6"), gone: []string{sha("66660006")}, err: "checkpoint c6 cannot be restored: its commit 6666000 is not in the store"},
 		{name: "id that is a sha", target: ByID("c1234"),
-			cps: append(ledger(), cp("c15", sha("c1234f"), KindManual, "", "", 0, 15)), want: "c15"},
+			cps: append(ledger(), cp("c15", sha("c1234f"), ckpt.KindManual, "", "", 0, 15)), want: "c15"},
 		{name: "id wins over sha", target: ByID("c1"),
-			cps: append(ledger(), cp("c15", sha("c1"), KindManual, "", "", 0, 15)), want: "c1"},
+			cps: append(ledger(), cp("c15", sha("c1"), ckpt.KindManual, "", "", 0, 15)), want: "c1"},
 
 		{name: "sha", target: BySHA("6666"), want: "c6"},
 		{name: "sha upper", target: BySHA("BEEF0011"), want: "c11"},
@@ -85,13 +87,13 @@ func TestResolve(t *testing.T) {
 			"  - " + sha("abcd0003") + " (Beta step - rig-setup) in run " + run1 + "\n" +
 			"Please provide more characters to uniquely identify the checkpoint."},
 		{name: "sha ambiguous in current run", target: Target{Kind: TargetSHA, SHA: "beef", Run: run1},
-			cps: append(ledger(), cp("c15", sha("beef0015"), KindCompleted, "epsilon", run1, 0, 15)),
+			cps: append(ledger(), cp("c15", sha("beef0015"), ckpt.KindCompleted, "epsilon", run1, 0, 15)),
 			err: "Ambiguous checkpoint SHA 'beef'. Multiple checkpoints match:\n" +
 				"  - " + sha("beef0015") + " (Epsilon step - completed) in run " + run1 + "\n" +
 				"  - " + sha("beef0002") + " (Alpha step - completed) in run " + run1 + "\n" +
 				"Please provide more characters to uniquely identify the checkpoint."},
 		{name: "sha two records one commit", target: BySHA("abcd0003"),
-			cps: append(ledger(), cp("c15", sha("abcd0003"), KindManual, "", "", 0, 15)), want: "c3"},
+			cps: append(ledger(), cp("c15", sha("abcd0003"), ckpt.KindManual, "", "", 0, 15)), want: "c3"},
 		{name: "sha not in git", target: BySHA("6666"), gone: []string{sha("66660006")}, err: "checkpoint c6 cannot be restored: its commit 6666000 is not in the store"},
 
 		{name: "codon start prefers rig-setup", target: ByCodon("beta", "start"), want: "c5"},
@@ -105,7 +107,7 @@ func TestResolve(t *testing.T) {
 			cps: ledger()[:10], want: "c8"},
 		{name: "codon newest attempt failed seal", target: ByCodon("gamma", "end"), err: "No end checkpoint found for codon gamma"},
 		{name: "codon newer run beats higher attempt", target: ByCodon("beta", "end"),
-			cps: append(ledger(), cp("c15", sha("15150015"), KindRigSetup, "beta", run2, 0, 15)), want: "c15"},
+			cps: append(ledger(), cp("c15", sha("15150015"), ckpt.KindRigSetup, "beta", run2, 0, 15)), want: "c15"},
 		{name: "codon skipped", target: ByCodon("delta", "start"), want: "c12"},
 		{name: "codon rig-setup not in git", target: ByCodon("beta", "start"), gone: []string{sha("55550005")}, want: "c6"},
 		{name: "codon unknown", target: ByCodon("omega", "end"), err: "Codon omega not found in execution history"},
@@ -113,50 +115,50 @@ func TestResolve(t *testing.T) {
 
 		{name: "last success newest completed", target: ByLastSuccess(), want: "c11"},
 		{name: "last success skips unconfirmed", target: ByLastSuccess(), gone: []string{sha("beef0011")}, want: "c6"},
-		{name: "last success failed codon prefers rig-setup", target: ByLastSuccess(), cps: []Checkpoint{
-			cp("c1", sha("a1"), KindRigSetup, "alpha", run1, 0, 1),
-			cp("c2", sha("a2"), KindSkipped, "alpha", run1, 0, 2),
-			cp("c3", sha("b1"), KindRigSetup, "beta", run1, 0, 3),
-			cp("c4", sha("b2"), KindError, "beta", run1, 0, 4),
+		{name: "last success failed codon prefers rig-setup", target: ByLastSuccess(), cps: []ckpt.Record{
+			cp("c1", sha("a1"), ckpt.KindRigSetup, "alpha", run1, 0, 1),
+			cp("c2", sha("a2"), ckpt.KindSkipped, "alpha", run1, 0, 2),
+			cp("c3", sha("b1"), ckpt.KindRigSetup, "beta", run1, 0, 3),
+			cp("c4", sha("b2"), ckpt.KindError, "beta", run1, 0, 4),
 		}, want: "c3"},
-		{name: "last success failed codon without rig-setup", target: ByLastSuccess(), cps: []Checkpoint{
-			cp("c1", sha("a1"), KindRigSetup, "alpha", run1, 0, 1),
-			cp("c3", sha("b1"), KindAutosave, "", "", 0, 3),
-			cp("c4", sha("b2"), KindError, "beta", run1, 0, 4),
+		{name: "last success failed codon without rig-setup", target: ByLastSuccess(), cps: []ckpt.Record{
+			cp("c1", sha("a1"), ckpt.KindRigSetup, "alpha", run1, 0, 1),
+			cp("c3", sha("b1"), ckpt.KindAutosave, "", "", 0, 3),
+			cp("c4", sha("b2"), ckpt.KindError, "beta", run1, 0, 4),
 		}, want: "c4"},
-		{name: "last success prefers skipped over rig-setup", target: ByLastSuccess(), cps: []Checkpoint{
-			cp("c1", sha("a1"), KindRigSetup, "alpha", run1, 0, 1),
-			cp("c2", sha("a2"), KindSkipped, "alpha", run1, 0, 2),
-			cp("c3", sha("b1"), KindAutosave, "", "", 0, 3),
+		{name: "last success prefers skipped over rig-setup", target: ByLastSuccess(), cps: []ckpt.Record{
+			cp("c1", sha("a1"), ckpt.KindRigSetup, "alpha", run1, 0, 1),
+			cp("c2", sha("a2"), ckpt.KindSkipped, "alpha", run1, 0, 2),
+			cp("c3", sha("b1"), ckpt.KindAutosave, "", "", 0, 3),
 		}, want: "c2"},
-		{name: "last success newest codon with any", target: ByLastSuccess(), cps: []Checkpoint{
-			cp("c1", sha("a1"), KindRigSetup, "alpha", run1, 0, 1),
-			cp("c2", sha("a2"), KindError, "alpha", run1, 0, 2),
-			cp("c3", sha("b1"), KindRigSetup, "beta", run1, 0, 3),
-			cp("c4", sha("b2"), KindExit, "beta", run1, 0, 4),
+		{name: "last success newest codon with any", target: ByLastSuccess(), cps: []ckpt.Record{
+			cp("c1", sha("a1"), ckpt.KindRigSetup, "alpha", run1, 0, 1),
+			cp("c2", sha("a2"), ckpt.KindError, "alpha", run1, 0, 2),
+			cp("c3", sha("b1"), ckpt.KindRigSetup, "beta", run1, 0, 3),
+			cp("c4", sha("b2"), ckpt.KindExit, "beta", run1, 0, 4),
 		}, want: "c3"},
-		{name: "last success failed codon rig-setup lost", target: ByLastSuccess(), gone: []string{sha("b1")}, cps: []Checkpoint{
-			cp("c1", sha("a1"), KindRigSetup, "alpha", run1, 0, 1),
-			cp("c3", sha("b1"), KindRigSetup, "beta", run1, 0, 3),
-			cp("c4", sha("b2"), KindError, "beta", run1, 0, 4),
+		{name: "last success failed codon rig-setup lost", target: ByLastSuccess(), gone: []string{sha("b1")}, cps: []ckpt.Record{
+			cp("c1", sha("a1"), ckpt.KindRigSetup, "alpha", run1, 0, 1),
+			cp("c3", sha("b1"), ckpt.KindRigSetup, "beta", run1, 0, 3),
+			cp("c4", sha("b2"), ckpt.KindError, "beta", run1, 0, 4),
 		}, want: "c4"},
-		{name: "last success none", target: ByLastSuccess(), cps: []Checkpoint{
-			cp("c1", sha("a1"), KindAutosave, "", "", 0, 1),
+		{name: "last success none", target: ByLastSuccess(), cps: []ckpt.Record{
+			cp("c1", sha("a1"), ckpt.KindAutosave, "", "", 0, 1),
 		}, err: "unknown checkpoint: last-success"},
 
 		{name: "time exact", target: ByTime(base.Add(7*time.Minute), ""), want: "c7"},
 		{name: "time between", target: ByTime(base.Add(7*time.Minute+30*time.Second), ""), want: "c7"},
 		{name: "time skips failed", target: ByTime(base.Add(13*time.Minute), ""), want: "c12"},
-		{name: "time kind", target: ByTime(base.Add(13*time.Minute), KindAutosave), want: "c7"},
+		{name: "time kind", target: ByTime(base.Add(13*time.Minute), string(ckpt.KindAutosave)), want: "c7"},
 		{name: "time grain holds the minute", target: Target{Kind: TargetTime, At: base.Add(6 * time.Minute), Grain: time.Minute,
-			Raw: "@10:06"}, cps: append(ledger(), cp("c15", sha("15"), KindManual, "", "", 0, 0)), want: "c6"},
+			Raw: "@10:06"}, cps: append(ledger(), cp("c15", sha("15"), ckpt.KindManual, "", "", 0, 0)), want: "c6"},
 		{name: "time grain edge", target: Target{Kind: TargetTime, At: base.Add(5 * time.Minute), Grain: time.Minute},
-			cps: []Checkpoint{cp("c1", sha("a1"), KindManual, "", "", 0, 5), cp("c2", sha("a2"), KindManual, "", "", 0, 6)}, want: "c1"},
+			cps: []ckpt.Record{cp("c1", sha("a1"), ckpt.KindManual, "", "", 0, 5), cp("c2", sha("a2"), ckpt.KindManual, "", "", 0, 6)}, want: "c1"},
 		{name: "time before all", target: ByTime(base, ""), err: "unknown checkpoint: @2026-03-01T10:00:00Z"},
-		{name: "time kind before all", target: Target{Kind: TargetTime, At: base.Add(5 * time.Minute), CheckpointKind: KindAutosave, Raw: "autosave@10:05"},
+		{name: "time kind before all", target: Target{Kind: TargetTime, At: base.Add(5 * time.Minute), CheckpointKind: string(ckpt.KindAutosave), Raw: "autosave@10:05"},
 			err: "unknown checkpoint: autosave@10:05"},
 		{name: "time ties go to the later record", target: ByTime(base.Add(time.Minute), ""),
-			cps: []Checkpoint{cp("c2", sha("a2"), KindManual, "", "", 0, 1), cp("c1", sha("a1"), KindManual, "", "", 0, 1)}, want: "c2"},
+			cps: []ckpt.Record{cp("c2", sha("a2"), ckpt.KindManual, "", "", 0, 1), cp("c1", sha("a1"), ckpt.KindManual, "", "", 0, 1)}, want: "c2"},
 		{name: "time skips unconfirmed", target: ByTime(base.Add(7*time.Minute), ""), gone: []string{sha("abcd0007")}, want: "c6"},
 		{name: "time bad kind", target: ByTime(base, "nap"), err: `invalid checkpoint target: unknown checkpoint kind "nap"`},
 
@@ -204,9 +206,9 @@ func TestResolve(t *testing.T) {
 func TestResolveNilConfirmedAndInputOrder(t *testing.T) {
 	cps := ledger()
 	// Shuffled ledger: the answer does not depend on the order given.
-	rev := append([]Checkpoint(nil), cps...)
+	rev := append([]ckpt.Record(nil), cps...)
 	reverse(rev)
-	for _, l := range [][]Checkpoint{cps, rev} {
+	for _, l := range [][]ckpt.Record{cps, rev} {
 		got, err := Resolve(l, ByCodon("beta", "start"), nil)
 		if err != nil || got.ID != "c5" {
 			t.Fatalf("got %s, %v; want c5", got.ID, err)
@@ -260,10 +262,10 @@ func TestErrorTypes(t *testing.T) {
 }
 
 func TestMessages(t *testing.T) {
-	if ErrCodonRunning != "Cannot rollback while codon is running. Use 'codon.forceStop' first." {
+	if ErrCodonRunning.Error() != "Cannot rollback while codon is running. Use 'codon.forceStop' first." {
 		t.Fatal(ErrCodonRunning)
 	}
-	if ErrRollbackInProgress != "Rollback already in progress" {
+	if ErrRollbackInProgress.Error() != "Rollback already in progress" {
 		t.Fatal(ErrRollbackInProgress)
 	}
 	b := RollbackBlocked("rollback.toCodon")
@@ -280,27 +282,27 @@ func TestMessages(t *testing.T) {
 // ledger record when it has one; an ambiguity across the sources lists
 // every match.
 func TestResolveOutsideLedger(t *testing.T) {
-	rt := func(s, kind, codon, run string, minute int) Checkpoint {
+	rt := func(s string, kind ckpt.Kind, codon, run string, minute int) ckpt.Record {
 		c := cp("", s, kind, codon, run, 0, minute)
 		c.Label = ""
 		return c
 	}
-	runtime := []Checkpoint{
-		rt(sha("7e570001"), KindRigSetup, "alpha", run1, 0),
-		rt(sha("beef0002"), KindCompleted, "alpha", run1, 2), // c2's commit
-		rt(sha("f00d0003"), KindCompleted, "omega", run1, 20),
-		rt(sha("dead0004"), KindError, "omega", run1, 21), // git does not confirm it
-		rt(sha("c1230005"), KindSkipped, "omega", run1, 22),
+	runtime := []ckpt.Record{
+		rt(sha("7e570001"), ckpt.KindRigSetup, "alpha", run1, 0),
+		rt(sha("beef0002"), ckpt.KindCompleted, "alpha", run1, 2), // c2's commit
+		rt(sha("f00d0003"), ckpt.KindCompleted, "omega", run1, 20),
+		rt(sha("dead0004"), ckpt.KindError, "omega", run1, 21), // git does not confirm it
+		rt(sha("c1230005"), ckpt.KindSkipped, "omega", run1, 22),
 	}
-	root := Checkpoint{SHA: sha("f00d5eed"), Label: "Initial checkpoint setup", Time: base.Add(-time.Hour), State: "ok"}
-	commits := []Checkpoint{root, {SHA: sha("7e570001"), Label: "rig-setup:alpha", Time: base, State: "ok"}}
+	root := ckpt.Record{SHA: sha("f00d5eed"), Label: "Initial checkpoint setup", Time: base.Add(-time.Hour), State: "ok"}
+	commits := []ckpt.Record{root, {SHA: sha("7e570001"), Label: "rig-setup:alpha", Time: base, State: "ok"}}
 	asked := 0
 	src := Sources{
 		Confirmed: func(s string) bool { return s != sha("dead0004") },
 		Runtime:   runtime,
-		Commits: func(p string) []Checkpoint {
+		Commits: func(p string) []ckpt.Record {
 			asked++
-			var out []Checkpoint
+			var out []ckpt.Record
 			for _, c := range commits {
 				if strings.HasPrefix(c.SHA, p) {
 					out = append(out, c)
@@ -313,13 +315,13 @@ func TestResolveOutsideLedger(t *testing.T) {
 		name   string
 		target Target
 		want   string // SHA of the answer
-		kind   string
+		kind   ckpt.Kind
 		err    string
 	}{
-		{name: "runtime only", target: BySHA("7e570001"), want: sha("7e570001"), kind: KindRigSetup},
-		{name: "ledger wins over runtime", target: BySHA("beef0002"), want: sha("beef0002"), kind: KindCompleted},
+		{name: "runtime only", target: BySHA("7e570001"), want: sha("7e570001"), kind: ckpt.KindRigSetup},
+		{name: "ledger wins over runtime", target: BySHA("beef0002"), want: sha("beef0002"), kind: ckpt.KindCompleted},
 		{name: "main's first commit", target: BySHA("f00d5ee"), want: root.SHA},
-		{name: "id that is a runtime sha", target: ByID("c1230"), want: sha("c1230005"), kind: KindSkipped},
+		{name: "id that is a runtime sha", target: ByID("c1230"), want: sha("c1230005"), kind: ckpt.KindSkipped},
 		{name: "unconfirmed runtime sha", target: BySHA("dead0004"), err: "unknown checkpoint: dead0004"},
 		{name: "ambiguous across sources", target: BySHA("f00d"), err: "Ambiguous checkpoint SHA 'f00d'. Multiple checkpoints match:\n" +
 			"  - " + sha("f00d0003") + " (Omega step - completed) in run " + run1 + "\n" +

@@ -4,86 +4,41 @@
 // "← HEAD". It reads and writes nothing; the daemon feeds it the ledger and
 // git's answers.
 //
-// It imports nothing of cairn but platform, so it carries its own small
-// mirror of a ledger record, Checkpoint.
+// It imports nothing of cairn but restore/ckpt, the types it shares with
+// the store (a checkpoint is a ckpt.Record: a ledger record, or a commit
+// outside the ledger, without an ID).
 package restore
 
 import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
-
-// Checkpoint is what restore needs of one ledger record (snapshot.Record).
-type Checkpoint struct {
-	ID        string // c1, c2, …
-	SHA       string // full commit; empty when the seal failed
-	Kind      string // rig-setup|completed|error|skipped|exit|autosave|manual|pre-restore|baseline
-	Label     string
-	CodonID   string
-	CodonName string
-	RunID     string
-	Attempt   int // earlier records of the same codon in the run (retries, 0-based)
-	Time      time.Time
-	State     string // ok|partial|racy|failed
-}
-
-// Checkpoint kinds, mirroring snapshot.Kind (restore may not import snapshot).
-const (
-	KindRigSetup   = "rig-setup"
-	KindCompleted  = "completed"
-	KindError      = "error"
-	KindSkipped    = "skipped"
-	KindExit       = "exit"
-	KindAutosave   = "autosave"
-	KindManual     = "manual"
-	KindPreRestore = "pre-restore"
-	KindBaseline   = "baseline"
-)
-
-// Kinds lists every checkpoint kind, for validating `<kind>@<time>`.
-var Kinds = []string{KindRigSetup, KindCompleted, KindError, KindSkipped, KindExit,
-	KindAutosave, KindManual, KindPreRestore, KindBaseline}
-
-// StateFailed marks a ledger record whose seal failed: it holds no commit
-// and is never a target.
-const StateFailed = "failed"
-
-// Usable reports whether c names a commit at all (a failed seal does not).
-func (c Checkpoint) Usable() bool { return c.SHA != "" && c.State != StateFailed }
-
-// InLedger reports whether c is a ledger record; a commit the runtime
-// recorded, or one only git knows, has no ledger id.
-func (c Checkpoint) InLedger() bool { return c.ID != "" }
-
-// Name is how messages name c: its ledger id, else its short SHA.
-func (c Checkpoint) Name() string {
-	if c.ID != "" {
-		return c.ID
-	}
-	return c.Short()
-}
-
-// Short is the first seven characters of the SHA.
-func (c Checkpoint) Short() string {
-	if len(c.SHA) > 7 {
-		return c.SHA[:7]
-	}
-	return c.SHA
-}
 
 // The runtime's refusals, byte for byte (docs/runtime-formats.md, "Rollback:
 // resolution, messages, events").
 const (
-	ErrCodonRunning       = "Cannot rollback while codon is running. Use 'codon.forceStop' first."
-	ErrRollbackInProgress = "Rollback already in progress"
+	MsgCodonRunning       = "Cannot rollback while codon is running. Use 'codon.forceStop' first."
+	MsgRollbackInProgress = "Rollback already in progress"
 
 	// MsgRollbackBlocked is the message every other state-changing request
 	// gets while a rollback runs, with code CodeRollbackInProgress and
 	// context BlockedContext(<command type>).
 	MsgRollbackBlocked     = "Cannot execute state-modifying commands while rollback is in progress"
 	CodeRollbackInProgress = "ROLLBACK_IN_PROGRESS"
+)
+
+// Refusals of a restore, for errors.Is: the API answers each with 409.
+var (
+	// ErrCodonRunning: the runtime is running a codon (MsgCodonRunning).
+	ErrCodonRunning = errors.New(MsgCodonRunning)
+	// ErrRollbackInProgress: another restore or rollback of the workspace
+	// is under way (MsgRollbackInProgress).
+	ErrRollbackInProgress = errors.New(MsgRollbackInProgress)
+	// ErrNothingToUndo: the ledger holds no pre-restore checkpoint.
+	ErrNothingToUndo = errors.New("nothing to undo: no pre-restore checkpoint in the ledger")
 )
 
 // BlockedContext is the context line of a ROLLBACK_IN_PROGRESS refusal:
@@ -137,7 +92,7 @@ func (e *TypeNotFoundError) Error() string {
 // first. Error() is the runtime's message, one line per match.
 type AmbiguousError struct {
 	Prefix  string
-	Matches []Checkpoint
+	Matches []ckpt.Record
 }
 
 func (e *AmbiguousError) Error() string {
@@ -152,7 +107,7 @@ func (e *AmbiguousError) Error() string {
 
 // matchName is what stands for <codonName> in an ambiguity line: the codon's
 // name, else its id, else the checkpoint's label, else its ledger id.
-func matchName(c Checkpoint) string {
+func matchName(c ckpt.Record) string {
 	for _, s := range []string{c.CodonName, c.CodonID, c.Label, c.ID} {
 		if s != "" {
 			return s
@@ -163,11 +118,11 @@ func matchName(c Checkpoint) string {
 
 // kindName is what stands for <type> in an ambiguity line: the kind, or
 // "commit" for a commit of the store that is no checkpoint of a known kind.
-func kindName(c Checkpoint) string {
+func kindName(c ckpt.Record) string {
 	if c.Kind == "" {
 		return "commit"
 	}
-	return c.Kind
+	return string(c.Kind)
 }
 
 func orDash(s string) string {
@@ -194,7 +149,7 @@ func (e *InvalidTargetError) Error() string {
 // UnusableError: the target names a ledger record that cannot be restored,
 // because its seal failed or git no longer has its commit.
 type UnusableError struct {
-	Checkpoint Checkpoint
+	Checkpoint ckpt.Record
 	Reason     string
 }
 

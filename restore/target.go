@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // TargetKind says how a Target names its checkpoint.
@@ -31,7 +33,7 @@ const (
 )
 
 // CodonTypes lists the checkpointType values rollback.toCodon accepts.
-var CodonTypes = []string{TypeStart, TypeEnd, KindRigSetup, KindCompleted, KindError, KindSkipped}
+var CodonTypes = []string{TypeStart, TypeEnd, string(ckpt.KindRigSetup), string(ckpt.KindCompleted), string(ckpt.KindError), string(ckpt.KindSkipped)}
 
 // LastSuccess is the positional spelling of TargetLastSuccess.
 const LastSuccess = "last-success"
@@ -153,7 +155,7 @@ func ParseTargetAt(s string, now time.Time) (Target, error) {
 	case strings.Contains(s, "@"):
 		kind, spec, _ := strings.Cut(s, "@")
 		if kind != "" && !validKind(kind) {
-			return bad(fmt.Sprintf("unknown checkpoint kind %q (want one of %s)", kind, strings.Join(Kinds, ", ")))
+			return bad(fmt.Sprintf("unknown checkpoint kind %q (want one of %s)", kind, strings.Join(kindNames(), ", ")))
 		}
 		at, grain, err := parseTime(spec, now)
 		if err != nil {
@@ -280,7 +282,16 @@ func shaPrefix(s string) (string, error) {
 }
 
 func validCodonType(t string) bool { return contains(CodonTypes, t) }
-func validKind(k string) bool      { return contains(Kinds, k) }
+func validKind(k string) bool      { return contains(kindNames(), k) }
+
+// kindNames is every checkpoint kind, as written in a target.
+func kindNames() []string {
+	out := make([]string, len(ckpt.Kinds))
+	for i, k := range ckpt.Kinds {
+		out[i] = string(k)
+	}
+	return out
+}
 
 func contains(v []string, s string) bool {
 	for _, x := range v {

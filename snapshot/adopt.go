@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // AdoptRequest names a checkpoint the runtime sealed itself.
 type AdoptRequest struct {
 	SHA       string
-	Kind      Kind
+	Kind      ckpt.Kind
 	CodonID   string
 	CodonName string
 	RunID     string
@@ -20,8 +22,8 @@ type AdoptRequest struct {
 // Adopt records a commit the runtime already made (a SHA from its state
 // file) in the ledger, after git confirms it is a commit of the store. No new
 // commit is made. Adopting the same SHA twice returns the first record.
-func (s *Store) Adopt(ctx context.Context, req AdoptRequest) (Record, error) {
-	var rec Record
+func (s *Store) Adopt(ctx context.Context, req AdoptRequest) (ckpt.Record, error) {
+	var rec ckpt.Record
 	err := s.withLock(ctx, func() error {
 		if err := s.refreshIfChanged(ctx); err != nil {
 			return err
@@ -42,9 +44,9 @@ func (s *Store) Adopt(ctx context.Context, req AdoptRequest) (Record, error) {
 		}
 		parent, when, _ := strings.Cut(strings.TrimSpace(string(out)), "\x1f")
 		t, _ := time.Parse(time.RFC3339, when)
-		rec = Record{ID: s.nextID(), SHA: full, Parent: strings.Fields(parent + " ")[0], Kind: req.Kind,
+		rec = ckpt.Record{ID: s.nextID(), SHA: full, Parent: strings.Fields(parent + " ")[0], Kind: req.Kind,
 			CodonID: req.CodonID, CodonName: req.CodonName, RunID: req.RunID, Attempt: req.Attempt,
-			Time: t.UTC(), State: StateOK, Adopted: true}
+			Time: t.UTC(), State: ckpt.StateOK, Adopted: true}
 		if req.RunID != "" {
 			rec.Ref = "refs/heads/run-" + req.RunID
 		}

@@ -9,26 +9,21 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
-// A child process of this test binary seals one checkpoint and is killed by
-// the fault point named in its environment.
-const childEnv = "CAIRN_TEST_SEAL_CHILD"
-
-func TestMain(m *testing.M) {
-	if dir := os.Getenv(childEnv); dir != "" {
-		st, err := Open(context.Background(), dir, Options{Layout: LayoutPlain, StateDir: os.Getenv("CAIRN_TEST_STATE")})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		if _, err := st.Seal(context.Background(), SealRequest{Kind: KindManual, Label: "child"}); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
+// buildFaultSeal builds testdata/faultseal, a program that seals one
+// checkpoint, with the fault points compiled in: plain `go test` builds this
+// package without them, and the shipped binary must never have them.
+func buildFaultSeal(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "faultseal")
+	// go test puts its own go first in PATH.
+	if out, err := exec.Command("go", "build", "-tags", "cairnfault", "-o", bin, "./testdata/faultseal").CombinedOutput(); err != nil {
+		t.Fatalf("building the fault-point binary: %v\n%s", err, out)
 	}
-	os.Exit(m.Run())
+	return bin
 }
 
 func putFile(t *testing.T, path, content string) {
@@ -43,7 +38,7 @@ func putFile(t *testing.T, path, content string) {
 
 func gitStr(t *testing.T, st *Store, args ...string) string {
 	t.Helper()
-	out, err := st.Git().Run(context.Background(), nil, args...)
+	out, err := st.git.Run(context.Background(), nil, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,6 +49,7 @@ func gitStr(t *testing.T, st *Store, args ...string) string {
 // the store stays sound, the ref moved completely or not at all, and the
 // ledger agrees with the refs after the next open.
 func TestCrashAtEveryStep(t *testing.T) {
+	child := buildFaultSeal(t)
 	for _, step := range []string{"stage", "write-tree", "commit-tree", "update-ref", "ledger"} {
 		t.Run(step, func(t *testing.T) {
 			ctx := context.Background()
@@ -63,22 +59,22 @@ func TestCrashAtEveryStep(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			first, err := st.Seal(ctx, SealRequest{Kind: KindBaseline})
+			first, err := st.Seal(ctx, SealRequest{Kind: ckpt.KindBaseline})
 			if err != nil {
 				t.Fatal(err)
 			}
 			putFile(t, filepath.Join(ws, "a.txt"), "two\n")
 			putFile(t, filepath.Join(ws, "b/c.txt"), "new\n")
 
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), childEnv+"="+ws, "CAIRN_TEST_STATE="+state, FaultEnv+"="+step)
+			cmd := exec.Command(child, ws, state)
+			cmd.Env = append(os.Environ(), FaultEnv+"="+step)
 			out, err := cmd.CombinedOutput()
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.ExitCode() != FaultExitCode {
 				t.Fatalf("child: want exit %d at %s, got %v: %s", FaultExitCode, step, err, out)
 			}
 
-			if fsck, err := st.Git().Run(ctx, nil, "fsck", "--no-progress", "--no-dangling"); err != nil {
+			if fsck, err := st.git.Run(ctx, nil, "fsck", "--no-progress", "--no-dangling"); err != nil {
 				t.Fatalf("git fsck after crash at %s: %v\n%s", step, err, fsck)
 			}
 			st2, err := Open(ctx, ws, Options{Layout: LayoutPlain, StateDir: state})
@@ -105,7 +101,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 				t.Fatalf("ledger after crash at %s: %+v", step, recs)
 			}
 			// The next seal works and takes a fresh id.
-			rec, err := st2.Seal(ctx, SealRequest{Kind: KindManual})
+			rec, err := st2.Seal(ctx, SealRequest{Kind: ckpt.KindManual})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // mountTmpfs mounts a tmpfs of the given size (a real ENOSPC) on a fresh
@@ -60,7 +62,7 @@ func fillDisk(t *testing.T, dir string) string {
 
 // ledgerLines reads the ledger file: every non-blank line must parse, and
 // the file must end with a newline (nothing torn).
-func ledgerLines(t *testing.T, path string) []Record {
+func ledgerLines(t *testing.T, path string) []ckpt.Record {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -69,12 +71,12 @@ func ledgerLines(t *testing.T, path string) []Record {
 	if len(b) > 0 && b[len(b)-1] != '\n' {
 		t.Errorf("ledger ends in a torn line: %q", b[max(0, bytes.LastIndexByte(b, '\n')+1):])
 	}
-	var recs []Record
+	var recs []ckpt.Record
 	for _, l := range bytes.Split(b, []byte("\n")) {
 		if len(bytes.TrimSpace(l)) == 0 {
 			continue
 		}
-		var r Record
+		var r ckpt.Record
 		if err := json.Unmarshal(l, &r); err != nil {
 			t.Errorf("ledger line does not parse (%v): %q", err, l)
 			continue
@@ -91,7 +93,7 @@ func tmpObjects(t *testing.T, gitDir string) []string {
 	return append(a, b...)
 }
 
-func ids(recs []Record) []string {
+func ids(recs []ckpt.Record) []string {
 	var out []string
 	for _, r := range recs {
 		out = append(out, r.ID)
@@ -109,7 +111,7 @@ func TestSealDiskFull(t *testing.T) {
 	ws := t.TempDir()
 	writeTree(t, ws, map[string]string{"a.txt": "a\n"})
 	st := openTestStore(t, ws, Options{StateDir: state})
-	requireOK(t, mustSeal(t, st, SealRequest{Kind: KindBaseline}))
+	requireOK(t, mustSeal(t, st, SealRequest{Kind: ckpt.KindBaseline}))
 
 	// Pad the ledger with blank lines (valid: they are skipped) to 10 bytes
 	// short of a page, so the next append writes those 10 bytes and then
@@ -137,10 +139,10 @@ func TestSealDiskFull(t *testing.T) {
 	}
 	filler := fillDisk(t, state)
 
-	var failed []Record
+	var failed []ckpt.Record
 	for i := range 3 {
-		rec, err := st.Seal(ctx, SealRequest{Kind: KindManual, Label: fmt.Sprintf("full %d", i)})
-		if err == nil || rec.State != StateFailed {
+		rec, err := st.Seal(ctx, SealRequest{Kind: ckpt.KindManual, Label: fmt.Sprintf("full %d", i)})
+		if err == nil || rec.State != ckpt.StateFailed {
 			t.Fatalf("seal on a full disk: %+v, %v", rec, err)
 		}
 		if !errors.Is(err, syscall.ENOSPC) {
@@ -164,7 +166,7 @@ func TestSealDiskFull(t *testing.T) {
 		t.Errorf("records on a full disk: %v", got)
 	}
 	for _, r := range recs[1:] {
-		if r.State != StateFailed || r.Error == "" {
+		if r.State != ckpt.StateFailed || r.Error == "" {
 			t.Errorf("record %s: state %s, error %q", r.ID, r.State, r.Error)
 		}
 	}
@@ -175,13 +177,13 @@ func TestSealDiskFull(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	rec := mustSeal(t, other, SealRequest{Kind: KindManual, Label: "other"})
+	rec := mustSeal(t, other, SealRequest{Kind: ckpt.KindManual, Label: "other"})
 	if rec.ID != "c5" {
 		t.Errorf("seal by another opening after the failures took %s, want c5", rec.ID)
 	}
 	// The first store writes what it kept before its next record.
-	rec = mustSeal(t, st, SealRequest{Kind: KindManual, Label: "room again"})
-	if rec.ID != "c6" || rec.State != StateOK {
+	rec = mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "room again"})
+	if rec.ID != "c6" || rec.State != ckpt.StateOK {
 		t.Errorf("seal with room again: %s %s, want c6 ok", rec.ID, rec.State)
 	}
 	onDisk := ledgerLines(t, ledger)
@@ -196,11 +198,11 @@ func TestSealDiskFull(t *testing.T) {
 		t.Errorf("reopened ledger, oldest first: %v", got)
 	}
 	for _, r := range recs {
-		if want := slices.Contains([]string{"c2", "c3", "c4"}, r.ID); want != (r.State == StateFailed) {
+		if want := slices.Contains([]string{"c2", "c3", "c4"}, r.ID); want != (r.State == ckpt.StateFailed) {
 			t.Errorf("reopened record %s: state %s", r.ID, r.State)
 		}
 	}
-	if out, err := st.Git().Run(ctx, nil, "fsck", "--no-progress", "--no-dangling"); err != nil ||
+	if out, err := st.git.Run(ctx, nil, "fsck", "--no-progress", "--no-dangling"); err != nil ||
 		strings.Contains(string(out), "garbage") {
 		t.Errorf("git fsck: %v\n%s", err, out)
 	}
@@ -212,7 +214,7 @@ func TestSealDiskFull(t *testing.T) {
 func TestLedgerTornTailRepairedBeforeAppend(t *testing.T) {
 	ws, st := newTestStore(t, Options{})
 	writeTree(t, ws, map[string]string{"a.txt": "a"})
-	mustSeal(t, st, SealRequest{Kind: KindManual})
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
 	f, err := os.OpenFile(st.LedgerPath(), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +225,7 @@ func TestLedgerTornTailRepairedBeforeAppend(t *testing.T) {
 	f.Close()
 	// Appended within the lock, as a seal's second append (after a flush) would be.
 	if err := st.withLock(context.Background(), func() error {
-		return st.appendRecord(Record{ID: "c2", Kind: KindManual, State: StateFailed, Error: "x", Time: time.Now()})
+		return st.appendRecord(ckpt.Record{ID: "c2", Kind: ckpt.KindManual, State: ckpt.StateFailed, Error: "x", Time: time.Now()})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +240,7 @@ func TestLedgerTornTailRepairedBeforeAppend(t *testing.T) {
 func TestOpenSweepsStaleTmpObjects(t *testing.T) {
 	ws, st := newTestStore(t, Options{})
 	writeTree(t, ws, map[string]string{"a.txt": "a"})
-	mustSeal(t, st, SealRequest{Kind: KindManual})
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
 	objs := filepath.Join(st.GitDir(), "objects")
 	old := time.Now().Add(-time.Hour)
 	var stale, young []string
@@ -281,7 +283,7 @@ func TestOpenDiskFullRecovers(t *testing.T) {
 	ws := t.TempDir()
 	writeTree(t, ws, map[string]string{"a.txt": "a\n"})
 	st := openTestStore(t, ws, Options{StateDir: state})
-	rec := mustSeal(t, st, SealRequest{Kind: KindManual})
+	rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
 	// The ledger loses its record (one full page of blank lines instead), so
 	// re-recording it needs a page the full disk does not have.
 	if err := os.WriteFile(st.LedgerPath(), bytes.Repeat([]byte("\n"), 4096), 0o644); err != nil {

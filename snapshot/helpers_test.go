@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // Helpers shared by the round-trip, names and partial tests. Every test runs
@@ -58,12 +60,12 @@ const (
 var sealModes = []sealMode{modeFull, modeIncremental}
 
 // sealWith seals a manual checkpoint, by full reconcile or with touched as the changed set.
-func sealWith(t *testing.T, st *Store, mode sealMode, touched []string) Record {
+func sealWith(t *testing.T, st *Store, mode sealMode, touched []string) ckpt.Record {
 	t.Helper()
 	if mode == modeFull {
-		return mustSeal(t, st, SealRequest{Kind: KindManual})
+		return mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
 	}
-	return mustSeal(t, st, SealRequest{Kind: KindManual, Changed: nonNil(touched)})
+	return mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: nonNil(touched)})
 }
 
 // nonNil keeps an empty changed set incremental: nil would mean a full reconcile.
@@ -75,7 +77,7 @@ func nonNil(paths []string) []string {
 }
 
 // mustSeal seals and fails the test unless a checkpoint was committed.
-func mustSeal(t *testing.T, st *Store, req SealRequest) Record {
+func mustSeal(t *testing.T, st *Store, req SealRequest) ckpt.Record {
 	t.Helper()
 	// A seal that blocks (a FIFO opened for reading) fails here instead of hanging the run.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -84,7 +86,7 @@ func mustSeal(t *testing.T, st *Store, req SealRequest) Record {
 	if err != nil {
 		t.Fatalf("Seal(%s): %v (state %s)", describeChanged(req.Changed), err, rec.State)
 	}
-	if rec.SHA == "" || rec.State == StateFailed {
+	if rec.SHA == "" || rec.State == ckpt.StateFailed {
 		t.Fatalf("Seal(%s): no checkpoint: %+v", describeChanged(req.Changed), rec)
 	}
 	return rec
@@ -102,15 +104,15 @@ func describeChanged(changed []string) string {
 }
 
 // requireOK fails unless the seal ended ok with no issue.
-func requireOK(t *testing.T, rec Record) {
+func requireOK(t *testing.T, rec ckpt.Record) {
 	t.Helper()
-	if rec.State != StateOK || len(rec.Issues) > 0 {
+	if rec.State != ckpt.StateOK || len(rec.Issues) > 0 {
 		t.Errorf("seal %s: state %s, issues %q; want ok with no issues", rec.ID, rec.State, rec.Issues)
 	}
 }
 
 // requireCounts checks the added/changed/removed counts of a record.
-func requireCounts(t *testing.T, rec Record, added, changed, removed int) {
+func requireCounts(t *testing.T, rec ckpt.Record, added, changed, removed int) {
 	t.Helper()
 	if rec.Added != added || rec.Changed != changed || rec.Removed != removed {
 		t.Errorf("seal %s: added/changed/removed = %d/%d/%d, want %d/%d/%d",
@@ -121,7 +123,7 @@ func requireCounts(t *testing.T, rec Record, added, changed, removed int) {
 // gitOut runs git through the store's runner and returns stdout.
 func gitOut(t *testing.T, st *Store, stdin io.Reader, args ...string) []byte {
 	t.Helper()
-	out, err := st.Git().Run(context.Background(), stdin, args...)
+	out, err := st.git.Run(context.Background(), stdin, args...)
 	if err != nil {
 		t.Fatalf("git %q: %v", args, err)
 	}
@@ -458,7 +460,7 @@ func hashDir(t *testing.T, root string) string {
 }
 
 // issuePaths lists the paths a record names in its issues.
-func issuePaths(v []PathIssue) []string {
+func issuePaths(v []ckpt.PathIssue) []string {
 	var out []string
 	for _, i := range v {
 		out = append(out, i.Path)

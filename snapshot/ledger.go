@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/platform"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // Trailers cairn adds after the runtime's message, enough to rebuild the
@@ -29,10 +31,10 @@ const (
 )
 
 // Records returns the ledger, oldest first.
-func (s *Store) Records() []Record {
+func (s *Store) Records() []ckpt.Record {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Record(nil), s.records...)
+	return append([]ckpt.Record(nil), s.records...)
 }
 
 // Reload re-reads the ledger (another process may have sealed) and
@@ -55,7 +57,7 @@ func (s *Store) loadLedger(ctx context.Context) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("read ledger: %w", err)
 	}
-	var recs []Record
+	var recs []ckpt.Record
 	good := 0
 	for off := 0; off < len(data); {
 		nl := bytes.IndexByte(data[off:], '\n')
@@ -64,7 +66,7 @@ func (s *Store) loadLedger(ctx context.Context) error {
 		}
 		line := data[off : off+nl]
 		off += nl + 1
-		var r Record
+		var r ckpt.Record
 		if len(bytes.TrimSpace(line)) == 0 {
 			good = off
 			continue
@@ -141,7 +143,7 @@ func (s *Store) recoverFromGit(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var found []Record
+	var found []ckpt.Record
 	for _, c := range strings.Split(string(out), "\x1e") {
 		c = strings.TrimLeft(c, "\n")
 		f := strings.SplitN(c, "\x1f", 4)
@@ -156,7 +158,7 @@ func (s *Store) recoverFromGit(ctx context.Context) error {
 		if t, err := time.Parse(time.RFC3339, f[2]); err == nil {
 			r.Time = t.UTC()
 		}
-		r.State, r.Recovered = StateOK, true
+		r.State, r.Recovered = ckpt.StateOK, true
 		r.Ref = s.refOf(ctx, r.SHA)
 		found = append(found, r)
 		known[r.SHA] = true
@@ -182,8 +184,8 @@ func (s *Store) refOf(ctx context.Context, sha string) string {
 }
 
 // recordFromMessage reads cairn's trailers (and the runtime's lines) from a commit message.
-func recordFromMessage(msg string) (Record, bool) {
-	var r Record
+func recordFromMessage(msg string) (ckpt.Record, bool) {
+	var r ckpt.Record
 	lines := strings.Split(msg, "\n")
 	for _, l := range lines {
 		k, v, ok := strings.Cut(l, ": ")
@@ -194,7 +196,7 @@ func recordFromMessage(msg string) (Record, bool) {
 		case trailerID:
 			r.ID = v
 		case trailerKind:
-			r.Kind = Kind(v)
+			r.Kind = ckpt.Kind(v)
 		case trailerLabel:
 			r.Label = v
 		case trailerRun:
@@ -293,7 +295,7 @@ func (s *Store) noteIssued(id string, sync bool) {
 // disk kept out of it. A record that cannot be written is kept in memory
 // (Records has it) and written by the next append, Reload or Close. Callers
 // hold the lock.
-func (s *Store) appendRecord(r Record) error {
+func (s *Store) appendRecord(r ckpt.Record) error {
 	err := s.flushUnwritten()
 	if err == nil {
 		err = s.writeRecord(r)
@@ -325,7 +327,7 @@ func (s *Store) flushUnwritten() error {
 // writeRecord appends one line to the ledger file and fsyncs it. A torn tail
 // (an earlier append cut short) is cut off first, and a failed append is
 // truncated back, so the ledger never holds half a line. Callers hold the lock.
-func (s *Store) writeRecord(r Record) error {
+func (s *Store) writeRecord(r ckpt.Record) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err

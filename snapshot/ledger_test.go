@@ -6,14 +6,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
-func sealN(t *testing.T, st *Store, ws string, n int) []Record {
+func sealN(t *testing.T, st *Store, ws string, n int) []ckpt.Record {
 	t.Helper()
-	var recs []Record
+	var recs []ckpt.Record
 	for i := 0; i < n; i++ {
 		putFile(t, filepath.Join(ws, "f.txt"), strings.Repeat("x", i+1))
-		rec, err := st.Seal(context.Background(), SealRequest{Kind: KindManual, Label: "step"})
+		rec, err := st.Seal(context.Background(), SealRequest{Kind: ckpt.KindManual, Label: "step"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +49,7 @@ func TestLedgerRebuiltFromGit(t *testing.T) {
 			t.Errorf("record %d: got %+v, want %+v", i, g, w)
 		}
 	}
-	rec, err := st2.Seal(ctx, SealRequest{Kind: KindManual})
+	rec, err := st2.Seal(ctx, SealRequest{Kind: ckpt.KindManual})
 	if err != nil || rec.ID != "c4" {
 		t.Fatalf("after rebuild: %+v, %v", rec, err)
 	}
@@ -89,7 +91,7 @@ func TestForeignRefMoveNotOverwritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := SealRequest{Kind: KindCompleted, CodonID: "a", CodonName: "A", RunID: "1-abcde"}
+	req := SealRequest{Kind: ckpt.KindCompleted, CodonID: "a", CodonName: "A", RunID: "1-abcde"}
 	if _, err := st.Seal(ctx, req); err != nil {
 		t.Fatal(err)
 	}
@@ -104,14 +106,14 @@ func TestForeignRefMoveNotOverwritten(t *testing.T) {
 	}
 	defer func() { hookBeforeUpdateRef = nil }()
 	rec, err := st.Seal(ctx, req)
-	if err == nil || rec.State != StateFailed || !strings.Contains(rec.Error, "not overwritten") {
+	if err == nil || rec.State != ckpt.StateFailed || !strings.Contains(rec.Error, "not overwritten") {
 		t.Fatalf("seal over a moved ref: %+v, %v", rec, err)
 	}
 	if got := gitStr(t, st, "rev-parse", "refs/heads/run-1-abcde"); got != main {
 		t.Errorf("foreign ref value overwritten: %s", got)
 	}
 	last := st.Records()[len(st.Records())-1]
-	if last.ID != rec.ID || last.State != StateFailed {
+	if last.ID != rec.ID || last.State != ckpt.StateFailed {
 		t.Errorf("failed seal not in the ledger: %+v", last)
 	}
 }

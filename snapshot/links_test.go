@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/platform"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // TestNoWriteThroughOwnerSymlinks: an agent that replaces cairn's files or
@@ -31,7 +33,7 @@ func TestNoWriteThroughOwnerSymlinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Seal(ctx, SealRequest{Kind: KindManual}); err != nil {
+	if _, err := st.Seal(ctx, SealRequest{Kind: ckpt.KindManual}); err != nil {
 		t.Fatal(err)
 	}
 	home := filepath.Join(ws, ".hankweave", "checkpoints")
@@ -59,7 +61,7 @@ func TestNoWriteThroughOwnerSymlinks(t *testing.T) {
 	for _, p := range []string{filepath.Join(home, hankLedgerName), filepath.Join(cairnDir, "lock")} {
 		plant(p, victim)
 		putFile(t, filepath.Join(st.WorkTree(), "a.txt"), "changed "+filepath.Base(p)+"\n")
-		_, err := st.Seal(ctx, SealRequest{Kind: KindManual})
+		_, err := st.Seal(ctx, SealRequest{Kind: ckpt.KindManual})
 		if err == nil {
 			t.Errorf("seal with %s linked elsewhere succeeded", filepath.Base(p))
 		}
@@ -78,7 +80,7 @@ func TestNoWriteThroughOwnerSymlinks(t *testing.T) {
 	// store's next write and a fresh open both refuse it.
 	plant(cairnDir, victimDir)
 	putFile(t, filepath.Join(st.WorkTree(), "a.txt"), "changed cairn dir\n")
-	if _, err := st.Seal(ctx, SealRequest{Kind: KindManual}); !errors.Is(err, platform.ErrSymlink) {
+	if _, err := st.Seal(ctx, SealRequest{Kind: ckpt.KindManual}); !errors.Is(err, platform.ErrSymlink) {
 		t.Errorf("seal with cairn/ linked elsewhere: %v, want a refusal", err)
 	}
 	if _, err := Open(ctx, ws, Options{Layout: LayoutHankweave}); !errors.Is(err, platform.ErrSymlink) {

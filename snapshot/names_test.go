@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // awkwardNames are file names that break naive code: options, pathspec magic,
@@ -86,7 +88,7 @@ func TestAwkwardNameEach(t *testing.T) {
 				t.Parallel()
 				dir, st := newTestStore(t, Options{})
 				writeFile(t, dir, "plain.txt", "plain\n", 0o644)
-				requireOK(t, mustSeal(t, st, SealRequest{Kind: KindManual}))
+				requireOK(t, mustSeal(t, st, SealRequest{Kind: ckpt.KindManual}))
 
 				writeFile(t, dir, n, "contents of "+n+"\n", 0o644)
 				rec := sealWith(t, st, mode, withParents(n))
@@ -118,7 +120,7 @@ func TestAwkwardNamesTogether(t *testing.T) {
 	forModes(t, func(t *testing.T, mode sealMode) {
 		dir, st := newTestStore(t, Options{})
 		writeFile(t, dir, "plain.txt", "plain\n", 0o644)
-		first := mustSeal(t, st, SealRequest{Kind: KindManual})
+		first := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
 		requireOK(t, first)
 
 		var touched []string
@@ -145,7 +147,7 @@ func TestAwkwardNamesTogether(t *testing.T) {
 			removeAll(t, dir, n)
 			rec := sealWith(t, st, mode, []string{n})
 			want = slices.DeleteFunc(want, func(p string) bool { return p == n })
-			if rec.State != StateOK || rec.Removed != 1 || rec.Added+rec.Changed != 0 {
+			if rec.State != ckpt.StateOK || rec.Removed != 1 || rec.Added+rec.Changed != 0 {
 				t.Errorf("delete %q: state %s issues %q, added/changed/removed %d/%d/%d, want ok 0/0/1",
 					n, rec.State, rec.Issues, rec.Added, rec.Changed, rec.Removed)
 			}
@@ -168,7 +170,7 @@ func TestAwkwardNamesAndIgnoreRules(t *testing.T) {
 	forModes(t, func(t *testing.T, mode sealMode) {
 		dir, st := newTestStore(t, Options{})
 		writeFile(t, dir, ".gitignore", "/secret\n/x\n", 0o644)
-		requireOK(t, mustSeal(t, st, SealRequest{Kind: KindManual}))
+		requireOK(t, mustSeal(t, st, SealRequest{Kind: ckpt.KindManual}))
 		writeTree(t, dir, map[string]string{
 			"secret":   "ignored",
 			"x":        "ignored",

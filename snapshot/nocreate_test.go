@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // TestOpenNoCreate: opening for a read never creates a store (nor the state
@@ -28,7 +30,7 @@ func TestOpenNoCreate(t *testing.T) {
 			t.Errorf("NoCreate open created the state directory %s", state)
 		}
 		st := openTestStore(t, ws, Options{StateDir: state})
-		rec := mustSeal(t, st, SealRequest{Kind: KindManual})
+		rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
 		ro, err := Open(ctx, ws, Options{Layout: LayoutPlain, StateDir: state, NoCreate: true})
 		if err != nil {
 			t.Fatalf("NoCreate open of an existing store: %v", err)
@@ -55,13 +57,13 @@ func TestOpenNoCreate(t *testing.T) {
 func TestIssuesNamedOnce(t *testing.T) {
 	dir, st := newTestStore(t, Options{})
 	writeTree(t, dir, map[string]string{"a.txt": "a"})
-	mustSeal(t, st, SealRequest{Kind: KindManual})
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
 	mkfifo(t, dir, "pipe")
 	writeFile(t, dir, "a.txt", "changed", 0o644)
-	rec := mustSeal(t, st, SealRequest{Kind: KindCompleted, CodonID: "c", RunID: "1-abcde",
+	rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindCompleted, CodonID: "c", RunID: "1-abcde",
 		Changed: []string{"pipe", "a.txt", "/abs", "/abs", "pipe"},
-		Racy:    []PathIssue{{"pipe", "changed after the marker"}, {"a.txt", "changed after the marker"}, {"a.txt", "changed after the marker"}}})
-	if rec.State != StatePartial {
+		Racy:    []ckpt.PathIssue{{Path: "pipe", Reason: "changed after the marker"}, {Path: "a.txt", Reason: "changed after the marker"}, {Path: "a.txt", Reason: "changed after the marker"}}})
+	if rec.State != ckpt.StatePartial {
 		t.Fatalf("state %s, want partial (issues %q)", rec.State, rec.Issues)
 	}
 	got := issuePaths(rec.Issues)
@@ -77,9 +79,9 @@ func TestIssuesNamedOnce(t *testing.T) {
 	// Racy alone: named once too.
 	writeFile(t, dir, "a.txt", "again", 0o644)
 	removeAll(t, dir, "pipe")
-	rec = mustSeal(t, st, SealRequest{Kind: KindCompleted, CodonID: "c", RunID: "1-abcde", Changed: []string{"a.txt", "pipe"},
-		Racy: []PathIssue{{"a.txt", "changed after the marker"}, {"a.txt", "changed after the marker"}}})
-	if rec.State != StateRacy || len(rec.Issues) != 1 {
+	rec = mustSeal(t, st, SealRequest{Kind: ckpt.KindCompleted, CodonID: "c", RunID: "1-abcde", Changed: []string{"a.txt", "pipe"},
+		Racy: []ckpt.PathIssue{{Path: "a.txt", Reason: "changed after the marker"}, {Path: "a.txt", Reason: "changed after the marker"}}})
+	if rec.State != ckpt.StateRacy || len(rec.Issues) != 1 {
 		t.Errorf("racy record: %s %q, want racy naming a.txt once", rec.State, rec.Issues)
 	}
 }

@@ -6,15 +6,17 @@ import (
 	"os"
 	"slices"
 	"testing"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // A path that cannot be read as a file makes the checkpoint partial and is
 // named; the other files are sealed and the seal never aborts.
 
 // requirePartial checks a record is partial and names exactly wantIssues.
-func requirePartial(t *testing.T, rec Record, wantIssues []string) {
+func requirePartial(t *testing.T, rec ckpt.Record, wantIssues []string) {
 	t.Helper()
-	if rec.State != StatePartial {
+	if rec.State != ckpt.StatePartial {
 		t.Errorf("seal %s: state %s, want partial naming %q (issues %q)", rec.ID, rec.State, wantIssues, rec.Issues)
 	}
 	got := issuePaths(rec.Issues)
@@ -32,7 +34,7 @@ func requirePartial(t *testing.T, rec Record, wantIssues []string) {
 }
 
 // requireLedgerHas checks the ledger's last record is rec as returned.
-func requireLedgerHas(t *testing.T, st *Store, rec Record) {
+func requireLedgerHas(t *testing.T, st *Store, rec ckpt.Record) {
 	t.Helper()
 	recs := st.Records()
 	last := recs[len(recs)-1]
@@ -62,7 +64,7 @@ func TestPartialSpecialFiles(t *testing.T) {
 		"gone.txt":     "deleted before the seal",
 		"special/a.md": "beside special files",
 	})
-	first := mustSeal(t, st, SealRequest{Kind: KindManual})
+	first := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
 	requireOK(t, first)
 
 	writeFile(t, dir, "good.txt", "better", 0o644)
@@ -77,7 +79,7 @@ func TestPartialSpecialFiles(t *testing.T) {
 	mkfifo(t, dir, "special/fifo")
 	mksocket(t, dir, "special/sock")
 
-	rec := mustSeal(t, st, SealRequest{Kind: KindManual, Changed: []string{
+	rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: []string{
 		"good.txt", "new.txt", "pipe", "sock", "was-file", "was-sock", "gone.txt",
 		"special", // a folder holding special files: walked
 		"never-existed.txt",
@@ -94,7 +96,7 @@ func TestPartialSpecialFilesFullReconcile(t *testing.T) {
 	t.Parallel()
 	dir, st := newTestStore(t, Options{})
 	writeTree(t, dir, map[string]string{"good.txt": "good", "was-file": "replaced by a FIFO", "was-sock": "replaced by a socket"})
-	first := mustSeal(t, st, SealRequest{Kind: KindManual})
+	first := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
 	requireOK(t, first)
 
 	mkfifo(t, dir, "pipe")
@@ -106,12 +108,12 @@ func TestPartialSpecialFilesFullReconcile(t *testing.T) {
 	mksocket(t, dir, "was-sock")
 	writeFile(t, dir, "good.txt", "better", 0o644)
 
-	rec := mustSeal(t, st, SealRequest{Kind: KindManual})
+	rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
 	assertTreeMatchesDisk(t, st, rec.SHA, []string{"good.txt"})
 	requireCounts(t, rec, 0, 1, 2)
 	// Untracked special files may be passed over (git's own scan does) or named;
 	// tracked files that became special files must be named.
-	if rec.State != StatePartial {
+	if rec.State != ckpt.StatePartial {
 		t.Errorf("state %s, want partial naming was-file and was-sock", rec.State)
 	}
 	for _, p := range []string{"was-file", "was-sock"} {
@@ -135,7 +137,7 @@ func TestPartialPermissionDenied(t *testing.T) {
 	forModes(t, func(t *testing.T, mode sealMode) {
 		dir, st := newTestStore(t, Options{})
 		writeTree(t, dir, map[string]string{"good.txt": "good", "tracked.txt": "readable at first"})
-		first := mustSeal(t, st, SealRequest{Kind: KindManual})
+		first := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
 		requireOK(t, first)
 
 		writeFile(t, dir, "denied.txt", "unreadable", 0o000)
@@ -146,7 +148,7 @@ func TestPartialPermissionDenied(t *testing.T) {
 		t.Cleanup(func() { os.Chmod(dir+"/locked", 0o755) })
 
 		rec := sealWith(t, st, mode, []string{"denied.txt", "tracked.txt", "new.txt", "locked", "locked/inside.txt"})
-		if rec.State != StatePartial {
+		if rec.State != ckpt.StatePartial {
 			t.Errorf("state %s, want partial (issues %q)", rec.State, rec.Issues)
 		}
 		for _, p := range []string{"denied.txt", "tracked.txt"} {
@@ -175,14 +177,14 @@ func TestVanishedPaths(t *testing.T) {
 	t.Parallel()
 	dir, st := newTestStore(t, Options{})
 	writeTree(t, dir, map[string]string{"keep.txt": "k", "gone.txt": "g", "gone-dir/a": "a", "gone-dir/b/c": "c"})
-	first := mustSeal(t, st, SealRequest{Kind: KindManual})
+	first := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
 	requireOK(t, first)
 
 	removeAll(t, dir, "gone.txt")
 	removeAll(t, dir, "gone-dir")
 	writeFile(t, dir, "flash.txt", "created and deleted before the seal", 0o644)
 	removeAll(t, dir, "flash.txt")
-	rec := mustSeal(t, st, SealRequest{Kind: KindManual, Changed: []string{
+	rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: []string{
 		"gone.txt", "gone-dir/a", "gone-dir/b/c", "gone-dir/b", "gone-dir",
 		"flash.txt", "never/existed/at/all.txt", "keep.txt/not-a-dir",
 	}})
@@ -197,9 +199,9 @@ func TestChangedOutsideWorkTree(t *testing.T) {
 	t.Parallel()
 	dir, st := newTestStore(t, Options{})
 	writeTree(t, dir, map[string]string{"a.txt": "a"})
-	mustSeal(t, st, SealRequest{Kind: KindManual})
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
 	writeFile(t, dir, "b.txt", "b", 0o644)
-	rec := mustSeal(t, st, SealRequest{Kind: KindManual, Changed: []string{"../escape", "/etc/passwd", "b.txt"}})
+	rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: []string{"../escape", "/etc/passwd", "b.txt"}})
 	assertTreeMatchesDisk(t, st, rec.SHA, []string{"a.txt", "b.txt"})
 	if got := issuePaths(rec.Issues); !slices.Contains(got, "../escape") || !slices.Contains(got, "/etc/passwd") {
 		t.Errorf("issues %q, want ../escape and /etc/passwd named", rec.Issues)

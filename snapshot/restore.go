@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,38 +21,11 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/platform"
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
-// RestoreOptions say what to restore.
-type RestoreOptions struct {
-	Target string   // a commit of the store (full sha or anything git resolves)
-	Label  string   // how the target is named in the pre-restore record (c7, …)
-	Paths  []string // restore only these files or folders (work-tree relative); nil: all
-	DryRun bool     // plan only: nothing is sealed, written or deleted
-	// Progress, when set, hears each step as it starts.
-	Progress func(step, total int, msg string)
-	// Changed, when not nil, is every path that changed since the last seal
-	// (a watcher's dirty set): the pre-restore checkpoint stages only those.
-	Changed []string
-}
-
-// PlanFile is one file a restore writes or deletes.
-type PlanFile struct {
-	Path   string `json:"path"`
-	Size   int64  `json:"size"`
-	Action string `json:"action"` // add, modify, delete
-}
-
-// RestoreResult is what a restore did (or, dry, would do).
-type RestoreResult struct {
-	Target     string      `json:"target"`
-	PreRestore *Record     `json:"preRestore,omitempty"` // the checkpoint that makes the restore undoable
-	Write      []PlanFile  `json:"write"`
-	Delete     []PlanFile  `json:"delete"`
-	Kept       int         `json:"kept"`                  // files on disk the target lacks that cairn did not track: left alone
-	Diff       []PathIssue `json:"differences,omitempty"` // what verification found different from the target
-	DryRun     bool        `json:"dryRun,omitempty"`
-
+// restoreWork is what the plan hands apply and verify beside the result.
+type restoreWork struct {
 	kept  []string          // the untracked paths the target lacks: checkout must leave them
 	wrote map[string]blobID // path → the blob the target holds, for verification
 }
@@ -64,8 +38,8 @@ type blobID struct{ sha, mode string }
 // branch moves), and verifies the work tree against the target. It deletes
 // only files cairn tracked (those in the current position's checkpoint) that
 // the target lacks; it never cleans.
-func (s *Store) Restore(ctx context.Context, opts RestoreOptions) (RestoreResult, error) {
-	var res RestoreResult
+func (s *Store) Restore(ctx context.Context, opts ckpt.Request) (ckpt.Outcome, error) {
+	var res ckpt.Outcome
 	err := s.withLock(ctx, func() error {
 		if err := s.refreshIfChanged(ctx); err != nil {
 			return err
@@ -77,7 +51,7 @@ func (s *Store) Restore(ctx context.Context, opts RestoreOptions) (RestoreResult
 	return res, err
 }
 
-func (s *Store) restoreLocked(ctx context.Context, opts RestoreOptions) (RestoreResult, error) {
+func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outcome, error) {
 	const steps = 4
 	progress := func(step int, msg string) {
 		if opts.Progress != nil {
@@ -86,18 +60,19 @@ func (s *Store) restoreLocked(ctx context.Context, opts RestoreOptions) (Restore
 	}
 	target, ok := s.resolve(ctx, opts.Target+"^{commit}")
 	if !ok {
-		return RestoreResult{}, fmt.Errorf("unknown checkpoint: %s", opts.Target)
+		return ckpt.Outcome{}, fmt.Errorf("unknown checkpoint: %s", opts.Target)
 	}
 	var prefixes []string
 	for _, p := range opts.Paths {
 		c, err := cleanRel(p)
 		if err != nil {
-			return RestoreResult{}, err
+			return ckpt.Outcome{}, err
 		}
 		prefixes = append(prefixes, c)
 	}
-	res := RestoreResult{Target: target, DryRun: opts.DryRun, wrote: map[string]blobID{}}
 	pos := s.position()
+	res := ckpt.Outcome{Target: target, From: pos, DryRun: opts.DryRun}
+	work := &restoreWork{wrote: map[string]blobID{}}
 
 	// 1. The work tree as it is now, whole and visible, plus any file the
 	// restore would overwrite that ignore rules hide.
@@ -111,10 +86,10 @@ func (s *Store) restoreLocked(ctx context.Context, opts RestoreOptions) (Restore
 		before = tree
 	} else {
 		rec, err := s.sealLocked(ctx, SealRequest{
-			Kind: KindPreRestore, Label: "before restore to " + orDefault(opts.Label, short7(target)),
+			Kind: ckpt.KindPreRestore, Label: "before restore to " + orDefault(opts.Label, short7(target)),
 			Patterns: []string{"**"}, Ref: recoveryRef(opts.Label), StartSHA: pos, Changed: opts.Changed,
 			subject:    "Recovery snapshot before rollback to " + target,
-			afterStage: func() error { return s.addOverwritten(ctx, target) },
+			afterStage: func() error { return s.addOverwritten(ctx, s.git, target) },
 		})
 		if err != nil {
 			return res, fmt.Errorf("pre-restore checkpoint: %w", err)
@@ -129,7 +104,7 @@ func (s *Store) restoreLocked(ctx context.Context, opts RestoreOptions) (Restore
 
 	// 2. The plan.
 	progress(2, "planning")
-	if err := s.plan(ctx, &res, before, pos, target, prefixes); err != nil {
+	if err := s.plan(ctx, &res, work, before, pos, target, prefixes); err != nil {
 		return res, err
 	}
 	if opts.DryRun {
@@ -138,13 +113,13 @@ func (s *Store) restoreLocked(ctx context.Context, opts RestoreOptions) (Restore
 
 	// 3. Apply.
 	progress(3, fmt.Sprintf("writing %d files, deleting %d", len(res.Write), len(res.Delete)))
-	if err := s.apply_(ctx, &res, target, prefixes); err != nil {
+	if err := s.apply_(ctx, &res, work, target, prefixes); err != nil {
 		return res, err
 	}
 
 	// 4. Verify.
 	progress(4, "verifying the work tree against the target")
-	diff, err := s.verify(ctx, &res)
+	diff, err := s.verify(ctx, &res, work)
 	if err != nil {
 		return res, err
 	}
@@ -188,10 +163,10 @@ func recoveryRef(label string) string {
 // addOverwritten stages files that exist on disk at paths the target holds
 // but that the pre-restore staging left out (ignored): the restore will
 // overwrite them, so the pre-restore checkpoint must hold them.
-func (s *Store) addOverwritten(ctx context.Context, target string) error {
+func (s *Store) addOverwritten(ctx context.Context, g *Git, target string) error {
 	// The paths the target holds that the staged tree lacks: a tree diff,
 	// which skips every unchanged folder, instead of listing both in full.
-	out, err := s.git.Run(ctx, nil, "write-tree")
+	out, err := g.Run(ctx, nil, "write-tree")
 	if err != nil {
 		return err
 	}
@@ -212,12 +187,14 @@ func (s *Store) addOverwritten(ctx context.Context, target string) error {
 		return nil
 	}
 	sort.Strings(add)
-	_, err = s.git.Run(ctx, nulJoin(add), "update-index", "-z", "--add", "--stdin")
+	_, err = g.Run(ctx, nulJoin(add), "update-index", "-z", "--add", "--stdin")
 	return err
 }
 
 // dryTree writes the tree of the whole visible work tree through a copy of
-// the index, touching no ref and not the index itself.
+// the index, touching no ref and not the index itself. The copy has its own
+// runner: the store's is never swapped, so readers beside a dry run (Diff,
+// the resolver's questions) always see the store's own index.
 func (s *Store) dryTree(ctx context.Context, target string) (string, error) {
 	tmp := s.git.Index + ".dry-" + strconv.Itoa(os.Getpid())
 	defer os.Remove(tmp)
@@ -230,19 +207,16 @@ func (s *Store) dryTree(ctx context.Context, target string) (string, error) {
 			_ = createNoFollow(tmp+".json", m)
 		}
 	}
-	saved := s.git
-	g := *s.git
-	g.Index = tmp
-	s.git = &g
-	defer func() { s.git = saved }()
+	dry := *s.git
+	dry.Index = tmp
 	sel, _ := NewSelector([]string{"**"})
-	if _, err := s.stage(ctx, sel, nil); err != nil {
+	if _, err := s.stage(ctx, &dry, sel, nil); err != nil {
 		return "", err
 	}
-	if err := s.addOverwritten(ctx, target); err != nil {
+	if err := s.addOverwritten(ctx, &dry, target); err != nil {
 		return "", err
 	}
-	out, err := s.git.Run(ctx, nil, "write-tree")
+	out, err := dry.Run(ctx, nil, "write-tree")
 	return strings.TrimSpace(string(out)), err
 }
 
@@ -287,7 +261,7 @@ func under(p string, prefixes []string) bool {
 // plan fills the files to write (what differs between the work tree and the
 // target) and to delete (what cairn tracked at the position that the target
 // lacks and that is on disk).
-func (s *Store) plan(ctx context.Context, res *RestoreResult, before, pos, target string, prefixes []string) error {
+func (s *Store) plan(ctx context.Context, res *ckpt.Outcome, work *restoreWork, before, pos, target string, prefixes []string) error {
 	toTarget, err := s.rawDiff(ctx, before, target)
 	if err != nil {
 		return err
@@ -334,17 +308,17 @@ func (s *Store) plan(ctx context.Context, res *RestoreResult, before, pos, targe
 		}
 		switch c.status {
 		case "A":
-			res.Write = append(res.Write, PlanFile{c.path, sizes[c.sha], "add"})
-			res.wrote[c.path] = blobID{c.sha, c.mode}
+			res.Write = append(res.Write, ckpt.PlanFile{Path: c.path, Size: sizes[c.sha], Action: ckpt.ActionAdd})
+			work.wrote[c.path] = blobID{c.sha, c.mode}
 		case "M", "T":
-			res.Write = append(res.Write, PlanFile{c.path, sizes[c.sha], "modify"})
-			res.wrote[c.path] = blobID{c.sha, c.mode}
+			res.Write = append(res.Write, ckpt.PlanFile{Path: c.path, Size: sizes[c.sha], Action: ckpt.ActionModify})
+			work.wrote[c.path] = blobID{c.sha, c.mode}
 		case "D":
 			if tracked[c.path] {
-				res.Delete = append(res.Delete, PlanFile{c.path, sizes[c.oldSHA], "delete"})
+				res.Delete = append(res.Delete, ckpt.PlanFile{Path: c.path, Size: sizes[c.oldSHA], Action: ckpt.ActionDelete})
 			} else {
 				res.Kept++
-				res.kept = append(res.kept, c.path)
+				work.kept = append(work.kept, c.path)
 			}
 		}
 	}
@@ -355,15 +329,15 @@ func (s *Store) plan(ctx context.Context, res *RestoreResult, before, pos, targe
 // the untracked files the target lacks (so checkout leaves them), then
 // `checkout --force --detach` writes and deletes; for paths, the named files
 // are checked out and the planned deletions made one by one.
-func (s *Store) apply_(ctx context.Context, res *RestoreResult, target string, prefixes []string) error {
+func (s *Store) apply_(ctx context.Context, res *ckpt.Outcome, work *restoreWork, target string, prefixes []string) error {
 	del := map[string]bool{}
 	for _, d := range res.Delete {
 		del[d.Path] = true
 	}
 	if len(prefixes) == 0 {
 		// Untracked files the target lacks leave the index first, so checkout leaves them on disk.
-		if len(res.kept) > 0 {
-			if _, err := s.git.Run(ctx, nulJoin(res.kept), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
+		if len(work.kept) > 0 {
+			if _, err := s.git.Run(ctx, nulJoin(work.kept), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
 				return err
 			}
 		}
@@ -406,19 +380,19 @@ func (s *Store) apply_(ctx context.Context, res *RestoreResult, target string, p
 // written file has the target's bytes (its blob hash) and mode, each deleted
 // file is gone. Paths outside the plan were already equal to the target in
 // the pre-restore checkpoint, and checkout does not touch them.
-func (s *Store) verify(ctx context.Context, res *RestoreResult) ([]PathIssue, error) {
-	var issues []PathIssue
+func (s *Store) verify(ctx context.Context, res *ckpt.Outcome, work *restoreWork) ([]ckpt.PathIssue, error) {
+	var issues []ckpt.PathIssue
 	for _, w := range res.Write {
-		want := res.wrote[w.Path]
+		want := work.wrote[w.Path]
 		abs := filepath.Join(s.workTree, filepath.FromSlash(w.Path))
 		got, exec, err := blobHash(abs, len(want.sha))
 		switch {
 		case err != nil:
-			issues = append(issues, PathIssue{w.Path, "not written: " + err.Error()})
+			issues = append(issues, ckpt.PathIssue{Path: w.Path, Reason: "not written: " + err.Error()})
 		case got != want.sha:
-			issues = append(issues, PathIssue{w.Path, "content differs from the target"})
+			issues = append(issues, ckpt.PathIssue{Path: w.Path, Reason: "content differs from the target"})
 		case exec != (want.mode == "100755"):
-			issues = append(issues, PathIssue{w.Path, "mode differs from the target"})
+			issues = append(issues, ckpt.PathIssue{Path: w.Path, Reason: "mode differs from the target"})
 		}
 		if ctx.Err() != nil {
 			return issues, ctx.Err()
@@ -427,7 +401,7 @@ func (s *Store) verify(ctx context.Context, res *RestoreResult) ([]PathIssue, er
 	for _, d := range res.Delete {
 		// A folder in its place (the target holds files under that path) means the file is gone.
 		if fi, err := os.Lstat(filepath.Join(s.workTree, filepath.FromSlash(d.Path))); err == nil && !fi.IsDir() {
-			issues = append(issues, PathIssue{d.Path, "still on disk; the target lacks it"})
+			issues = append(issues, ckpt.PathIssue{Path: d.Path, Reason: "still on disk; the target lacks it"})
 		}
 	}
 	return issues, nil
@@ -454,4 +428,111 @@ func blobHash(path string, idLen int) (string, bool, error) {
 		return "", false, err
 	}
 	return hex.EncodeToString(h.Sum(nil)), fi.Mode()&0o100 != 0, nil
+}
+
+// The questions readers ask of the store, in place of a runner of their own:
+// each runs git against objects and refs only (never the index), so it is
+// safe beside a seal or a restore.
+
+// Resolve is the full SHA git resolves rev to (a ref, a commit, `sha^{tree}`),
+// or false.
+func (s *Store) Resolve(ctx context.Context, rev string) (string, bool) { return s.resolve(ctx, rev) }
+
+// HasCommit reports whether the store holds sha as a commit.
+func (s *Store) HasCommit(ctx context.Context, sha string) bool {
+	_, err := s.git.Run(ctx, nil, "cat-file", "-e", "--end-of-options", sha+"^{commit}")
+	return err == nil
+}
+
+// runtimeSubject is the first line of a lifecycle commit the runtime made:
+// {status}:{codonId} [run:{runId}] {codonName}.
+var runtimeSubject = regexp.MustCompile(`^([a-z-]+):(\S+) \[run:([^\]\s]+)\] ?(.*)$`)
+
+// Commits lists the commits of the store whose SHA begins with prefix and
+// that a branch or one of cairn's refs reaches (a commit nothing references,
+// a seal abandoned half-way, is no checkpoint), as records without an id: a
+// lifecycle subject gives kind, codon and run, any other subject the label.
+func (s *Store) Commits(ctx context.Context, prefix string) []ckpt.Record {
+	g := s.git
+	out, err := g.Run(ctx, nil, "rev-parse", "--disambiguate="+prefix)
+	objs := strings.Fields(string(out))
+	if err != nil || len(objs) == 0 {
+		return nil
+	}
+	out, err = g.Run(ctx, strings.NewReader(strings.Join(objs, "\n")+"\n"), "cat-file", "--batch-check=%(objectname) %(objecttype)")
+	if err != nil {
+		return nil
+	}
+	var commits []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if sha, typ, _ := strings.Cut(l, " "); typ == "commit" {
+			ref, err := g.Run(ctx, nil, "for-each-ref", "--count=1", "--format=%(refname)", "--contains", sha, "refs/heads", "refs/cairn")
+			if err == nil && len(strings.TrimSpace(string(ref))) > 0 {
+				commits = append(commits, sha)
+			}
+		}
+	}
+	if len(commits) == 0 {
+		return nil
+	}
+	out, err = g.Run(ctx, nil, append([]string{"log", "--no-walk=unsorted", "--format=%H%x1f%cI%x1f%s%x1e"}, commits...)...)
+	if err != nil {
+		return nil
+	}
+	var recs []ckpt.Record
+	for _, c := range strings.Split(string(out), "\x1e") {
+		f := strings.SplitN(strings.TrimLeft(c, "\n"), "\x1f", 3)
+		if len(f) != 3 {
+			continue
+		}
+		r := ckpt.Record{SHA: f[0], Label: f[2], State: ckpt.StateOK}
+		r.Time, _ = time.Parse(time.RFC3339, f[1])
+		if m := runtimeSubject.FindStringSubmatch(f[2]); m != nil && ckpt.Kind(m[1]).IsLifecycle() {
+			r.Kind, r.CodonID, r.RunID, r.CodonName, r.Label = ckpt.Kind(m[1]), m[2], m[3], m[4], ""
+		}
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+// Describe completes a record of a commit the ledger lacks with what git
+// knows: its parent and what it changed, for results and `cairn show`.
+func (s *Store) Describe(ctx context.Context, rec ckpt.Record) (ckpt.Record, error) {
+	out, err := s.git.Run(ctx, nil, "show", "-s", "--format=%P", "--end-of-options", rec.SHA)
+	if err != nil {
+		return rec, fmt.Errorf("read commit %s: %w", short7(rec.SHA), err)
+	}
+	if ps := strings.Fields(string(out)); len(ps) > 0 {
+		rec.Parent = ps[0]
+	}
+	out, err = s.git.Run(ctx, nil, "diff-tree", "-r", "--root", "--no-commit-id", "--no-renames", "--name-status", "-z", "--end-of-options", rec.SHA)
+	if err != nil {
+		return rec, fmt.Errorf("diff commit %s: %w", short7(rec.SHA), err)
+	}
+	f := strings.Split(string(out), "\x00")
+	for i := 0; i+1 < len(f); i += 2 {
+		switch f[i] {
+		case "A":
+			rec.Added++
+		case "D":
+			rec.Removed++
+		default:
+			rec.Changed++
+		}
+	}
+	return rec, nil
+}
+
+// Abandoned lists the commits a restore from position to target leaves
+// behind (target..position), lowercase; none when they are the same or
+// there is no position.
+func (s *Store) Abandoned(ctx context.Context, target, position string) ([]string, error) {
+	if position == "" || position == target {
+		return nil, nil
+	}
+	out, err := s.git.Run(ctx, nil, "rev-list", target+".."+position)
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(strings.ToLower(string(out))), nil
 }

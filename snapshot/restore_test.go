@@ -4,7 +4,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // TestRestoreAndUndo: restore writes the target's files, deletes only what
@@ -21,19 +24,19 @@ func TestRestoreAndUndo(t *testing.T) {
 	putFile(t, filepath.Join(ws, ".gitignore"), "*.log\n")
 	putFile(t, filepath.Join(ws, "a.txt"), "a1\n")
 	putFile(t, filepath.Join(ws, "keep.log"), "ignored\n")
-	c1, err := st.Seal(ctx, SealRequest{Kind: KindManual, Label: "one"})
+	c1, err := st.Seal(ctx, SealRequest{Kind: ckpt.KindManual, Label: "one"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	putFile(t, filepath.Join(ws, "a.txt"), "a2\n")
 	putFile(t, filepath.Join(ws, "b/new.txt"), "b\n")
-	if _, err := st.Seal(ctx, SealRequest{Kind: KindManual, Label: "two"}); err != nil {
+	if _, err := st.Seal(ctx, SealRequest{Kind: ckpt.KindManual, Label: "two"}); err != nil {
 		t.Fatal(err)
 	}
 	putFile(t, filepath.Join(ws, "by-hand.txt"), "written after the last checkpoint\n")
 
 	before := hashTree(t, ws)
-	dry, err := st.Restore(ctx, RestoreOptions{Target: c1.SHA, Label: c1.ID, DryRun: true})
+	dry, err := st.Restore(ctx, ckpt.Request{Target: c1.SHA, Label: c1.ID, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +47,7 @@ func TestRestoreAndUndo(t *testing.T) {
 		t.Fatalf("dry plan %+v", dry)
 	}
 
-	res, err := st.Restore(ctx, RestoreOptions{Target: c1.SHA, Label: c1.ID})
+	res, err := st.Restore(ctx, ckpt.Request{Target: c1.SHA, Label: c1.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +67,7 @@ func TestRestoreAndUndo(t *testing.T) {
 		}
 	}
 	pre := res.PreRestore
-	if pre == nil || pre.Kind != KindPreRestore || !hasPath(lsTree(t, st, pre.SHA), "by-hand.txt") {
+	if pre == nil || pre.Kind != ckpt.KindPreRestore || !hasPath(lsTree(t, st, pre.SHA), "by-hand.txt") {
 		t.Fatalf("pre-restore %+v", pre)
 	}
 	if st.Position() != c1.SHA {
@@ -78,7 +81,7 @@ func TestRestoreAndUndo(t *testing.T) {
 	}
 
 	// Undo: back to the pre-restore checkpoint, exactly.
-	undo, err := st.Restore(ctx, RestoreOptions{Target: pre.SHA, Label: pre.ID})
+	undo, err := st.Restore(ctx, ckpt.Request{Target: pre.SHA, Label: pre.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,12 +103,12 @@ func TestRestorePaths(t *testing.T) {
 	}
 	putFile(t, filepath.Join(ws, "a.txt"), "a1\n")
 	putFile(t, filepath.Join(ws, "d/b.txt"), "b1\n")
-	c1, _ := st.Seal(ctx, SealRequest{Kind: KindManual})
+	c1, _ := st.Seal(ctx, SealRequest{Kind: ckpt.KindManual})
 	putFile(t, filepath.Join(ws, "a.txt"), "a2\n")
 	putFile(t, filepath.Join(ws, "d/b.txt"), "b2\n")
 	putFile(t, filepath.Join(ws, "d/c.txt"), "c2\n")
-	st.Seal(ctx, SealRequest{Kind: KindManual})
-	res, err := st.Restore(ctx, RestoreOptions{Target: c1.SHA, Paths: []string{"d"}})
+	st.Seal(ctx, SealRequest{Kind: ckpt.KindManual})
+	res, err := st.Restore(ctx, ckpt.Request{Target: c1.SHA, Paths: []string{"d"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,13 +154,13 @@ func TestRestoreFileFolderSwap(t *testing.T) {
 				writeTree(t, ws, files)
 			}
 			lay(tc.to)
-			target := mustSeal(t, st, SealRequest{Kind: KindManual, Label: "target"})
+			target := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "target"})
 			wantTarget := hashTree(t, ws)
 			lay(tc.from)
-			mustSeal(t, st, SealRequest{Kind: KindManual, Label: "start"})
+			mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "start"})
 			wantStart := hashTree(t, ws)
 
-			res, err := st.Restore(ctx, RestoreOptions{Target: target.SHA, Label: target.ID, Paths: tc.paths})
+			res, err := st.Restore(ctx, ckpt.Request{Target: target.SHA, Label: target.ID, Paths: tc.paths})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -167,7 +170,7 @@ func TestRestoreFileFolderSwap(t *testing.T) {
 			if hashTree(t, ws) != wantTarget {
 				t.Errorf("restore: tree is not the target's: %v", regularFiles(t, ws))
 			}
-			undo, err := st.Restore(ctx, RestoreOptions{Target: res.PreRestore.SHA, Label: res.PreRestore.ID})
+			undo, err := st.Restore(ctx, ckpt.Request{Target: res.PreRestore.SHA, Label: res.PreRestore.ID})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,5 +181,67 @@ func TestRestoreFileFolderSwap(t *testing.T) {
 				t.Errorf("undo: tree is not the one before the restore: %v", regularFiles(t, ws))
 			}
 		})
+	}
+}
+
+// TestDryRunBesideReaders: a dry-run restore (which stages through a copy of
+// the index) runs beside the questions readers ask from other goroutines
+// (the daemon's HTTP handlers resolving a target). The store's runner used to
+// be swapped for the copy's under the lock while readers took it without
+// one: -race caught it, and a reader could run against the dry run's index.
+func TestDryRunBesideReaders(t *testing.T) {
+	ctx := context.Background()
+	ws := t.TempDir()
+	st, err := Open(ctx, ws, Options{StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, filepath.Join(ws, "a.txt"), "a1\n")
+	c1, err := st.Seal(ctx, SealRequest{Kind: ckpt.KindManual, Label: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, filepath.Join(ws, "a.txt"), "a2\n")
+	putFile(t, filepath.Join(ws, "b.txt"), "b\n")
+	c2, err := st.Seal(ctx, SealRequest{Kind: ckpt.KindManual, Label: "two"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, filepath.Join(ws, "c.txt"), "by hand\n")
+	index, _ := os.ReadFile(st.git.Index)
+
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for range 3 {
+			if _, err := st.Restore(ctx, ckpt.Request{Target: c1.SHA, Label: c1.ID, DryRun: true}); err != nil {
+				t.Error(err)
+			}
+			if _, _, err := st.Diff(ctx, c1.SHA, "", false); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for range 10 {
+			if !st.HasCommit(ctx, c1.SHA) {
+				t.Error("HasCommit: c1 not found")
+			}
+			if got := st.Commits(ctx, c2.SHA[:8]); len(got) != 1 || got[0].SHA != c2.SHA {
+				t.Errorf("Commits(%s) = %+v", c2.SHA[:8], got)
+			}
+			if d, err := st.Describe(ctx, ckpt.Record{SHA: c2.SHA}); err != nil || d.Parent != c1.SHA || d.Added != 1 || d.Changed != 1 {
+				t.Errorf("Describe = %+v, %v", d, err)
+			}
+			if ab, err := st.Abandoned(ctx, c1.SHA, c2.SHA); err != nil || len(ab) != 1 || ab[0] != c2.SHA {
+				t.Errorf("Abandoned = %v, %v", ab, err)
+			}
+		}
+	}()
+	wg.Wait()
+	if after, _ := os.ReadFile(st.git.Index); string(after) != string(index) {
+		t.Error("a dry run changed the store's index")
 	}
 }

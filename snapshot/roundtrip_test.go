@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // The round trip of a checkpoint: seal, change the disk, seal again — by a full
@@ -250,7 +252,7 @@ func TestRoundTrip(t *testing.T) {
 				if tc.setup != nil {
 					tc.setup(t, dir)
 				}
-				first := mustSeal(t, st, SealRequest{Kind: KindManual})
+				first := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
 				requireOK(t, first)
 				assertTreeMatchesDisk(t, st, first.SHA, regularFiles(t, dir))
 
@@ -272,10 +274,10 @@ func TestRoundTrip(t *testing.T) {
 // assertReconcileAgrees checks that the disk as sealed by rec is the tree a
 // full reconcile finds (recording no change) and the tree a fresh store's
 // first seal of the same folder finds.
-func assertReconcileAgrees(t *testing.T, st *Store, dir string, rec Record) {
+func assertReconcileAgrees(t *testing.T, st *Store, dir string, rec ckpt.Record) {
 	t.Helper()
 	want := treeOf(t, st, rec.SHA)
-	again := mustSeal(t, st, SealRequest{Kind: KindManual})
+	again := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
 	requireOK(t, again)
 	if got := treeOf(t, st, again.SHA); got != want {
 		t.Errorf("full reconcile after %s: tree %s, want the same tree %s; diff:\n%s",
@@ -284,7 +286,7 @@ func assertReconcileAgrees(t *testing.T, st *Store, dir string, rec Record) {
 	requireCounts(t, again, 0, 0, 0)
 
 	fresh := openTestStore(t, dir, Options{Patterns: st.opts.Patterns, MaxFileSize: st.opts.MaxFileSize})
-	frec := mustSeal(t, fresh, SealRequest{Kind: KindManual})
+	frec := mustSeal(t, fresh, SealRequest{Kind: ckpt.KindManual})
 	if got := treeOf(t, fresh, frec.SHA); got != want {
 		t.Errorf("a fresh store's first seal of the same disk: tree %s, want %s (paths %q, want %q)",
 			got, want, treePaths(t, fresh, frec.SHA), treePaths(t, st, rec.SHA))
@@ -308,8 +310,8 @@ func TestEmptyCheckpoint(t *testing.T) {
 			t.Parallel()
 			dir, st := newTestStore(t, Options{})
 			writeTree(t, dir, map[string]string{"a.txt": "a", "dir/b.txt": "b"})
-			first := mustSeal(t, st, SealRequest{Kind: KindManual})
-			second := mustSeal(t, st, SealRequest{Kind: KindManual, Changed: tc.changed})
+			first := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+			second := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: tc.changed})
 			requireOK(t, second)
 			if second.SHA == first.SHA {
 				t.Fatalf("empty checkpoint not sealed: same commit %s", first.SHA)
@@ -367,7 +369,7 @@ func TestNestedRepository(t *testing.T) {
 		gitA := makeRepo("vendor/a")
 		beforeA := hashDir(t, gitA)
 
-		first := mustSeal(t, st, SealRequest{Kind: KindManual})
+		first := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
 		requireOK(t, first)
 		assertTreeMatchesDisk(t, st, first.SHA, []string{
 			"top.txt", "vendor/a/README", "vendor/a/src/main.go", "vendor/a/untracked.txt",
@@ -412,7 +414,7 @@ func TestNestedRepository(t *testing.T) {
 // Every nested .gitignore applies, read live at each seal.
 func TestGitignore(t *testing.T) {
 	t.Parallel()
-	setup := func(t *testing.T) (string, *Store, Record) {
+	setup := func(t *testing.T) (string, *Store, ckpt.Record) {
 		dir, st := newTestStore(t, Options{})
 		writeTree(t, dir, map[string]string{
 			".gitignore":              "*.log\n/build/\n",
@@ -433,7 +435,7 @@ func TestGitignore(t *testing.T) {
 			"tmpnot/a.tmp":            "kept: sub's rule is sub's",
 			"sub/deeper/nested/x.tmp": "ignored by sub, two levels up",
 		})
-		first := mustSeal(t, st, SealRequest{Kind: KindManual})
+		first := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
 		requireOK(t, first)
 		assertTreeMatchesDisk(t, st, first.SHA, []string{
 			".gitignore", "a.txt", "sub/build/kept.bin", "sub/.gitignore", "sub/keep.tmp", "sub/secret.txt",
@@ -551,7 +553,7 @@ func TestMandatoryExclusions(t *testing.T) {
 				for p := range kept {
 					want = append(want, p)
 				}
-				first := mustSeal(t, st, SealRequest{Kind: KindManual})
+				first := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
 				requireOK(t, first)
 				assertTreeMatchesDisk(t, st, first.SHA, want)
 
@@ -616,7 +618,7 @@ func TestPatterns(t *testing.T) {
 			forModes(t, func(t *testing.T, mode sealMode) {
 				dir, st := newTestStore(t, Options{Patterns: pc.patterns})
 				writeTree(t, dir, files)
-				first := mustSeal(t, st, SealRequest{Kind: KindManual})
+				first := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
 				requireOK(t, first)
 				assertTreeMatchesDisk(t, st, first.SHA, pc.want)
 
@@ -649,9 +651,9 @@ func TestPatterns(t *testing.T) {
 		forModes(t, func(t *testing.T, mode sealMode) {
 			dir, st := newTestStore(t, Options{})
 			writeTree(t, dir, files)
-			first := mustSeal(t, st, SealRequest{Kind: KindManual})
+			first := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
 			assertTreeMatchesDisk(t, st, first.SHA, regularFiles(t, dir))
-			req := SealRequest{Kind: KindManual, Patterns: []string{"docs", "*.md", "!secret.md"}}
+			req := SealRequest{Kind: ckpt.KindManual, Patterns: []string{"docs", "*.md", "!secret.md"}}
 			if mode == modeIncremental {
 				req.Changed = []string{}
 			}
@@ -676,7 +678,7 @@ func TestMaxFileSize(t *testing.T) {
 			"grow.txt":    "small",
 			"sub/big.bin": strings.Repeat("z", 1000),
 		})
-		first := mustSeal(t, st, SealRequest{Kind: KindManual})
+		first := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
 		requireOK(t, first)
 		assertTreeMatchesDisk(t, st, first.SHA, []string{"exact.txt", "grow.txt"})
 		if got := issuePaths(first.Skipped); !slices.Equal(got, []string{"big.bin", "sub/big.bin"}) {
@@ -715,7 +717,7 @@ func TestWorkspaceThroughSymlink(t *testing.T) {
 	}
 	writeTree(t, real, map[string]string{"a.txt": "a", "d/b.txt": "b"})
 	st := openTestStore(t, link, Options{})
-	rec, err := st.Seal(context.Background(), SealRequest{Kind: KindManual})
+	rec, err := st.Seal(context.Background(), SealRequest{Kind: ckpt.KindManual})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -728,12 +730,12 @@ func TestChangedSpellings(t *testing.T) {
 	t.Parallel()
 	dir, st := newTestStore(t, Options{})
 	writeTree(t, dir, map[string]string{"a.txt": "a", "d/b.txt": "b", "d/c.txt": "c", "e/f.txt": "f"})
-	requireOK(t, mustSeal(t, st, SealRequest{Kind: KindManual}))
+	requireOK(t, mustSeal(t, st, SealRequest{Kind: ckpt.KindManual}))
 	writeFile(t, dir, "a.txt", "edited a", 0o644)
 	writeFile(t, dir, "d/b.txt", "edited b", 0o644)
 	removeAll(t, dir, "d/c.txt")
 	writeFile(t, dir, "e/g.txt", "new g", 0o644)
-	rec := mustSeal(t, st, SealRequest{Kind: KindManual, Changed: []string{"./a.txt", "d//b.txt", "d/c.txt/", "e/../e/"}})
+	rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: []string{"./a.txt", "d//b.txt", "d/c.txt/", "e/../e/"}})
 	requireOK(t, rec)
 	assertTreeMatchesDisk(t, st, rec.SHA, []string{"a.txt", "d/b.txt", "e/f.txt", "e/g.txt"})
 	requireCounts(t, rec, 1, 2, 1)

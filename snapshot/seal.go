@@ -17,24 +17,12 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/platform"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
-
-// FaultEnv names the environment variable that makes a seal exit the process
-// right after the named step (stage, write-tree, commit-tree, update-ref,
-// ledger): crash-safety tests use it to kill a seal at every point.
-const FaultEnv = "CAIRN_FAULT_AFTER"
-
-// FaultExitCode is the exit code of a process stopped by FaultEnv.
-const FaultExitCode = 86
 
 // hookBeforeUpdateRef lets a test act as another writer just before the ref moves.
 var hookBeforeUpdateRef func()
-
-func faultPoint(step string) {
-	if os.Getenv(FaultEnv) == step {
-		os.Exit(FaultExitCode)
-	}
-}
 
 // indexMeta records what cairn's index was last staged under, so an
 // incremental seal under other patterns becomes a full reconcile.
@@ -45,8 +33,8 @@ type indexMeta struct {
 
 // Seal seals one checkpoint and records it in the ledger. A seal that cannot
 // complete is recorded as failed and its error returned with the record.
-func (s *Store) Seal(ctx context.Context, req SealRequest) (Record, error) {
-	var rec Record
+func (s *Store) Seal(ctx context.Context, req SealRequest) (ckpt.Record, error) {
+	var rec ckpt.Record
 	err := s.withLock(ctx, func() error {
 		if err := s.refreshIfChanged(ctx); err != nil {
 			return err
@@ -58,16 +46,16 @@ func (s *Store) Seal(ctx context.Context, req SealRequest) (Record, error) {
 	return rec, err
 }
 
-func (s *Store) sealLocked(ctx context.Context, req SealRequest) (Record, error) {
+func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, error) {
 	start := time.Now()
 	now := req.Time
 	if now.IsZero() {
 		now = start
 	}
-	rec := Record{ID: s.nextID(), Kind: req.Kind, Label: oneLine(req.Label), CodonID: oneLine(req.CodonID),
+	rec := ckpt.Record{ID: s.nextID(), Kind: req.Kind, Label: oneLine(req.Label), CodonID: oneLine(req.CodonID),
 		CodonName: oneLine(req.CodonName), RunID: oneLine(req.RunID), Attempt: req.Attempt, Time: now.UTC()}
-	fail := func(err error) (Record, error) {
-		rec.State, rec.Error = StateFailed, err.Error()
+	fail := func(err error) (ckpt.Record, error) {
+		rec.State, rec.Error = ckpt.StateFailed, err.Error()
 		rec.DurationMS = time.Since(start).Milliseconds()
 		if aerr := s.appendRecord(rec); aerr != nil {
 			err = errors.Join(err, aerr)
@@ -99,7 +87,7 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (Record, error)
 	}
 	rec.Ref = ref
 
-	st, err := s.stage(ctx, sel, req.Changed)
+	st, err := s.stage(ctx, s.git, sel, req.Changed)
 	if err != nil {
 		return fail(fmt.Errorf("stage: %w", err))
 	}
@@ -119,7 +107,7 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (Record, error)
 	faultPoint("write-tree")
 	if req.SkipUnchanged {
 		if ptree, ok := s.resolve(ctx, parent+"^{tree}"); ok && ptree == tree && len(rec.Issues) == 0 {
-			return Record{}, nil
+			return ckpt.Record{}, nil
 		}
 	}
 
@@ -168,20 +156,20 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (Record, error)
 		return fail(c.err)
 	}
 	rec.Added, rec.Changed, rec.Removed = c.added, c.changed, c.removed
-	rec.State = StateOK
+	rec.State = ckpt.StateOK
 	switch {
 	case len(rec.Issues) > 0:
-		rec.State = StatePartial
+		rec.State = ckpt.StatePartial
 		rec.Issues = dedupeIssues(append(rec.Issues, req.Racy...))
 	case len(req.Racy) > 0:
-		rec.State = StateRacy
-		rec.Issues = dedupeIssues(append([]PathIssue(nil), req.Racy...))
+		rec.State = ckpt.StateRacy
+		rec.Issues = dedupeIssues(append([]ckpt.PathIssue(nil), req.Racy...))
 	}
 	rec.DurationMS = time.Since(start).Milliseconds()
 	if err := s.appendRecord(rec); err != nil {
 		return rec, err
 	}
-	if req.Kind != KindPreRestore { // a restore sets the position itself
+	if req.Kind != ckpt.KindPreRestore { // a restore sets the position itself
 		s.setPosition(rec.SHA)
 	}
 	faultPoint("ledger")
@@ -190,7 +178,7 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (Record, error)
 
 func validateRequest(req SealRequest) error {
 	known := false
-	for _, k := range Kinds {
+	for _, k := range ckpt.Kinds {
 		known = known || k == req.Kind
 	}
 	if !known {
@@ -325,7 +313,7 @@ func (s *Store) resolve(ctx context.Context, rev string) (string, bool) {
 
 // message is the runtime's commit message, then cairn's trailers
 // (docs/cairn-formats.md, "Commit messages").
-func message(req SealRequest, rec Record, now time.Time) string {
+func message(req SealRequest, rec ckpt.Record, now time.Time) string {
 	status := req.Status
 	if status == "" {
 		status = string(req.Kind)
@@ -404,31 +392,31 @@ func (s *Store) Stage(ctx context.Context, patterns []string, changed []string) 
 		return err
 	}
 	return s.withLock(ctx, func() error {
-		_, err := s.stage(ctx, sel, changed)
+		_, err := s.stage(ctx, s.git, sel, changed)
 		return err
 	})
 }
 
 // staged is what staging found beside the index it wrote.
 type staged struct {
-	issues  []PathIssue // could not be read as on disk: the checkpoint is partial
-	skipped []PathIssue // left out by policy (size)
+	issues  []ckpt.PathIssue // could not be read as on disk: the checkpoint is partial
+	skipped []ckpt.PathIssue // left out by policy (size)
 }
 
 // stage brings cairn's index to the disk for the selected paths: all of them
 // (changed == nil) or just the ones named.
-func (s *Store) stage(ctx context.Context, sel *Selector, changed []string) (staged, error) {
+func (s *Store) stage(ctx context.Context, g *Git, sel *Selector, changed []string) (staged, error) {
 	meta := indexMeta{Selection: sel.Key(), MaxSize: s.opts.MaxFileSize}
 	var prev indexMeta
-	metaPath := s.git.Index + ".json" // cairn/index.json beside cairn/index
+	metaPath := g.Index + ".json" // cairn/index.json beside cairn/index
 	if b, err := os.ReadFile(metaPath); err == nil {
 		_ = json.Unmarshal(b, &prev)
 	}
 	// Under the store lock no other cairn runs: an index.lock is a killed seal's.
-	if err := os.Remove(s.git.Index + ".lock"); err == nil {
+	if err := os.Remove(g.Index + ".lock"); err == nil {
 		zerologCtx(ctx).Warn().Str("store", s.gitDir).Msg("removed a stale index lock left by an interrupted seal")
 	}
-	if _, err := os.Stat(s.git.Index); err != nil || prev != meta {
+	if _, err := os.Stat(g.Index); err != nil || prev != meta {
 		changed = nil // the index was built under another selection, or is gone
 	}
 	for _, c := range changed {
@@ -440,14 +428,14 @@ func (s *Store) stage(ctx context.Context, sel *Selector, changed []string) (sta
 	var plan *stagePlan
 	var err error
 	if changed == nil {
-		plan, err = s.planFull(ctx, sel, prev != meta)
+		plan, err = s.planFull(ctx, g, sel, prev != meta)
 	} else {
-		plan, err = s.planPaths(ctx, sel, changed)
+		plan, err = s.planPaths(ctx, g, sel, changed)
 	}
 	if err != nil {
 		return staged{}, err
 	}
-	if err := s.apply(ctx, plan); err != nil {
+	if err := s.apply(ctx, g, plan); err != nil {
 		return staged{}, err
 	}
 	if prev != meta {
@@ -461,12 +449,14 @@ func (s *Store) stage(ctx context.Context, sel *Selector, changed []string) (sta
 	return staged{issues: dedupeIssues(plan.issues), skipped: dedupeIssues(plan.skipped)}, nil
 }
 
-func sortIssues(v []PathIssue) { sort.Slice(v, func(i, j int) bool { return v[i].Path < v[j].Path }) }
+func sortIssues(v []ckpt.PathIssue) {
+	sort.Slice(v, func(i, j int) bool { return v[i].Path < v[j].Path })
+}
 
 // dedupeIssues names each path once, in first-seen order: several steps
 // (staging, a retry, the racy list) may each report the same path. Distinct
 // reasons are kept, joined.
-func dedupeIssues(v []PathIssue) []PathIssue {
+func dedupeIssues(v []ckpt.PathIssue) []ckpt.PathIssue {
 	at := make(map[string]int, len(v))
 	out := v[:0]
 	for _, is := range v {
@@ -493,8 +483,8 @@ type stagePlan struct {
 	stat    map[string]fileID // what each added path looked like before git read it
 	remove  []string          // present on disk but not to be held (symlink, ignored, unselected…)
 	gone    []string          // missing on disk
-	issues  []PathIssue
-	skipped []PathIssue
+	issues  []ckpt.PathIssue
+	skipped []ckpt.PathIssue
 	// ignored, when set, answers (once) which planned paths git's ignore
 	// rules cover; they are dropped after the first staging pass.
 	ignored func() (map[string]bool, error)
@@ -526,11 +516,11 @@ func (s *Store) consider(p *stagePlan, sel *Selector, rel string, links *linkCac
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
 		p.gone = append(p.gone, rel)
 	case err != nil:
-		p.issues = append(p.issues, PathIssue{rel, err.Error()})
+		p.issues = append(p.issues, ckpt.PathIssue{Path: rel, Reason: err.Error()})
 	case fi.Mode().IsRegular():
 		if fi.Size() > s.opts.MaxFileSize {
 			p.remove = append(p.remove, rel)
-			p.skipped = append(p.skipped, PathIssue{rel, fmt.Sprintf("larger than the %d-byte limit (%d bytes)", s.opts.MaxFileSize, fi.Size())})
+			p.skipped = append(p.skipped, ckpt.PathIssue{Path: rel, Reason: fmt.Sprintf("larger than the %d-byte limit (%d bytes)", s.opts.MaxFileSize, fi.Size())})
 			return
 		}
 		p.add = append(p.add, rel)
@@ -542,7 +532,7 @@ func (s *Store) consider(p *stagePlan, sel *Selector, rel string, links *linkCac
 		p.remove = append(p.remove, rel)
 	default:
 		p.remove = append(p.remove, rel)
-		p.issues = append(p.issues, PathIssue{rel, "not a regular file (" + fi.Mode().Type().String() + ")"})
+		p.issues = append(p.issues, ckpt.PathIssue{Path: rel, Reason: "not a regular file (" + fi.Mode().Type().String() + ")"})
 	}
 }
 
@@ -573,7 +563,7 @@ func (c *linkCache) underLink(root, rel string) bool {
 // planFull finds, in one pass of git's stat cache and untracked scan, every
 // selected path that differs from the index. With all set (selection changed
 // or first seal) every tracked path is re-checked against the selection too.
-func (s *Store) planFull(ctx context.Context, sel *Selector, all bool) (*stagePlan, error) {
+func (s *Store) planFull(ctx context.Context, g *Git, sel *Selector, all bool) (*stagePlan, error) {
 	args := []string{"ls-files", "-z", "-t", "-o", "-m", "-d", "--exclude-standard"}
 	if all {
 		args = append(args, "-c")
@@ -584,9 +574,9 @@ func (s *Store) planFull(ctx context.Context, sel *Selector, all bool) (*stagePl
 	wg.Add(1)
 	go func() { // tracked files that an ignore rule now covers leave the checkpoint
 		defer wg.Done()
-		ignoredOut, ignoredErr = s.git.Run(ctx, nil, "ls-files", "-z", "-c", "-i", "--exclude-standard")
+		ignoredOut, ignoredErr = g.Run(ctx, nil, "ls-files", "-z", "-c", "-i", "--exclude-standard")
 	}()
-	out, warn, err := s.git.RunWarn(ctx, nil, args...)
+	out, warn, err := g.RunWarn(ctx, nil, args...)
 	wg.Wait()
 	if err != nil {
 		return nil, err
@@ -624,7 +614,7 @@ func (s *Store) planFull(ctx context.Context, sel *Selector, all bool) (*stagePl
 		for _, n := range nested {
 			files = append(files, s.walkFiles(n, p)...)
 		}
-		if err := s.considerUnignored(ctx, p, sel, files, links); err != nil {
+		if err := s.considerUnignored(ctx, g, p, sel, files, links); err != nil {
 			return nil, err
 		}
 	}
@@ -634,7 +624,7 @@ func (s *Store) planFull(ctx context.Context, sel *Selector, all bool) (*stagePl
 }
 
 // planPaths classifies exactly the named paths (and what lies under any of them).
-func (s *Store) planPaths(ctx context.Context, sel *Selector, changed []string) (*stagePlan, error) {
+func (s *Store) planPaths(ctx context.Context, g *Git, sel *Selector, changed []string) (*stagePlan, error) {
 	p := &stagePlan{stat: map[string]fileID{}}
 	links := &linkCache{}
 	uniq := map[string]bool{}
@@ -642,7 +632,7 @@ func (s *Store) planPaths(ctx context.Context, sel *Selector, changed []string) 
 	for _, raw := range changed {
 		rel, err := cleanRel(raw)
 		if err != nil {
-			p.issues = append(p.issues, PathIssue{raw, err.Error()})
+			p.issues = append(p.issues, ckpt.PathIssue{Path: raw, Reason: err.Error()})
 			continue
 		}
 		if uniq[rel] || Excluded(rel) {
@@ -671,7 +661,7 @@ func (s *Store) planPaths(ctx context.Context, sel *Selector, changed []string) 
 	}
 	// Tracked entries at or under a missing path (a removed file or folder).
 	if len(missing) > 0 {
-		tracked, err := s.trackedUnder(ctx, missing)
+		tracked, err := s.trackedUnder(ctx, g, missing)
 		if err != nil {
 			return nil, err
 		}
@@ -686,7 +676,7 @@ func (s *Store) planPaths(ctx context.Context, sel *Selector, changed []string) 
 			}
 		}
 	}
-	if err := s.considerUnignored(ctx, p, sel, files, links); err != nil {
+	if err := s.considerUnignored(ctx, g, p, sel, files, links); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -701,7 +691,7 @@ const parallelIgnoreMax = 256
 // leave the index), and classifies the rest. For a handful of paths (an
 // incremental seal) the question runs while they are staged: check-ignore
 // does not read the index, and an ignored path staged meanwhile is dropped.
-func (s *Store) considerUnignored(ctx context.Context, p *stagePlan, sel *Selector, files []string, links *linkCache) error {
+func (s *Store) considerUnignored(ctx context.Context, g *Git, p *stagePlan, sel *Selector, files []string, links *linkCache) error {
 	// check-ignore reads stdin as pathspecs (and refuses literal magic), so
 	// each path goes as "./path": nothing in a name can read as magic. Paths
 	// under a symlinked folder leave the index whatever the rules say, and
@@ -717,7 +707,7 @@ func (s *Store) considerUnignored(ctx context.Context, p *stagePlan, sel *Select
 		if len(ask) == 0 {
 			return ignored, nil
 		}
-		out, err := s.git.Run(ctx, nulJoin(ask), "check-ignore", "--no-index", "-z", "--stdin")
+		out, err := g.Run(ctx, nulJoin(ask), "check-ignore", "--no-index", "-z", "--stdin")
 		var ge *GitError
 		if err != nil && !(errors.As(err, &ge) && ge.ExitCode == 1) { // 1: nothing ignored
 			return nil, err
@@ -762,14 +752,14 @@ func (s *Store) considerUnignored(ctx context.Context, p *stagePlan, sel *Select
 
 // trackedUnder lists index entries at or under the given paths, in batches
 // bounded by count and argv bytes.
-func (s *Store) trackedUnder(ctx context.Context, paths []string) ([]string, error) {
+func (s *Store) trackedUnder(ctx context.Context, g *Git, paths []string) ([]string, error) {
 	var all []string
 	for _, batch := range batches(paths, s.opts.BatchSize, 64<<10) {
 		args := []string{"ls-files", "-z", "--"}
 		for _, b := range batch {
 			args = append(args, ":(literal)"+b)
 		}
-		out, err := s.git.Run(ctx, nil, args...)
+		out, err := g.Run(ctx, nil, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -806,7 +796,7 @@ func (s *Store) walkFiles(rel string, p *stagePlan) []string {
 		r, _ := filepath.Rel(s.workTree, abs)
 		r = filepath.ToSlash(r)
 		if err != nil {
-			p.issues = append(p.issues, PathIssue{r, err.Error()})
+			p.issues = append(p.issues, ckpt.PathIssue{Path: r, Reason: err.Error()})
 			return nil
 		}
 		if d.IsDir() {
@@ -843,10 +833,10 @@ func minus(a, b []string) []string {
 // apply writes the plan into cairn's index. Paths go through stdin, never as
 // pathspecs: no magic, no argv limit. A file that cannot be read (or changes
 // while git reads it) is retried, then named, and never aborts the checkpoint.
-func (s *Store) apply(ctx context.Context, p *stagePlan) error {
+func (s *Store) apply(ctx context.Context, g *Git, p *stagePlan) error {
 	if len(p.remove) > 0 {
 		sort.Strings(p.remove)
-		if _, err := s.git.Run(ctx, nulJoin(p.remove), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
+		if _, err := g.Run(ctx, nulJoin(p.remove), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
 			return err
 		}
 	}
@@ -858,11 +848,11 @@ func (s *Store) apply(ctx context.Context, p *stagePlan) error {
 			// git trusts an entry whose size and whole-second times match: a
 			// file rewritten at the same size in the same second as git read
 			// it would keep its stale blob. Dropping the entries forces a re-read.
-			if _, err := s.git.Run(ctx, nulJoin(todo), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
+			if _, err := g.Run(ctx, nulJoin(todo), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
 				return err
 			}
 		}
-		bad, err := s.updateIndex(ctx, todo)
+		bad, err := s.updateIndex(ctx, g, todo)
 		if p.ignored != nil {
 			ig, ierr := p.ignored()
 			p.ignored = nil
@@ -870,14 +860,14 @@ func (s *Store) apply(ctx context.Context, p *stagePlan) error {
 				err = ierr
 			}
 			if err == nil && len(ig) > 0 {
-				err = s.dropIgnored(ctx, p, ig)
+				err = s.dropIgnored(ctx, g, p, ig)
 			}
 		}
 		if err != nil {
 			return err
 		}
 		for _, b := range bad {
-			p.issues = append(p.issues, PathIssue{b.path, b.reason})
+			p.issues = append(p.issues, ckpt.PathIssue{Path: b.path, Reason: b.reason})
 		}
 		// Anything that changed while git read it is read again.
 		todo = todo[:0]
@@ -891,7 +881,7 @@ func (s *Store) apply(ctx context.Context, p *stagePlan) error {
 				continue
 			}
 			if attempt == 2 {
-				p.issues = append(p.issues, PathIssue{rel, "changed while the checkpoint was sealed"})
+				p.issues = append(p.issues, ckpt.PathIssue{Path: rel, Reason: "changed while the checkpoint was sealed"})
 				continue
 			}
 			if err == nil && fi.Mode().IsRegular() {
@@ -907,13 +897,13 @@ func (s *Store) apply(ctx context.Context, p *stagePlan) error {
 }
 
 // dropIgnored takes paths an ignore rule covers back out of the index and the plan.
-func (s *Store) dropIgnored(ctx context.Context, p *stagePlan, ig map[string]bool) error {
+func (s *Store) dropIgnored(ctx context.Context, g *Git, p *stagePlan, ig map[string]bool) error {
 	var drop []string
 	for f := range ig {
 		drop = append(drop, f)
 	}
 	sort.Strings(drop)
-	if _, err := s.git.Run(ctx, nulJoin(drop), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
+	if _, err := g.Run(ctx, nulJoin(drop), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
 		return err
 	}
 	keep := p.add[:0]
@@ -923,14 +913,14 @@ func (s *Store) dropIgnored(ctx context.Context, p *stagePlan, ig map[string]boo
 		}
 	}
 	p.add = keep
-	var issues []PathIssue
+	var issues []ckpt.PathIssue
 	for _, is := range p.issues {
 		if !ig[is.Path] { // an ignored FIFO is not the checkpoint's business
 			issues = append(issues, is)
 		}
 	}
 	p.issues = issues
-	var skipped []PathIssue
+	var skipped []ckpt.PathIssue
 	for _, is := range p.skipped {
 		if !ig[is.Path] {
 			skipped = append(skipped, is)
@@ -945,8 +935,8 @@ type badPath struct{ path, reason string }
 // updateIndex adds or refreshes paths (removing the missing ones). When git
 // refuses the batch because of one file, the batch is split until the
 // unreadable files are isolated; the others are staged.
-func (s *Store) updateIndex(ctx context.Context, paths []string) ([]badPath, error) {
-	_, err := s.git.Run(ctx, nulJoin(paths), "update-index", "-z", "--add", "--remove", "--replace", "--stdin")
+func (s *Store) updateIndex(ctx context.Context, g *Git, paths []string) ([]badPath, error) {
+	_, err := g.Run(ctx, nulJoin(paths), "update-index", "-z", "--add", "--remove", "--replace", "--stdin")
 	if err == nil {
 		return nil, nil
 	}
@@ -958,11 +948,11 @@ func (s *Store) updateIndex(ctx context.Context, paths []string) ([]badPath, err
 		return []badPath{{paths[0], firstLine(ge.Stderr)}}, nil
 	}
 	half := len(paths) / 2
-	a, err := s.updateIndex(ctx, paths[:half])
+	a, err := s.updateIndex(ctx, g, paths[:half])
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.updateIndex(ctx, paths[half:])
+	b, err := s.updateIndex(ctx, g, paths[half:])
 	if err != nil {
 		return nil, err
 	}
@@ -979,8 +969,8 @@ func firstLine(s string) string {
 
 // unreadableDirs turns git's "could not open directory" warnings into issues:
 // git skips such a folder and still succeeds, so the checkpoint is partial.
-func unreadableDirs(stderr string) []PathIssue {
-	var out []PathIssue
+func unreadableDirs(stderr string) []ckpt.PathIssue {
+	var out []ckpt.PathIssue
 	for _, l := range strings.Split(stderr, "\n") {
 		const pre = "warning: could not open directory '"
 		if !strings.HasPrefix(l, pre) {
@@ -991,7 +981,7 @@ func unreadableDirs(stderr string) []PathIssue {
 		if i < 0 {
 			continue
 		}
-		out = append(out, PathIssue{strings.TrimSuffix(rest[:i], "/"), "folder not readable: " + rest[i+3:]})
+		out = append(out, ckpt.PathIssue{Path: strings.TrimSuffix(rest[:i], "/"), Reason: "folder not readable: " + rest[i+3:]})
 	}
 	return out
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/platform"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // Exact names and contents (docs/runtime-formats.md, docs/cairn-formats.md).
@@ -66,11 +68,11 @@ type Store struct {
 	git      *Git
 
 	mu         sync.Mutex
-	records    []Record // the ledger, plus unwritten
+	records    []ckpt.Record // the ledger, plus unwritten
 	ledgerSize int64
 	// unwritten are records whose append failed (a full disk): kept in
 	// records and written, in id order, before the next append.
-	unwritten []Record
+	unwritten []ckpt.Record
 	// issued is the highest id this process handed out, so an id whose
 	// record never reached the ledger is not handed out again.
 	issued int
@@ -224,9 +226,6 @@ func (s *Store) Layout() Layout { return s.layout }
 
 // LedgerPath is the ledger's file.
 func (s *Store) LedgerPath() string { return s.ledger }
-
-// Git is the store's runner, for packages that read the store (restore, diff).
-func (s *Store) Git() *Git { return s.git }
 
 // lockCtx takes a file lock, waiting until ctx is done.
 func lockCtx(ctx context.Context, path string) (*platform.FileLock, error) {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // plainGit runs the git a user would run by hand on the store, with only
@@ -69,12 +71,12 @@ func TestSeedLayoutAndMessages(t *testing.T) {
 	}
 	const run = "1753110463686-yayna"
 	ts := time.Now().UTC().Truncate(time.Millisecond).Add(2 * time.Second)
-	rec, err := st.Seal(ctx, SealRequest{Kind: KindCompleted, CodonID: "write-line", CodonName: "Write one line",
+	rec, err := st.Seal(ctx, SealRequest{Kind: ckpt.KindCompleted, CodonID: "write-line", CodonName: "Write one line",
 		RunID: run, Patterns: []string{"analysis-haiku.md"}, Duration: 1234 * time.Millisecond, Time: ts})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Ref != "refs/heads/run-"+run || rec.State != StateOK {
+	if rec.Ref != "refs/heads/run-"+run || rec.State != ckpt.StateOK {
 		t.Fatalf("record %+v", rec)
 	}
 
@@ -114,7 +116,7 @@ func TestSeedLayoutAndMessages(t *testing.T) {
 		t.Error("the store's shared index was written")
 	}
 	// A second checkpoint of the run goes on the same branch, parent the first.
-	rec2, err := st.Seal(ctx, SealRequest{Kind: KindRigSetup, CodonID: "review#2", CodonName: "Review", RunID: run,
+	rec2, err := st.Seal(ctx, SealRequest{Kind: ckpt.KindRigSetup, CodonID: "review#2", CodonName: "Review", RunID: run,
 		Patterns: []string{"analysis-haiku.md"}})
 	if err != nil {
 		t.Fatal(err)
@@ -212,10 +214,10 @@ func TestUserRepositoryUntouched(t *testing.T) {
 		t.Fatalf("store %s (layout %s) not under the state directory", st.GitDir(), st.Layout())
 	}
 	putFile(t, filepath.Join(ws, "main.go"), "package main\n// edit\n")
-	if _, err := st.Seal(ctx, SealRequest{Kind: KindManual}); err != nil {
+	if _, err := st.Seal(ctx, SealRequest{Kind: ckpt.KindManual}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Seal(ctx, SealRequest{Kind: KindManual, Changed: []string{"main.go"}}); err != nil {
+	if _, err := st.Seal(ctx, SealRequest{Kind: ckpt.KindManual, Changed: []string{"main.go"}}); err != nil {
 		t.Fatal(err)
 	}
 	if after := hashTree(t, userGit); after != before {

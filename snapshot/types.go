@@ -1,6 +1,10 @@
 package snapshot
 
-import "time"
+import (
+	"time"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
+)
 
 // Layout says where a workspace's store lives and what its work tree is.
 type Layout string
@@ -11,79 +15,29 @@ const (
 	LayoutPlain     Layout = "plain"     // store under the state directory, work tree dir
 )
 
-// Kind is why a checkpoint was sealed.
-type Kind string
-
-const (
-	KindRigSetup   Kind = "rig-setup"
-	KindCompleted  Kind = "completed"
-	KindError      Kind = "error"
-	KindSkipped    Kind = "skipped"
-	KindExit       Kind = "exit"
-	KindAutosave   Kind = "autosave"
-	KindManual     Kind = "manual"
-	KindPreRestore Kind = "pre-restore"
-	KindBaseline   Kind = "baseline"
+// The checkpoint types are restore/ckpt's (ckpt.Record, ckpt.Kind, …); the
+// store writes and reads them directly.
+//
+// These few aliases are kept only for agent/workspace.go and
+// agent/lifecycle.go, which are being refactored separately: use restore/ckpt,
+// and remove them once those two files do.
+type (
+	Kind      = ckpt.Kind
+	PathIssue = ckpt.PathIssue
+	Record    = ckpt.Record
 )
 
-// Kinds lists every kind, for validation.
-var Kinds = []Kind{KindRigSetup, KindCompleted, KindError, KindSkipped, KindExit, KindAutosave, KindManual, KindPreRestore, KindBaseline}
-
-// IsLifecycle reports whether k is a codon lifecycle status of the runtime.
-func (k Kind) IsLifecycle() bool {
-	switch k {
-	case KindRigSetup, KindCompleted, KindError, KindSkipped, KindExit:
-		return true
-	}
-	return false
-}
-
-// State is how a seal ended.
-type State string
-
+// Kept for agent/workspace.go and agent/lifecycle.go only; see Record.
 const (
-	StateOK      State = "ok"
-	StatePartial State = "partial" // some paths could not be read: listed
-	StateRacy    State = "racy"    // files changed between the marker and the seal: listed
-	StateFailed  State = "failed"  // no checkpoint: the error says why
+	KindAutosave = ckpt.KindAutosave
+	KindBaseline = ckpt.KindBaseline
+	StateOK      = ckpt.StateOK
+	StateFailed  = ckpt.StateFailed
 )
-
-// PathIssue names a path a checkpoint could not hold as it is on disk, and why.
-type PathIssue struct {
-	Path   string `json:"path"`
-	Reason string `json:"reason"`
-}
-
-// Record is one ledger line: one checkpoint.
-type Record struct {
-	ID        string `json:"id"` // c1, c2, …
-	SHA       string `json:"sha,omitempty"`
-	Parent    string `json:"parent,omitempty"`
-	Kind      Kind   `json:"kind"`
-	Label     string `json:"label,omitempty"`
-	CodonID   string `json:"codonId,omitempty"`
-	CodonName string `json:"codonName,omitempty"`
-	RunID     string `json:"runId,omitempty"`
-	// Attempt counts earlier records of the same codon in the run (retries, 0-based).
-	Attempt int       `json:"attempt,omitempty"`
-	Ref     string    `json:"ref,omitempty"` // full ref the checkpoint was sealed on
-	Time    time.Time `json:"time"`
-	// DurationMS is how long the seal took.
-	DurationMS int64       `json:"durationMs"`
-	Changed    int         `json:"changed"`
-	Added      int         `json:"added"`
-	Removed    int         `json:"removed"`
-	State      State       `json:"state"`
-	Issues     []PathIssue `json:"issues,omitempty"`    // partial/racy: paths not held as they are on disk
-	Skipped    []PathIssue `json:"skipped,omitempty"`   // left out by policy (larger than the size limit)
-	Error      string      `json:"error,omitempty"`     // failed
-	Adopted    bool        `json:"adopted,omitempty"`   // sealed by the runtime itself, recorded by cairn
-	Recovered  bool        `json:"recovered,omitempty"` // re-recorded from git trailers after a crash or a lost ledger
-}
 
 // SealRequest describes one checkpoint to seal.
 type SealRequest struct {
-	Kind      Kind
+	Kind      ckpt.Kind
 	Label     string
 	CodonID   string
 	CodonName string
@@ -110,7 +64,7 @@ type SealRequest struct {
 	SkipUnchanged bool
 	// Racy names paths that changed after the lifecycle marker this
 	// checkpoint is for: the record's state becomes racy, listing them.
-	Racy []PathIssue
+	Racy []ckpt.PathIssue
 
 	subject    string       // replaces the first line (pre-restore: the runtime's wording)
 	afterStage func() error // runs between staging and write-tree (a restore adds files it will overwrite)

@@ -12,9 +12,10 @@ const (
 	DefaultMaxWait = 60 * time.Second
 )
 
-// Debouncer collects changed paths into a dirty set and says when to flush
-// it: once no change came for the quiet period, or once the maximum wait has
-// passed since the first unflushed change, whichever is sooner.
+// Debouncer is a pure timer that says when to flush changes: once no change
+// came for the quiet period, or once the maximum wait has passed since the
+// first unflushed change, whichever is sooner. What changed is the caller's
+// to keep; the Debouncer only knows that something did.
 //
 // It owns no goroutine: one timer, armed only while changes are pending, so
 // an idle Debouncer costs nothing.
@@ -23,7 +24,7 @@ type Debouncer struct {
 	c              chan struct{}
 
 	mu          sync.Mutex
-	dirty       map[string]time.Time
+	pending     bool      // a change came since the last Take
 	first, last time.Time // first and latest Add since the last Take
 	timer       *time.Timer
 	armed       bool // timer set and not yet fired
@@ -43,23 +44,19 @@ func NewDebouncer(quiet, maxWait time.Duration) *Debouncer {
 		quiet:   quiet,
 		maxWait: maxWait,
 		c:       make(chan struct{}, 1),
-		dirty:   make(map[string]time.Time),
 	}
 }
 
-// Add marks path dirty; t is when its change was seen, and the latest t per
-// path is kept. The quiet and maximum waits run on the clock of Add's calls.
-func (d *Debouncer) Add(path string, t time.Time) {
+// Add notes a change. The quiet and maximum waits run on the clock of Add's
+// calls.
+func (d *Debouncer) Add() {
 	now := time.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if len(d.dirty) == 0 {
-		d.first = now
+	if !d.pending {
+		d.first, d.pending = now, true
 	}
 	d.last = now
-	if old, ok := d.dirty[path]; !ok || t.After(old) {
-		d.dirty[path] = t
-	}
 	if !d.armed && !d.due && !d.stopped {
 		d.arm(min(d.quiet, d.maxWait))
 	}
@@ -68,27 +65,17 @@ func (d *Debouncer) Add(path string, t time.Time) {
 // C receives a value when a flush is due. Call Take then.
 func (d *Debouncer) C() <-chan struct{} { return d.c }
 
-// Take returns the dirty paths with their latest change times and clears the
-// set. It may be called at any time (a lifecycle checkpoint flushes early);
-// it withdraws a pending value on C, and may return an empty map.
-func (d *Debouncer) Take() map[string]time.Time {
+// Take says the pending changes were flushed: the waits start over at the
+// next Add. It may be called at any time (a lifecycle checkpoint flushes
+// early); it withdraws a pending value on C.
+func (d *Debouncer) Take() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	m := d.dirty
-	d.dirty = make(map[string]time.Time, len(m)/2)
-	d.due = false
+	d.pending, d.due = false, false
 	select {
 	case <-d.c:
 	default:
 	}
-	return m
-}
-
-// Len is the number of dirty paths.
-func (d *Debouncer) Len() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.dirty)
 }
 
 // Stop disarms the timer: C fires no more. Take still works.
@@ -121,7 +108,7 @@ func (d *Debouncer) fire() {
 		return // stopped, or a stale expiry racing a Reset
 	}
 	d.armed = false
-	if d.due || len(d.dirty) == 0 {
+	if d.due || !d.pending {
 		return // taken early
 	}
 	due := d.last.Add(d.quiet)

@@ -1,7 +1,6 @@
 package watcher
 
 import (
-	"fmt"
 	"testing"
 	"time"
 )
@@ -29,17 +28,23 @@ func TestDebouncerQuietPeriod(t *testing.T) {
 	defer d.Stop()
 
 	t0 := time.Now()
-	d.Add("a", t0)
+	d.Add()
 	fired := waitFlush(t, d)
 	if got := fired.Sub(t0); got < testQuiet {
 		t.Errorf("flushed %v after the only change, before the quiet period %v", got, testQuiet)
 	}
-	got := d.Take()
-	if len(got) != 1 || !got["a"].Equal(t0) {
-		t.Errorf("Take = %v", got)
-	}
-	if got := d.Take(); len(got) != 0 {
-		t.Errorf("second Take = %v, want empty", got)
+	d.Take()
+	noFlush(t, d, "after Take with no change since")
+}
+
+// noFlush checks that C stays quiet. A negative check needs a bounded look:
+// several quiet periods.
+func noFlush(t *testing.T, d *Debouncer, when string) {
+	t.Helper()
+	select {
+	case <-d.C():
+		t.Errorf("flush %s", when)
+	case <-time.After(4 * testQuiet):
 	}
 }
 
@@ -50,24 +55,20 @@ func TestDebouncerQuietRestarts(t *testing.T) {
 	d := NewDebouncer(testQuiet, time.Minute)
 	defer d.Stop()
 
-	d.Add("a", time.Now())
+	d.Add()
 	time.Sleep(testQuiet / 2) // paces the input; nothing is waited for
-	var last time.Time
 	select {
 	case <-d.C():
 		// The machine stalled past the quiet period: a flush was due.
 	default:
-		last = time.Now()
-		d.Add("b", last)
+		last := time.Now()
+		d.Add()
 		fired := waitFlush(t, d)
 		if got := fired.Sub(last); got < testQuiet {
 			t.Errorf("flushed %v after the last change, before the quiet period %v", got, testQuiet)
 		}
 	}
-	got := d.Take()
-	if _, ok := got["a"]; !ok {
-		t.Errorf("Take = %v, lacks a", got)
-	}
+	d.Take()
 }
 
 // During continuous change the flush comes at the maximum wait.
@@ -80,20 +81,17 @@ func TestDebouncerMaxWait(t *testing.T) {
 	defer tick.Stop()
 	start := time.Now()
 	prev, maxGap := start, time.Duration(0)
-	added := map[string]bool{"p0": true}
-	d.Add("p0", start)
+	d.Add()
 	deadline := time.After(waitTimeout)
 	var fired time.Time
-	for i := 1; fired.IsZero(); i++ {
+	for fired.IsZero() {
 		select {
 		case <-d.C():
 			fired = time.Now()
 			maxGap = max(maxGap, fired.Sub(prev)) // the test may have stalled since its last Add
 		case <-tick.C:
-			p := fmt.Sprintf("p%d", i%7)
-			added[p] = true
 			now := time.Now() // not the tick's time: a stalled test adds late
-			d.Add(p, now)
+			d.Add()
 			maxGap = max(maxGap, now.Sub(prev))
 			prev = now
 		case <-deadline:
@@ -108,9 +106,7 @@ func TestDebouncerMaxWait(t *testing.T) {
 	if elapsed > testMaxWait+2*time.Second {
 		t.Errorf("flushed after %v, long past the maximum wait %v", elapsed, testMaxWait)
 	}
-	if got := d.Take(); len(got) != len(added) {
-		t.Errorf("Take has %d paths, want %d: %v", len(got), len(added), got)
-	}
+	d.Take()
 }
 
 func TestDebouncerTakeResets(t *testing.T) {
@@ -118,17 +114,16 @@ func TestDebouncerTakeResets(t *testing.T) {
 	d := NewDebouncer(testQuiet, testMaxWait)
 	defer d.Stop()
 
-	d.Add("a", time.Now())
+	d.Add()
 	waitFlush(t, d)
-	d.Add("b", time.Now()) // after the flush signal, before Take: taken with it
-	if got := d.Take(); len(got) != 2 {
-		t.Errorf("Take = %v, want a and b", got)
-	}
+	d.Add() // after the flush signal, before Take: flushed with it
+	d.Take()
+	noFlush(t, d, "for a change flushed by the Take after it")
 
 	// An early Take (a lifecycle seal) withdraws the pending flush.
-	d.Add("c", time.Now())
+	d.Add()
 	waitFlush(t, d)
-	d.Add("d", time.Now())
+	d.Add()
 	d.Take()
 	select {
 	case <-d.C():
@@ -136,45 +131,37 @@ func TestDebouncerTakeResets(t *testing.T) {
 	default:
 	}
 
-	d.Add("e", time.Now())
+	d.Add()
 	waitFlush(t, d)
-	if got := d.Take(); len(got) != 1 {
-		t.Errorf("Take = %v, want only e", got)
-	}
+	d.Take()
 }
 
-func TestDebouncerKeepsLatestTime(t *testing.T) {
-	d := NewDebouncer(time.Hour, time.Hour)
+// A Take before the flush is due leaves the armed timer nothing to flush.
+func TestDebouncerTakeBeforeDue(t *testing.T) {
+	checkNoLeaks(t)
+	d := NewDebouncer(testQuiet, testMaxWait)
 	defer d.Stop()
+	d.Add()
+	d.Take()
+	noFlush(t, d, "after an early Take")
+
+	// The waits start over at the next Add.
 	t0 := time.Now()
-	d.Add("a", t0)
-	d.Add("a", t0.Add(-time.Second)) // an older event seen late
-	d.Add("a", t0.Add(time.Second))
-	d.Add("b", t0)
-	if d.Len() != 2 {
-		t.Errorf("Len = %d", d.Len())
+	d.Add()
+	if got := waitFlush(t, d).Sub(t0); got < testQuiet {
+		t.Errorf("flushed %v after the change, before the quiet period %v", got, testQuiet)
 	}
-	got := d.Take()
-	if !got["a"].Equal(t0.Add(time.Second)) || !got["b"].Equal(t0) {
-		t.Errorf("Take = %v", got)
-	}
+	d.Take()
 }
 
 func TestDebouncerStop(t *testing.T) {
 	checkNoLeaks(t)
 	d := NewDebouncer(testQuiet, testMaxWait)
-	d.Add("a", time.Now())
+	d.Add()
 	d.Stop()
-	d.Add("b", time.Now())
-	// A negative check needs a bounded look: several quiet periods.
-	select {
-	case <-d.C():
-		t.Error("flush after Stop")
-	case <-time.After(4 * testQuiet):
-	}
-	if got := d.Take(); len(got) != 2 {
-		t.Errorf("Take after Stop = %v", got)
-	}
+	d.Add()
+	noFlush(t, d, "after Stop")
+	d.Take() // still works
 }
 
 func TestDebouncerDefaults(t *testing.T) {

@@ -12,6 +12,8 @@ import (
 	"github.com/cairn-dev/cairn/agent/hankweave/hwsim"
 	"github.com/cairn-dev/cairn/snapshot"
 	"github.com/cairn-dev/cairn/snapshot/sealbench"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // latencyWarmup markers come first and are not counted: the first creates
@@ -95,9 +97,12 @@ func (b *bench) latency(ctx context.Context) (*LatencyResult, error) {
 	for i := range parts {
 		parts[i] = hwsim.Codon{ID: codon(i), Files: []string{"**"}}
 	}
-	sim := hwsim.New(nil, execDir, hwsim.Plan(parts...))
-	runID := sim.StartRun()
-	if err := sim.Err(); err != nil {
+	sim, err := hwsim.New(execDir, hwsim.Plan(parts...))
+	if err != nil {
+		return nil, err
+	}
+	runID, err := sim.StartRun()
+	if err != nil {
 		return nil, err
 	}
 
@@ -124,7 +129,7 @@ func (b *bench) latency(ctx context.Context) (*LatencyResult, error) {
 		return nil, err
 	}
 	defer engine.Close()
-	if _, err := engine.Seal(ctx, snapshot.SealRequest{Kind: snapshot.KindBaseline, Label: "daemonbench"}); err != nil {
+	if _, err := engine.Seal(ctx, snapshot.SealRequest{Kind: ckpt.KindBaseline, Label: "daemonbench"}); err != nil {
 		return nil, err
 	}
 
@@ -141,12 +146,13 @@ func (b *bench) latency(ctx context.Context) (*LatencyResult, error) {
 		}
 		// A live runtime heartbeats; the daemon counts a lock 120 s old as stale.
 		if time.Since(heartbeat) > 30*time.Second {
-			sim.Heartbeat()
+			if err := sim.Heartbeat(); err != nil {
+				return nil, err
+			}
 			heartbeat = time.Now()
 		}
 		c := codon(i)
-		sim.StartCodon(c)
-		if err := sim.Err(); err != nil {
+		if err := sim.StartCodon(c); err != nil {
 			return nil, err
 		}
 		sealbench.Settle()
@@ -163,10 +169,11 @@ func (b *bench) latency(ctx context.Context) (*LatencyResult, error) {
 		if err := appendLine(filepath.Join(execDir, "agentRoot"), paths, line); err != nil {
 			return nil, err
 		}
-		sim.Advance(c, "completing-sentinels")
+		if err := sim.Advance(c, "completing-sentinels"); err != nil {
+			return nil, err
+		}
 		t0 := time.Now()
-		sim.Advance(c, "completed")
-		if err := sim.Err(); err != nil {
+		if err := sim.Advance(c, "completed"); err != nil {
 			return nil, err
 		}
 		lat, err := waitRefMove(ctx, gitDir, branch, prev, t0, 30*time.Second)
@@ -183,13 +190,13 @@ func (b *bench) latency(ctx context.Context) (*LatencyResult, error) {
 			return nil, err
 		}
 		t1 := time.Now()
-		rec, err := engine.Seal(ctx, snapshot.SealRequest{Kind: snapshot.KindCompleted, CodonID: c, CodonName: c,
+		rec, err := engine.Seal(ctx, snapshot.SealRequest{Kind: ckpt.KindCompleted, CodonID: c, CodonName: c,
 			RunID: "engine", Changed: paths, Patterns: []string{"**"}})
 		eng := time.Since(t1)
 		if err != nil {
 			return nil, fmt.Errorf("engine seal: %w", err)
 		}
-		if rec.State != snapshot.StateOK {
+		if rec.State != ckpt.StateOK {
 			return nil, fmt.Errorf("engine seal of %s: state %s", c, rec.State)
 		}
 		if i >= latencyWarmup {
@@ -217,7 +224,9 @@ func (b *bench) latency(ctx context.Context) (*LatencyResult, error) {
 	}
 
 	b.logf("latency: measuring %s of idle with the runtime's lock held", cfg.Idle)
-	sim.Heartbeat()
+	if err := sim.Heartbeat(); err != nil {
+		return nil, err
+	}
 	if err := sleep(ctx, time.Second); err != nil {
 		return nil, err
 	}
@@ -241,9 +250,9 @@ func (b *bench) latency(ctx context.Context) (*LatencyResult, error) {
 		return nil, err
 	}
 	defer st.Close()
-	byCodon := map[string]snapshot.Record{}
+	byCodon := map[string]ckpt.Record{}
 	for _, r := range st.Records() {
-		if r.RunID == runID && r.Kind == snapshot.KindCompleted {
+		if r.RunID == runID && r.Kind == ckpt.KindCompleted {
 			byCodon[r.CodonID] = r
 		}
 	}
@@ -253,10 +262,10 @@ func (b *bench) latency(ctx context.Context) (*LatencyResult, error) {
 		switch {
 		case !ok:
 			res.Missing++
-		case r.State == snapshot.StateFailed:
+		case r.State == ckpt.StateFailed:
 			res.Failed++
 		default:
-			if r.State == snapshot.StateRacy {
+			if r.State == ckpt.StateRacy {
 				res.Racy++
 				for _, is := range r.Issues {
 					res.RacyIssues = append(res.RacyIssues, fmt.Sprintf("%s: %s (%s)", r.CodonID, is.Path, is.Reason))

@@ -11,6 +11,8 @@ import (
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/snapshot"
 	"github.com/cairn-dev/cairn/snapshot/sealbench"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // StormResult is part 3: a burst of writes with autosave on.
@@ -118,12 +120,12 @@ func (b *bench) storm(ctx context.Context) (*StormResult, error) {
 		if err := st.Reload(ctx); err != nil {
 			return nil, err
 		}
-		var final snapshot.Record
+		var final ckpt.Record
 		for _, rec := range st.Records() {
-			if rec.Kind != snapshot.KindAutosave || rec.SHA == "" || rec.Time.Before(start) {
+			if rec.Kind != ckpt.KindAutosave || rec.SHA == "" || rec.Time.Before(start) {
 				continue
 			}
-			if rec.State == snapshot.StatePartial {
+			if rec.State == ckpt.StatePartial {
 				run.Partial++
 			}
 			if rec.Time.Before(end) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/agent/hankweave/hwsim"
+	"github.com/cairn-dev/cairn/agent/hankweave/hwsim/hwsimtest"
 )
 
 // FuzzParseState: no input panics ParseState, Due or ExitDue; whatever parses
@@ -23,7 +24,7 @@ func FuzzParseState(f *testing.F) {
 
 	// States the simulated runtime writes along a scenario, and their torn halves.
 	dir := f.TempDir()
-	sim := hwsim.New(f, dir, hwsim.Plan(
+	sim := hwsimtest.New(f, dir, hwsim.Plan(
 		hwsim.Codon{ID: "a", Files: []string{"a.md"}, RigSetup: []hwsim.RigStep{hwsim.Command("make", nil)}},
 		hwsim.Loop("l", 2, hwsim.Codon{ID: "r", Files: []string{"r.md"}}),
 	))

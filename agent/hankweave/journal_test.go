@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/agent/hankweave/hwsim"
+	"github.com/cairn-dev/cairn/agent/hankweave/hwsim/hwsimtest"
 )
 
 func line(id string) string {
@@ -123,7 +124,7 @@ func TestJournalRead(t *testing.T) {
 // compaction (nothing, no error) and reappearance at the next start.
 func TestJournalFromSim(t *testing.T) {
 	dir := t.TempDir()
-	sim := hwsim.New(t, dir, hwsim.Plan(hwsim.Codon{ID: "a", Files: []string{"a.md"}}))
+	sim := hwsimtest.New(t, dir, hwsim.Plan(hwsim.Codon{ID: "a", Files: []string{"a.md"}}))
 	j := NewJournal(dir)
 	if evs, err := j.Read(); err != nil || len(evs) != 0 {
 		t.Fatalf("before start: %v %v", evs, err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/hankweave/hwsim"
+	"github.com/cairn-dev/cairn/agent/hankweave/hwsim/hwsimtest"
 )
 
 func TestLockAlive(t *testing.T) {
@@ -84,23 +85,23 @@ func TestLockFromSim(t *testing.T) {
 	cases := []struct {
 		name  string
 		opts  []hwsim.Option
-		play  func(s *hwsim.Sim)
+		play  func(s *hwsimtest.Sim)
 		alive bool
 		none  bool
 	}{
-		{"running", nil, func(s *hwsim.Sim) { s.StartRun(); s.Heartbeat() }, true, false},
-		{"running, epoch ms", []hwsim.Option{hwsim.WithEpochMillisLock()}, func(s *hwsim.Sim) { s.StartRun() }, true, false},
-		{"shut down", nil, func(s *hwsim.Sim) { s.StartRun(); s.Shutdown() }, false, true},
-		{"stopped", nil, func(s *hwsim.Sim) { s.StartRun(); s.Stop() }, false, true},
-		{"crashed", nil, func(s *hwsim.Sim) { s.StartRun(); s.Crash() }, false, false},
-		{"crashed, epoch ms", []hwsim.Option{hwsim.WithEpochMillisLock()}, func(s *hwsim.Sim) { s.StartRun(); s.Crash() }, false, false},
-		{"hung", nil, func(s *hwsim.Sim) { s.StartRun(); s.Hang() }, false, false},
-		{"restarted after a crash", nil, func(s *hwsim.Sim) { s.StartRun(); s.Crash(); s.StartRun() }, true, false},
+		{"running", nil, func(s *hwsimtest.Sim) { s.StartRun(); s.Heartbeat() }, true, false},
+		{"running, epoch ms", []hwsim.Option{hwsim.WithEpochMillisLock()}, func(s *hwsimtest.Sim) { s.StartRun() }, true, false},
+		{"shut down", nil, func(s *hwsimtest.Sim) { s.StartRun(); s.Shutdown() }, false, true},
+		{"stopped", nil, func(s *hwsimtest.Sim) { s.StartRun(); s.Stop() }, false, true},
+		{"crashed", nil, func(s *hwsimtest.Sim) { s.StartRun(); s.Crash() }, false, false},
+		{"crashed, epoch ms", []hwsim.Option{hwsim.WithEpochMillisLock()}, func(s *hwsimtest.Sim) { s.StartRun(); s.Crash() }, false, false},
+		{"hung", nil, func(s *hwsimtest.Sim) { s.StartRun(); s.Hang() }, false, false},
+		{"restarted after a crash", nil, func(s *hwsimtest.Sim) { s.StartRun(); s.Crash(); s.StartRun() }, true, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			sim := hwsim.New(t, dir, hwsim.Plan(hwsim.Codon{ID: "a"}), tc.opts...)
+			sim := hwsimtest.New(t, dir, hwsim.Plan(hwsim.Codon{ID: "a"}), tc.opts...)
 			tc.play(sim)
 			l, err := ReadLock(dir)
 			if err != nil {

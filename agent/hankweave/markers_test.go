@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/hankweave/hwsim"
+	"github.com/cairn-dev/cairn/agent/hankweave/hwsim/hwsimtest"
 )
 
 var rig = []hwsim.RigStep{hwsim.Copy("./templates", "src", map[string]string{"src/main.go": "package main\n"})}
@@ -28,7 +29,7 @@ func TestDue(t *testing.T) {
 		name string
 		plan []hwsim.Entry
 		opts []hwsim.Option
-		play func(s *hwsim.Sim)
+		play func(s *hwsimtest.Sim)
 		want []string
 		exit string // ExitDue(st, false) as a line; "" = nil
 	}{
@@ -38,7 +39,7 @@ func TestDue(t *testing.T) {
 				hwsim.Codon{ID: "a", Name: "Write A", Files: []string{"a.md"}, RigSetup: rig},
 				hwsim.Codon{ID: "b", Name: "Write B", Files: []string{"b.md", "!tmp/**"}},
 			),
-			play: func(s *hwsim.Sim) {
+			play: func(s *hwsimtest.Sim) {
 				s.StartRun()
 				s.StartCodon("a")
 				s.WriteFile("a.md", "a")
@@ -57,21 +58,21 @@ func TestDue(t *testing.T) {
 		{
 			name: "rig setup due as soon as the codon is starting",
 			plan: hwsim.Plan(hwsim.Codon{ID: "a", Files: []string{"a.md"}, RigSetup: rig}),
-			play: func(s *hwsim.Sim) { s.StartRun(); s.BeginCodon("a"); s.Advance("a", "starting") },
+			play: func(s *hwsimtest.Sim) { s.StartRun(); s.BeginCodon("a"); s.Advance("a", "starting") },
 			want: []string{`rig-setup a/0 "a" a.md`},
 			exit: `exit a/0 "a" a.md`,
 		},
 		{
 			name: "no rig setup while preparing",
 			plan: hwsim.Plan(hwsim.Codon{ID: "a", Files: []string{"a.md"}, RigSetup: rig}),
-			play: func(s *hwsim.Sim) { s.StartRun(); s.BeginCodon("a") },
+			play: func(s *hwsimtest.Sim) { s.StartRun(); s.BeginCodon("a") },
 			want: nil,
 			exit: `exit a/0 "a" a.md`,
 		},
 		{
 			name: "failed, retried, completed",
 			plan: hwsim.Plan(hwsim.Codon{ID: "a", Files: []string{"a.md"}, RigSetup: rig}),
-			play: func(s *hwsim.Sim) {
+			play: func(s *hwsimtest.Sim) {
 				s.StartRun()
 				s.StartCodon("a")
 				s.FailCodon("a", "overloaded", true)
@@ -88,7 +89,7 @@ func TestDue(t *testing.T) {
 		{
 			name: "failed during preparing: its rig setup did not finish",
 			plan: hwsim.Plan(hwsim.Codon{ID: "a", Files: []string{"a.md"}, RigSetup: rig}),
-			play: func(s *hwsim.Sim) {
+			play: func(s *hwsimtest.Sim) {
 				s.StartRun()
 				s.BeginCodon("a")
 				s.FailCodon("a", "copy failed", false)
@@ -99,7 +100,7 @@ func TestDue(t *testing.T) {
 		{
 			name: "failed during starting: its rig setup ran",
 			plan: hwsim.Plan(hwsim.Codon{ID: "a", Files: []string{"a.md"}, RigSetup: rig}),
-			play: func(s *hwsim.Sim) {
+			play: func(s *hwsimtest.Sim) {
 				s.StartRun()
 				s.BeginCodon("a")
 				s.Advance("a", "starting")
@@ -113,7 +114,7 @@ func TestDue(t *testing.T) {
 				hwsim.Codon{ID: "a", Files: []string{"a.md"}, RigSetup: rig},
 				hwsim.Codon{ID: "b", Files: []string{"b.md"}, RigSetup: rig},
 			),
-			play: func(s *hwsim.Sim) {
+			play: func(s *hwsimtest.Sim) {
 				s.StartRun()
 				s.SkipCodon("a") // skipped while preparing
 				s.StartCodon("b")
@@ -133,7 +134,7 @@ func TestDue(t *testing.T) {
 					hwsim.Codon{ID: "review", Name: "Review", Files: []string{"review.md"}},
 					hwsim.Codon{ID: "fix", Name: "Fix", Files: []string{"draft.md", "fixes/**"}}),
 			),
-			play: func(s *hwsim.Sim) {
+			play: func(s *hwsimtest.Sim) {
 				s.StartRun()
 				for _, id := range []string{"draft", "review#0", "fix#0", "review#1"} {
 					s.StartCodon(id)
@@ -159,7 +160,7 @@ func TestDue(t *testing.T) {
 				}
 				return strings.Repeat(map[string]string{"rig-setup": "1", "completed": "2"}[kind], 40)
 			})},
-			play: func(s *hwsim.Sim) {
+			play: func(s *hwsimtest.Sim) {
 				s.StartRun()
 				s.StartCodon("a")
 				s.CompleteCodon("a")
@@ -176,7 +177,7 @@ func TestDue(t *testing.T) {
 			name: "crash, then the runtime restarts: exit before, error after",
 			plan: hwsim.Plan(hwsim.Codon{ID: "a", Files: []string{"a.md"}}),
 			opts: []hwsim.Option{hwsim.WithRunIDs("1000-aaaaa", "2000-bbbbb")},
-			play: func(s *hwsim.Sim) {
+			play: func(s *hwsimtest.Sim) {
 				s.StartRun()
 				s.StartCodon("a")
 				s.Crash()
@@ -189,7 +190,7 @@ func TestDue(t *testing.T) {
 		{
 			name: "the runtime's shutdown with a codon unfinished: exit of the failed run",
 			plan: hwsim.Plan(hwsim.Codon{ID: "a", Files: []string{"a.md"}}, hwsim.Codon{ID: "b", Files: []string{"b.md"}}),
-			play: func(s *hwsim.Sim) {
+			play: func(s *hwsimtest.Sim) {
 				s.StartRun()
 				s.StartCodon("a")
 				s.CompleteCodon("a")
@@ -202,7 +203,7 @@ func TestDue(t *testing.T) {
 		{
 			name: "a later run that completed owes no exit for an older one",
 			plan: hwsim.Plan(hwsim.Codon{ID: "a", Files: []string{"a.md"}}),
-			play: func(s *hwsim.Sim) {
+			play: func(s *hwsimtest.Sim) {
 				s.StartRun()
 				s.StartCodon("a")
 				s.Shutdown() // the first run failed with a running
@@ -215,7 +216,7 @@ func TestDue(t *testing.T) {
 		{
 			name: "a codon the plan does not know",
 			plan: hwsim.Plan(hwsim.Codon{ID: "a", Files: []string{"a.md"}}, hwsim.Codon{ID: "b", Files: []string{"b.md"}}),
-			play: func(s *hwsim.Sim) {
+			play: func(s *hwsimtest.Sim) {
 				s.StartRun()
 				s.StartCodon("a")
 				s.CompleteCodon("a")
@@ -226,13 +227,13 @@ func TestDue(t *testing.T) {
 		{
 			name: "nothing started",
 			plan: hwsim.Plan(hwsim.Codon{ID: "a"}),
-			play: func(s *hwsim.Sim) { s.StartRun() },
+			play: func(s *hwsimtest.Sim) { s.StartRun() },
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			sim := hwsim.New(t, dir, tc.plan, tc.opts...)
+			sim := hwsimtest.New(t, dir, tc.plan, tc.opts...)
 			tc.play(sim)
 			st, err := ReadState(dir)
 			if err != nil {
@@ -273,7 +274,7 @@ func TestDue(t *testing.T) {
 // by comparing keys with its ledger.
 func TestDueKeysAreStable(t *testing.T) {
 	dir := t.TempDir()
-	sim := hwsim.New(t, dir, hwsim.Plan(
+	sim := hwsimtest.New(t, dir, hwsim.Plan(
 		hwsim.Codon{ID: "a", Files: []string{"a.md"}, RigSetup: rig},
 		hwsim.Loop("l", 2, hwsim.Codon{ID: "r", Files: []string{"r.md"}, RigSetup: rig}),
 		hwsim.Codon{ID: "z", Files: []string{"z.md"}},
@@ -380,17 +381,17 @@ func TestExitDueStopped(t *testing.T) {
 	plan := hwsim.Plan(hwsim.Codon{ID: "a", Files: []string{"a.md"}})
 	for _, tc := range []struct {
 		name    string
-		stop    func(s *hwsim.Sim)
+		stop    func(s *hwsimtest.Sim)
 		stopped bool
 	}{
-		{"shutdown", (*hwsim.Sim).Shutdown, true},
-		{"failed", (*hwsim.Sim).FailRun, true},
-		{"forced", (*hwsim.Sim).Stop, false},
-		{"crash", (*hwsim.Sim).Crash, false},
+		{"shutdown", (*hwsimtest.Sim).Shutdown, true},
+		{"failed", (*hwsimtest.Sim).FailRun, true},
+		{"forced", (*hwsimtest.Sim).Stop, false},
+		{"crash", (*hwsimtest.Sim).Crash, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			s := hwsim.New(t, dir, plan)
+			s := hwsimtest.New(t, dir, plan)
 			s.StartRun()
 			s.StartCodon("a")
 			tc.stop(s)

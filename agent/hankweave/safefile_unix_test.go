@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/hankweave/hwsim"
+	"github.com/cairn-dev/cairn/agent/hankweave/hwsim/hwsimtest"
 	"github.com/cairn-dev/cairn/platform"
 )
 
@@ -25,7 +26,7 @@ import (
 func stoppedSim(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	sim := hwsim.New(t, dir, hwsim.Plan(hwsim.Codon{ID: "a", Files: []string{"a.md"}}, hwsim.Codon{ID: "b"}))
+	sim := hwsimtest.New(t, dir, hwsim.Plan(hwsim.Codon{ID: "a", Files: []string{"a.md"}}, hwsim.Codon{ID: "b"}))
 	sim.StartRun()
 	sim.StartCodon("a")
 	sim.CompleteCodon("a")

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/agent/hankweave/hwsim"
+	"github.com/cairn-dev/cairn/agent/hankweave/hwsim/hwsimtest"
 )
 
 func readTestdata(t *testing.T, name string) []byte {
@@ -200,21 +201,21 @@ func TestReadState(t *testing.T) {
 	plan := hwsim.Plan(hwsim.Codon{ID: "a", Files: []string{"a.md"}}, hwsim.Codon{ID: "b", Files: []string{"b.md"}})
 	cases := []struct {
 		name       string
-		play       func(s *hwsim.Sim)
+		play       func(s *hwsimtest.Sim)
 		wantSource string
 		wantCodons int
 		wantErr    error
 	}{
-		{"fresh", func(s *hwsim.Sim) { s.StartRun(); s.StartCodon("a") }, StateFile, 1, nil},
-		{"torn falls back to bak", func(s *hwsim.Sim) {
+		{"fresh", func(s *hwsimtest.Sim) { s.StartRun(); s.StartCodon("a") }, StateFile, 1, nil},
+		{"torn falls back to bak", func(s *hwsimtest.Sim) {
 			s.StartRun()
 			s.StartCodon("a")
 			s.CompleteCodon("a")
 			s.BeginCodon("b") // state.json holds b, state.json.bak does not
 			s.TearState()
 		}, StateBackupFile, 1, nil},
-		{"missing", func(s *hwsim.Sim) {}, "", 0, fs.ErrNotExist},
-		{"both broken", func(s *hwsim.Sim) {
+		{"missing", func(s *hwsimtest.Sim) {}, "", 0, fs.ErrNotExist},
+		{"both broken", func(s *hwsimtest.Sim) {
 			s.StartRun()
 			s.StartCodon("a")
 			s.TearState()
@@ -222,7 +223,7 @@ func TestReadState(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "", 0, ErrInvalidState},
-		{"torn without bak", func(s *hwsim.Sim) {
+		{"torn without bak", func(s *hwsimtest.Sim) {
 			s.StartRun()
 			s.TearState()
 			_ = os.Remove(s.Path(hwsim.StateBackupRel))
@@ -231,7 +232,7 @@ func TestReadState(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			sim := hwsim.New(t, dir, plan)
+			sim := hwsimtest.New(t, dir, plan)
 			tc.play(sim)
 			st, err := ReadState(dir)
 			if tc.wantErr != nil {
@@ -259,7 +260,7 @@ func TestReadState(t *testing.T) {
 // The runtime's files come back byte for byte through ParseState.
 func TestSimStateRoundTripIsExact(t *testing.T) {
 	dir := t.TempDir()
-	sim := hwsim.New(t, dir, hwsim.Plan(
+	sim := hwsimtest.New(t, dir, hwsim.Plan(
 		hwsim.Codon{ID: "a", Name: "First <one>", Files: []string{"a.md"}, RigSetup: []hwsim.RigStep{hwsim.Copy("t", "src", nil)}},
 		hwsim.Loop("rl", 2, hwsim.Codon{ID: "review", Files: []string{"r.md"}}),
 	))
@@ -289,7 +290,7 @@ func TestSimStateRoundTripIsExact(t *testing.T) {
 
 func TestWriteState(t *testing.T) {
 	dir := t.TempDir()
-	sim := hwsim.New(t, dir, hwsim.Plan(hwsim.Codon{ID: "a", Files: []string{"a.md"}}))
+	sim := hwsimtest.New(t, dir, hwsim.Plan(hwsim.Codon{ID: "a", Files: []string{"a.md"}}))
 	sim.StartRun()
 	sim.StartCodon("a")
 	sim.CompleteCodon("a")
@@ -401,7 +402,7 @@ func firstDiff(a, b []byte) string {
 // starts again, resumes that run, and its lifecycle goes on in it.
 func TestWriteStateThenRuntimeResumes(t *testing.T) {
 	dir := t.TempDir()
-	sim := hwsim.New(t, dir, hwsim.Plan(hwsim.Codon{ID: "a", Files: []string{"a.md"}}, hwsim.Codon{ID: "b", Files: []string{"b.md"}}),
+	sim := hwsimtest.New(t, dir, hwsim.Plan(hwsim.Codon{ID: "a", Files: []string{"a.md"}}, hwsim.Codon{ID: "b", Files: []string{"b.md"}}),
 		hwsim.WithRunIDs("1000-aaaaa"))
 	sim.StartRun()
 	sim.StartCodon("a")

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/agent/hankweave/hwsim"
+	"github.com/cairn-dev/cairn/agent/hankweave/hwsim/hwsimtest"
 )
 
 // cairn runs as root; the runtime as the workspace's owner, who must go on
@@ -18,7 +19,7 @@ func TestWriteStateKeepsOwner(t *testing.T) {
 		t.Skip("needs root")
 	}
 	dir := t.TempDir()
-	sim := hwsim.New(t, dir, hwsim.Plan(hwsim.Codon{ID: "a"}))
+	sim := hwsimtest.New(t, dir, hwsim.Plan(hwsim.Codon{ID: "a"}))
 	sim.StartRun()
 	sim.Stop()
 	for _, name := range []string{StateFile, StateBackupFile} {

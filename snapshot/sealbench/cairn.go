@@ -3,9 +3,11 @@ package sealbench
 import (
 	"context"
 	"fmt"
-	"strings"
+	"path/filepath"
 
 	"github.com/cairn-dev/cairn/snapshot"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // cairnStore is cairn's own store over a work tree, as the benchmark drives
@@ -27,12 +29,12 @@ func openCairn(ctx context.Context, workTree, stateDir string) (*cairnStore, err
 
 // seal seals one checkpoint: incremental over changed, or a full reconcile
 // when changed is nil.
-func (c *cairnStore) seal(ctx context.Context, label string, changed []string) (snapshot.Record, error) {
-	rec, err := c.st.Seal(ctx, snapshot.SealRequest{Kind: snapshot.KindManual, Label: label, Changed: changed})
+func (c *cairnStore) seal(ctx context.Context, label string, changed []string) (ckpt.Record, error) {
+	rec, err := c.st.Seal(ctx, snapshot.SealRequest{Kind: ckpt.KindManual, Label: label, Changed: changed})
 	if err != nil {
 		return rec, err
 	}
-	if rec.State == snapshot.StateFailed {
+	if rec.State == ckpt.StateFailed {
 		return rec, fmt.Errorf("sealbench: cairn seal failed: %s", rec.Error)
 	}
 	return rec, nil
@@ -43,9 +45,17 @@ func (c *cairnStore) close() error { return c.st.Close() }
 // treeOf returns the tree of a checkpoint cairn sealed, so the benchmark can
 // check cairn and the references recorded the same thing.
 func (c *cairnStore) treeOf(ctx context.Context, sha string) (string, error) {
-	out, err := c.st.Git().Run(ctx, nil, "rev-parse", "--verify", sha+"^{tree}")
-	if err != nil {
-		return "", fmt.Errorf("sealbench: tree of cairn's %s: %w", sha, err)
+	tree, ok := c.st.Resolve(ctx, sha+"^{tree}")
+	if !ok {
+		return "", fmt.Errorf("sealbench: tree of cairn's %s: not in the store", sha)
 	}
-	return strings.TrimSpace(string(out)), nil
+	return tree, nil
+}
+
+// objects is a runner of its own on cairn's store, for reading trees: the
+// store hands out none (it answers questions instead), and ls-tree reads
+// objects only, never the store's index.
+func (c *cairnStore) objects(ctx context.Context) *snapshot.Git {
+	path, v, _ := snapshot.FindGit(ctx) // found already: the store opened
+	return &snapshot.Git{Path: path, Version: v, Dir: c.st.GitDir(), Home: filepath.Dir(c.st.GitDir())}
 }

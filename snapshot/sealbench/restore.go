@@ -21,7 +21,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairn-dev/cairn/snapshot"
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // RestoreConfig says what the restore benchmark measures. The zero value
@@ -194,7 +194,7 @@ func runRestore(ctx context.Context, cfg RestoreConfig, env *gitEnv, root string
 		cairn, gt string
 		want      map[string]string
 	}{{"X", recX.SHA, refX, wantX}, {"Y", recY.SHA, refY, wantY}} {
-		mine, err := lsTree(ctx, cs.st.Git(), c.cairn)
+		mine, err := lsTree(ctx, cs.objects(ctx), c.cairn)
 		if err != nil {
 			return err
 		}
@@ -244,11 +244,11 @@ func runRestore(ctx context.Context, cfg RestoreConfig, env *gitEnv, root string
 			}
 			return nil
 		}
-		var rres snapshot.RestoreResult
+		var rres ckpt.Outcome
 		cairnSide := func() error {
 			return timed(OpRestore, func() error {
 				var err error
-				rres, err = cs.st.Restore(ctx, snapshot.RestoreOptions{Target: recX.SHA, Label: "X"})
+				rres, err = cs.st.Restore(ctx, ckpt.Request{Target: recX.SHA, Label: "X"})
 				return err
 			})
 		}
@@ -299,7 +299,7 @@ func runRestore(ctx context.Context, cfg RestoreConfig, env *gitEnv, root string
 		// Untimed: back to Y, and Y sealed again, so the next restore starts
 		// as after a normal run: work tree at Y, unchanged since its seal.
 		logf("%d files, %s: back to Y", n, what)
-		back, err := cs.st.Restore(ctx, snapshot.RestoreOptions{Target: recY.SHA, Label: "Y"})
+		back, err := cs.st.Restore(ctx, ckpt.Request{Target: recY.SHA, Label: "Y"})
 		if err != nil {
 			return fmt.Errorf("cairn: restore back to Y: %w", err)
 		}
@@ -321,7 +321,7 @@ func runRestore(ctx context.Context, cfg RestoreConfig, env *gitEnv, root string
 
 		// The daemon's path: the watch says nothing changed since Y's seal.
 		if err := timed(OpRestoreWatched, func() error {
-			r, err := cs.st.Restore(ctx, snapshot.RestoreOptions{Target: recX.SHA, Label: "X", Changed: []string{}})
+			r, err := cs.st.Restore(ctx, ckpt.Request{Target: recX.SHA, Label: "X", Changed: []string{}})
 			if err == nil && len(r.Diff) > 0 {
 				err = fmt.Errorf("verified %d differences from X", len(r.Diff))
 			}
@@ -332,7 +332,7 @@ func runRestore(ctx context.Context, cfg RestoreConfig, env *gitEnv, root string
 		if err := check("cairn", cairnTree, "X", wantX); err != nil {
 			return err
 		}
-		if _, err := cs.st.Restore(ctx, snapshot.RestoreOptions{Target: recY.SHA, Label: "Y"}); err != nil {
+		if _, err := cs.st.Restore(ctx, ckpt.Request{Target: recY.SHA, Label: "Y"}); err != nil {
 			return fmt.Errorf("cairn: restore back to Y: %w", err)
 		}
 		if _, err := cs.seal(ctx, "restorebench Y again", nil); err != nil {

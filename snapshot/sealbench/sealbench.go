@@ -24,7 +24,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairn-dev/cairn/snapshot"
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // Config says what to measure. The zero value measures the default sizes.
@@ -300,7 +300,7 @@ func runSize(ctx context.Context, cfg Config, env *gitEnv, n int, dir string, lo
 			return res, err
 		}
 		logf("%d files, %s: incremental seal", n, what)
-		var incr snapshot.Record
+		var incr ckpt.Record
 		err = pair(OpIncremental, func() error {
 			var err error
 			incr, err = cs.seal(ctx, "sealbench incremental", changed)
@@ -332,7 +332,7 @@ func runSize(ctx context.Context, cfg Config, env *gitEnv, n int, dir string, lo
 		}
 
 		logf("%d files, %s: reconcile with nothing changed", n, what)
-		var recon snapshot.Record
+		var recon ckpt.Record
 		var status string
 		err = pair(OpReconcile, func() error {
 			var err error
@@ -396,7 +396,7 @@ func firstSeals(ctx context.Context, env *gitEnv, treeDir, dir string, floor *re
 	if err != nil {
 		return err
 	}
-	var rec snapshot.Record
+	var rec ckpt.Record
 	err = pair(OpFirstSeal, func() error {
 		var err error
 		rec, err = cs.seal(ctx, "sealbench first seal", nil)
@@ -420,13 +420,13 @@ func firstSeals(ctx context.Context, env *gitEnv, treeDir, dir string, floor *re
 
 // sameTree notes when cairn sealed another tree than the floor holds for
 // the same disk: the timings would then compare different work.
-func sameTree(ctx context.Context, cs *cairnStore, rec snapshot.Record, floor *refStore, want, what string, note func(kind, format string, args ...any)) error {
+func sameTree(ctx context.Context, cs *cairnStore, rec ckpt.Record, floor *refStore, want, what string, note func(kind, format string, args ...any)) error {
 	got, err := cs.treeOf(ctx, rec.SHA)
 	if err != nil {
 		return err
 	}
 	if got != want {
-		mine, err := lsTree(ctx, cs.st.Git(), got)
+		mine, err := lsTree(ctx, cs.objects(ctx), got)
 		if err != nil {
 			return err
 		}
@@ -437,7 +437,7 @@ func sameTree(ctx context.Context, cs *cairnStore, rec snapshot.Record, floor *r
 		note("tree "+what, "cairn's %s sealed another tree than git (cairn reported %d changed, %d added, %d removed): %s",
 			what, rec.Changed, rec.Added, rec.Removed, treeDiff(mine, theirs))
 	}
-	if rec.State != "" && rec.State != snapshot.StateOK {
+	if rec.State != "" && rec.State != ckpt.StateOK {
 		note("state "+what, "cairn's %s ended %s: %v", what, rec.State, rec.Issues)
 	}
 	return nil

@@ -1,6 +1,6 @@
 //go:build unix
 
-package hwsim
+package hwsim_test
 
 import (
 	"errors"

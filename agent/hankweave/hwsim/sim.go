@@ -1,10 +1,14 @@
 // Package hwsim plays a Hankweave runtime's behaviour into an execution
-// directory, for tests: state.json rewritten through .bak/.tmp/rename after
+// directory, for tests, cairn demo and the daemon benchmark: state.json rewritten through .bak/.tmp/rename after
 // every transition, one journal line per transition, runtime.lock with
 // heartbeats, codons that write, edit and delete files under agentRoot/,
 // retries, loops, failures, skips, clean and interrupted shutdowns, crashes
 // and journal compaction. What it writes follows docs/runtime-formats.md and
 // the shapes the runtime's own state manager builds (member order included).
+//
+// Every call returns its error rather than failing a test: the shipped binary
+// links this package and must not link package testing. Tests use package
+// hwsimtest, which fails the test instead.
 //
 // It uses the standard library only and does not share code with package
 // hankweave, so tests of the reader check it against an independent writer.
@@ -21,7 +25,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -43,11 +46,10 @@ const (
 const StaleHeartbeatAge = 10 * time.Minute
 
 // Sim is a simulated runtime bound to one execution directory. Its methods
-// are safe for concurrent use. With a testing.TB, an error fails the test
-// (t.Fatalf: call from the test goroutine); with nil, the first error is kept
-// (Err) and every later call does nothing.
+// are safe for concurrent use. The first error a call meets is kept (Err):
+// every later call does nothing and returns it again, since the state held in
+// memory may no longer match the files.
 type Sim struct {
-	t    testing.TB
 	mu   sync.Mutex
 	err  error
 	dir  string
@@ -108,9 +110,8 @@ func WithEpochMillisLock() Option { return func(s *Sim) { s.epochLock = true } }
 
 // New prepares execDir (agentRoot/, .hankweave/, .hankweave/events/) for a
 // simulated runtime that will run plan. Nothing else is written until StartRun.
-func New(t testing.TB, execDir string, plan []Entry, opts ...Option) *Sim {
+func New(execDir string, plan []Entry, opts ...Option) (*Sim, error) {
 	s := &Sim{
-		t:    t,
 		dir:  execDir,
 		plan: append([]Entry(nil), plan...),
 		now:  time.Now,
@@ -121,7 +122,7 @@ func New(t testing.TB, execDir string, plan []Entry, opts ...Option) *Sim {
 	for _, o := range opts {
 		o(s)
 	}
-	s.do(func() error {
+	err := s.do(func() error {
 		for _, d := range []string{"agentRoot", ".hankweave/events", ".hankweave/runs"} {
 			if err := os.MkdirAll(s.path(d), 0o755); err != nil {
 				return err
@@ -129,10 +130,13 @@ func New(t testing.TB, execDir string, plan []Entry, opts ...Option) *Sim {
 		}
 		return nil
 	})
-	return s
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
-// Err is the first error met (always nil when a testing.TB was given: the test failed instead).
+// Err is the first error a call met, or nil.
 func (s *Sim) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -167,21 +171,17 @@ func (s *Sim) Plan() []Entry {
 
 func (s *Sim) path(rel string) string { return filepath.Join(s.dir, filepath.FromSlash(rel)) }
 
-func (s *Sim) do(f func() error) {
-	if s.t != nil {
-		s.t.Helper()
-	}
+// do runs f with the Sim locked, unless an earlier call failed.
+func (s *Sim) do(f func() error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
-		return
+		return s.err
 	}
 	if err := f(); err != nil {
 		s.err = fmt.Errorf("hwsim: %w", err)
-		if s.t != nil {
-			s.t.Fatal(s.err)
-		}
 	}
+	return s.err
 }
 
 // iso is JavaScript's Date.prototype.toISOString.
@@ -200,12 +200,9 @@ func (s *Sim) stamp() string { return iso(s.now()) }
 // runtime are marked crashed (RunCrashed: their open codon failed), and
 // RunStarted adds a fresh run first in "runs", makes it current and writes
 // the plan. It returns the id of the run now current.
-func (s *Sim) StartRun() string {
-	if s.t != nil {
-		s.t.Helper()
-	}
+func (s *Sim) StartRun() (string, error) {
 	var id string
-	s.do(func() error {
+	err := s.do(func() error {
 		if err := s.restoreJournal(); err != nil {
 			return err
 		}
@@ -257,7 +254,10 @@ func (s *Sim) StartRun() string {
 			"runId", id, "runFolder", folder, "gitBranch", "run-"+id,
 			"startingConditions", cond, "serverPid", s.pid))
 	})
-	return id
+	if err != nil {
+		return "", err
+	}
+	return id, nil
 }
 
 // load reads state.json (or state.json.bak) the way the runtime's state
@@ -364,11 +364,8 @@ func (s *Sim) crashRun(r *obj) error {
 // WithRuntimeCheckpoints callback, kind "exit"; its SHA is recorded nowhere),
 // then RunFailed (status failed, endTime, currentRunId null), the codon's
 // record left as it is. Then runtime.lock is removed.
-func (s *Sim) Shutdown() {
-	if s.t != nil {
-		s.t.Helper()
-	}
-	s.do(func() error {
+func (s *Sim) Shutdown() error {
+	return s.do(func() error {
 		run, err := s.currentRun()
 		if err != nil {
 			return err
@@ -398,11 +395,8 @@ func lastOpen(run *obj) *obj {
 
 // FailRun stops after a failure: RunFailed (status failed, endTime,
 // currentRunId null), then runtime.lock is removed.
-func (s *Sim) FailRun() {
-	if s.t != nil {
-		s.t.Helper()
-	}
-	s.do(func() error {
+func (s *Sim) FailRun() error {
+	return s.do(func() error {
 		if err := s.endRun("RunFailed", "failed"); err != nil {
 			return err
 		}
@@ -413,38 +407,26 @@ func (s *Sim) FailRun() {
 // Stop is a forced shutdown: runtime.lock is removed and state.json is left
 // as it is, the run still running and an open codon still open (no exit
 // commit, no state transition).
-func (s *Sim) Stop() {
-	if s.t != nil {
-		s.t.Helper()
-	}
-	s.do(s.removeLock)
+func (s *Sim) Stop() error {
+	return s.do(s.removeLock)
 }
 
 // Crash leaves everything as a killed runtime does: runtime.lock stays, now
 // naming a pid that does not exist and a heartbeat StaleHeartbeatAge old; the
 // run and its open codon stay running.
-func (s *Sim) Crash() {
-	if s.t != nil {
-		s.t.Helper()
-	}
-	s.do(func() error { return s.writeLock(DeadPID(), s.now().Add(-StaleHeartbeatAge)) })
+func (s *Sim) Crash() error {
+	return s.do(func() error { return s.writeLock(DeadPID(), s.now().Add(-StaleHeartbeatAge)) })
 }
 
 // Hang leaves a runtime whose process lives on but stopped heartbeating: the
 // lock's pid is alive and its heartbeat StaleHeartbeatAge old.
-func (s *Sim) Hang() {
-	if s.t != nil {
-		s.t.Helper()
-	}
-	s.do(func() error { return s.writeLock(s.pid, s.now().Add(-StaleHeartbeatAge)) })
+func (s *Sim) Hang() error {
+	return s.do(func() error { return s.writeLock(s.pid, s.now().Add(-StaleHeartbeatAge)) })
 }
 
 // Heartbeat rewrites runtime.lock with lastHeartbeat = now (temp file, rename).
-func (s *Sim) Heartbeat() {
-	if s.t != nil {
-		s.t.Helper()
-	}
-	s.do(func() error {
+func (s *Sim) Heartbeat() error {
+	return s.do(func() error {
 		if s.lockID == "" {
 			return errors.New("heartbeat before StartRun")
 		}
@@ -468,11 +450,8 @@ func (s *Sim) endRun(tt, status string) error {
 
 // SetPlan replaces the execution plan and saves state.json, as the runtime
 // does when it expands the next iteration of a loop (no journal line).
-func (s *Sim) SetPlan(plan []Entry) {
-	if s.t != nil {
-		s.t.Helper()
-	}
-	s.do(func() error {
+func (s *Sim) SetPlan(plan []Entry) error {
+	return s.do(func() error {
 		s.plan = append([]Entry(nil), plan...)
 		if s.state == nil {
 			return nil
@@ -486,21 +465,15 @@ func (s *Sim) SetPlan(plan []Entry) {
 
 // BeginCodon appends a record in status preparing (CodonStarted); a codon
 // whose last record failed gets a new record with the same codonId (a retry).
-func (s *Sim) BeginCodon(codonID string) {
-	if s.t != nil {
-		s.t.Helper()
-	}
-	s.do(func() error { return s.begin(codonID) })
+func (s *Sim) BeginCodon(codonID string) error {
+	return s.do(func() error { return s.begin(codonID) })
 }
 
 // StartCodon begins the codon and moves it preparing → starting →
 // initializing → running, one state.json rewrite and one journal line per
 // step. The rig setup's files are written while it is preparing.
-func (s *Sim) StartCodon(codonID string) {
-	if s.t != nil {
-		s.t.Helper()
-	}
-	s.do(func() error {
+func (s *Sim) StartCodon(codonID string) error {
+	return s.do(func() error {
 		if err := s.begin(codonID); err != nil {
 			return err
 		}
@@ -518,19 +491,13 @@ func (s *Sim) StartCodon(codonID string) {
 // "completed", "failed" or "skipped"), building the record the way the
 // runtime does. Failing this way records failureReason {unknown, not
 // retriable}; FailCodon chooses.
-func (s *Sim) Advance(codonID, to string) {
-	if s.t != nil {
-		s.t.Helper()
-	}
-	s.do(func() error { return s.advance(codonID, to, nil) })
+func (s *Sim) Advance(codonID, to string) error {
+	return s.do(func() error { return s.advance(codonID, to, nil) })
 }
 
 // CompleteCodon moves the codon's open record running → completing-sentinels → completed.
-func (s *Sim) CompleteCodon(codonID string) {
-	if s.t != nil {
-		s.t.Helper()
-	}
-	s.do(func() error {
+func (s *Sim) CompleteCodon(codonID string) error {
+	return s.do(func() error {
 		rec, _, err := s.open(codonID)
 		if err != nil {
 			return err
@@ -546,23 +513,17 @@ func (s *Sim) CompleteCodon(codonID string) {
 
 // FailCodon fails the codon's open record from whatever status it is in
 // (failedDuring), with exit code 1 and the given reason. A retriable failure
-// is followed by a retry when the test calls StartCodon again.
-func (s *Sim) FailCodon(codonID, message string, retriable bool) {
-	if s.t != nil {
-		s.t.Helper()
-	}
-	s.do(func() error {
+// is followed by a retry when StartCodon is called again.
+func (s *Sim) FailCodon(codonID, message string, retriable bool) error {
+	return s.do(func() error {
 		return s.advance(codonID, "failed", newObj("type", "process_error", "retriable", retriable, "message", message))
 	})
 }
 
 // SkipCodon skips the codon: its open record, or a new one begun for the
 // purpose (skipped during preparing).
-func (s *Sim) SkipCodon(codonID string) {
-	if s.t != nil {
-		s.t.Helper()
-	}
-	s.do(func() error {
+func (s *Sim) SkipCodon(codonID string) error {
+	return s.do(func() error {
 		if _, _, err := s.open(codonID); err != nil {
 			if err := s.begin(codonID); err != nil {
 				return err
@@ -833,20 +794,14 @@ func orDefault(v, def any) any {
 // ---- the work tree ----
 
 // WriteFile writes agentRoot/<rel> (slash path), creating folders.
-func (s *Sim) WriteFile(rel, content string) {
-	if s.t != nil {
-		s.t.Helper()
-	}
-	s.do(func() error { return s.writeFile(rel, content) })
+func (s *Sim) WriteFile(rel, content string) error {
+	return s.do(func() error { return s.writeFile(rel, content) })
 }
 
 // EditFile replaces the first occurrence of old by new in agentRoot/<rel>,
 // rewriting the file in place (as an agent's edit tool does).
-func (s *Sim) EditFile(rel, old, new string) {
-	if s.t != nil {
-		s.t.Helper()
-	}
-	s.do(func() error {
+func (s *Sim) EditFile(rel, old, new string) error {
+	return s.do(func() error {
 		p := s.path("agentRoot/" + rel)
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -860,11 +815,8 @@ func (s *Sim) EditFile(rel, old, new string) {
 }
 
 // DeleteFile removes agentRoot/<rel>.
-func (s *Sim) DeleteFile(rel string) {
-	if s.t != nil {
-		s.t.Helper()
-	}
-	s.do(func() error { return os.Remove(s.path("agentRoot/" + rel)) })
+func (s *Sim) DeleteFile(rel string) error {
+	return s.do(func() error { return os.Remove(s.path("agentRoot/" + rel)) })
 }
 
 func (s *Sim) writeFile(rel, content string) error {
@@ -971,11 +923,8 @@ func (s *Sim) removeLock() error {
 // cas/ folder. (The .zst is a valid zstd frame of stored blocks; the meta
 // file's members are the simulator's own: docs/runtime-formats.md does not
 // describe it.)
-func (s *Sim) CompactJournal() {
-	if s.t != nil {
-		s.t.Helper()
-	}
-	s.do(func() error {
+func (s *Sim) CompactJournal() error {
+	return s.do(func() error {
 		b, err := os.ReadFile(s.path(JournalRel))
 		if err != nil {
 			return err
@@ -1036,21 +985,15 @@ func (s *Sim) restoreJournal() error {
 }
 
 // AppendJournalRaw appends bytes to events.jsonl as they are: a torn line, garbage.
-func (s *Sim) AppendJournalRaw(b []byte) {
-	if s.t != nil {
-		s.t.Helper()
-	}
-	s.do(func() error { return s.appendJournal(b) })
+func (s *Sim) AppendJournalRaw(b []byte) error {
+	return s.do(func() error { return s.appendJournal(b) })
 }
 
 // TearState leaves state.json as a non-atomic writer killed mid-write
 // would: the first half of its current bytes (state.json.bak keeps the
 // previous state).
-func (s *Sim) TearState() {
-	if s.t != nil {
-		s.t.Helper()
-	}
-	s.do(func() error {
+func (s *Sim) TearState() error {
+	return s.do(func() error {
 		b, err := os.ReadFile(s.path(StateRel))
 		if err != nil {
 			return err

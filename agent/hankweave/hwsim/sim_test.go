@@ -1,4 +1,5 @@
-package hwsim
+// An external test package, so that it can use hwsimtest (which imports hwsim).
+package hwsim_test
 
 import (
 	"bytes"
@@ -11,9 +12,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	. "github.com/cairn-dev/cairn/agent/hankweave/hwsim"
+	"github.com/cairn-dev/cairn/agent/hankweave/hwsim/hwsimtest"
 )
 
-func read(t *testing.T, s *Sim, rel string) []byte {
+func read(t *testing.T, s *hwsimtest.Sim, rel string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(s.Path(rel))
 	if err != nil {
@@ -58,7 +62,7 @@ func keys(t *testing.T, doc []byte, path ...any) []string {
 	return out
 }
 
-func journal(t *testing.T, s *Sim) []map[string]any {
+func journal(t *testing.T, s *hwsimtest.Sim) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	for _, l := range strings.Split(strings.TrimSuffix(string(read(t, s, JournalRel)), "\n"), "\n") {
@@ -80,7 +84,7 @@ func clock() func() time.Time {
 // left, the file is JSON.stringify(state, null, 2), one journal line follows.
 func TestEveryTransitionFollowsTheProtocol(t *testing.T) {
 	dir := t.TempDir()
-	s := New(t, dir, Plan(Codon{ID: "a", Files: []string{"a.md"}, RigSetup: []RigStep{Copy("t", "src", nil)}}), WithClock(clock()))
+	s := hwsimtest.New(t, dir, Plan(Codon{ID: "a", Files: []string{"a.md"}, RigSetup: []RigStep{Copy("t", "src", nil)}}), WithClock(clock()))
 	s.StartRun()
 	steps := []struct {
 		do   func()
@@ -132,7 +136,7 @@ func TestEveryTransitionFollowsTheProtocol(t *testing.T) {
 // Records are built the way the runtime's state manager builds them, member order included.
 func TestRecordShapes(t *testing.T) {
 	dir := t.TempDir()
-	s := New(t, dir, Plan(
+	s := hwsimtest.New(t, dir, Plan(
 		Codon{ID: "a", Name: "Alpha", Files: []string{"a.md"}, RigSetup: []RigStep{Command("make", map[string]string{"gen/x.txt": "x"})}},
 		Loop("rl", 2, Codon{ID: "review", Files: []string{"r.md"}}),
 	), WithClock(clock()), WithRunIDs("1753110463686-yayna"))
@@ -243,7 +247,7 @@ func toString(v any) string {
 func TestRuntimeCheckpoints(t *testing.T) {
 	dir := t.TempDir()
 	sha := func(c string) string { return strings.Repeat(c, 40) }
-	s := New(t, dir, Plan(Codon{ID: "a", RigSetup: []RigStep{Command("make", nil)}}, Codon{ID: "b"}),
+	s := hwsimtest.New(t, dir, Plan(Codon{ID: "a", RigSetup: []RigStep{Command("make", nil)}}, Codon{ID: "b"}),
 		WithRuntimeCheckpoints(func(kind, run, codon string) string {
 			return sha(map[string]string{"rig-setup": "1", "completed": "2", "error": "3", "skipped": "4"}[kind])
 		}))
@@ -281,7 +285,7 @@ func TestRuntimeCheckpoints(t *testing.T) {
 
 func TestLockLifecycle(t *testing.T) {
 	dir := t.TempDir()
-	s := New(t, dir, Plan(Codon{ID: "a"}), WithClock(clock()), WithPort(4444))
+	s := hwsimtest.New(t, dir, Plan(Codon{ID: "a"}), WithClock(clock()), WithPort(4444))
 	s.StartRun()
 	lock := read(t, s, LockRel)
 	if got := strings.Join(keys(t, lock), ","); got != "pid,lockId,runId,startTime,lastHeartbeat,port" {
@@ -344,7 +348,7 @@ func TestLockLifecycle(t *testing.T) {
 		t.Fatalf("after shutdown %+v", end)
 	}
 
-	e := New(t, t.TempDir(), nil, WithEpochMillisLock())
+	e := hwsimtest.New(t, t.TempDir(), nil, WithEpochMillisLock())
 	e.StartRun()
 	var m map[string]any
 	if err := json.Unmarshal(read(t, e, LockRel), &m); err != nil {
@@ -357,7 +361,7 @@ func TestLockLifecycle(t *testing.T) {
 
 func TestCompaction(t *testing.T) {
 	dir := t.TempDir()
-	s := New(t, dir, Plan(Codon{ID: "a"}))
+	s := hwsimtest.New(t, dir, Plan(Codon{ID: "a"}))
 	s.StartRun()
 	s.StartCodon("a")
 	s.CompleteCodon("a")
@@ -368,7 +372,7 @@ func TestCompaction(t *testing.T) {
 		t.Fatal("events.jsonl still there")
 	}
 	z := read(t, s, JournalZstRel)
-	if got, err := unzstdRaw(z); err != nil || !bytes.Equal(got, orig) {
+	if got, err := UnzstdRaw(z); err != nil || !bytes.Equal(got, orig) {
 		t.Fatalf("unzstdRaw: %v", err)
 	}
 	if path, err := exec.LookPath("zstd"); err == nil {
@@ -396,30 +400,8 @@ func TestCompaction(t *testing.T) {
 	}
 }
 
-func TestZstdFrames(t *testing.T) {
-	path, err := exec.LookPath("zstd")
-	for _, n := range []int{0, 1, zstdMaxBlock - 1, zstdMaxBlock, zstdMaxBlock + 1, 3*zstdMaxBlock + 17} {
-		data := bytes.Repeat([]byte("abcdefghij\n"), n/11+1)[:n]
-		z := zstdRaw(data)
-		if got, err := unzstdRaw(z); err != nil || !bytes.Equal(got, data) {
-			t.Fatalf("n=%d: %v", n, err)
-		}
-		if err == nil {
-			cmd := exec.Command(path, "-d", "-c")
-			cmd.Stdin = bytes.NewReader(z)
-			out, err := cmd.Output()
-			if err != nil || !bytes.Equal(out, data) {
-				t.Fatalf("n=%d: zstd -d: %v", n, err)
-			}
-		}
-	}
-	if _, err := unzstdRaw([]byte("not zstd at all")); err == nil {
-		t.Fatal("garbage accepted")
-	}
-}
-
 func TestFiles(t *testing.T) {
-	s := New(t, t.TempDir(), nil)
+	s := hwsimtest.New(t, t.TempDir(), nil)
 	s.WriteFile("dir/sub/a.txt", "hello world")
 	s.EditFile("dir/sub/a.txt", "world", "there")
 	if b, _ := os.ReadFile(filepath.Join(s.AgentRoot(), "dir", "sub", "a.txt")); string(b) != "hello there" {
@@ -432,7 +414,7 @@ func TestFiles(t *testing.T) {
 }
 
 func TestTornHelpers(t *testing.T) {
-	s := New(t, t.TempDir(), Plan(Codon{ID: "a"}))
+	s := hwsimtest.New(t, t.TempDir(), Plan(Codon{ID: "a"}))
 	s.StartRun()
 	s.BeginCodon("a")
 	whole := read(t, s, StateRel)
@@ -449,50 +431,69 @@ func TestTornHelpers(t *testing.T) {
 	}
 }
 
-func TestErrorsWithoutTB(t *testing.T) {
-	s := New(nil, t.TempDir(), Plan(Codon{ID: "a"}))
-	s.StartCodon("a") // no run yet
-	if s.Err() == nil {
-		t.Fatal("no error")
+func TestErrors(t *testing.T) {
+	s, err := New(t.TempDir(), Plan(Codon{ID: "a"}))
+	if err != nil {
+		t.Fatal(err)
 	}
-	first := s.Err()
-	s.StartRun() // ignored after an error
-	if s.Err() != first || s.RunID() != "" {
-		t.Fatal("calls after an error did something")
+	first := s.StartCodon("a") // no run yet
+	if first == nil || s.Err() != first {
+		t.Fatalf("err = %v, Err = %v", first, s.Err())
+	}
+	if id, err := s.StartRun(); err != first || id != "" || s.RunID() != "" {
+		t.Fatalf("a call after an error did something: %q, %v", id, err)
 	}
 
-	s = New(nil, t.TempDir(), Plan(Codon{ID: "a"}))
-	s.StartRun()
-	s.StartCodon("a")
-	s.Advance("a", "preparing")
-	if s.Err() == nil || !strings.Contains(s.Err().Error(), "invalid transition") {
-		t.Fatalf("err = %v", s.Err())
+	s, err = New(t.TempDir(), Plan(Codon{ID: "a"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.StartRun(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StartCodon("a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Advance("a", "preparing"); err == nil || !strings.Contains(err.Error(), "invalid transition") {
+		t.Fatalf("err = %v", err)
+	}
+
+	// A folder that cannot be made: New fails.
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := New(file, nil); err == nil || s != nil {
+		t.Fatalf("New over a file: %v, %v", s, err)
 	}
 }
 
-func TestJSNumber(t *testing.T) {
-	for f, want := range map[float64]string{0: "0", 1: "1", -3: "-3", 0.0042: "0.0042", 1e-7: "1e-7", 1e21: "1e+21", 123456789012: "123456789012", 2.5: "2.5"} {
-		if got := jsNumber(f); got != want {
-			t.Errorf("jsNumber(%v) = %s, want %s", f, got, want)
-		}
-	}
-}
-
+// Heartbeats from another goroutine use the simulator itself: hwsimtest's
+// t.Fatal belongs to the test goroutine.
 func TestHeartbeatConcurrently(t *testing.T) {
-	s := New(nil, t.TempDir(), Plan(Codon{ID: "a"}))
-	s.StartRun()
-	done := make(chan struct{})
+	s, err := New(t.TempDir(), Plan(Codon{ID: "a"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.StartRun(); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 1)
 	go func() {
-		defer close(done)
-		for i := 0; i < 50; i++ {
-			s.Heartbeat()
+		var first error
+		for i := 0; i < 50 && first == nil; i++ {
+			first = s.Heartbeat()
 		}
+		errs <- first
 	}()
-	s.StartCodon("a")
-	s.CompleteCodon("a")
-	<-done
-	if s.Err() != nil {
-		t.Fatal(s.Err())
+	if err := s.StartCodon("a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CompleteCodon("a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errs; err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -502,7 +503,7 @@ func TestHeartbeatConcurrently(t *testing.T) {
 // transition that records it, with no state.json write of its own.
 func TestRuntimeCheckpointOrder(t *testing.T) {
 	dir := t.TempDir()
-	var s *Sim
+	var s *hwsimtest.Sim
 	var seenAtSeal []string // the codon's status on disk when the runtime commits
 	status := func() string {
 		var st struct {
@@ -514,7 +515,7 @@ func TestRuntimeCheckpointOrder(t *testing.T) {
 		c := st.Runs[0].Codons
 		return c[len(c)-1]["status"].(string)
 	}
-	s = New(t, dir, Plan(Codon{ID: "a", RigSetup: []RigStep{Command("make", nil)}}),
+	s = hwsimtest.New(t, dir, Plan(Codon{ID: "a", RigSetup: []RigStep{Command("make", nil)}}),
 		WithRuntimeCheckpoints(func(kind, run, codon string) string {
 			seenAtSeal = append(seenAtSeal, kind+"@"+status())
 			return strings.Repeat(map[string]string{"rig-setup": "1", "completed": "2"}[kind], 40)
@@ -576,7 +577,7 @@ func TestRuntimeCheckpointOrder(t *testing.T) {
 func TestShutdownWithCodonUnfinished(t *testing.T) {
 	dir := t.TempDir()
 	var kinds []string
-	s := New(t, dir, Plan(Codon{ID: "a"}), WithClock(clock()),
+	s := hwsimtest.New(t, dir, Plan(Codon{ID: "a"}), WithClock(clock()),
 		WithRuntimeCheckpoints(func(kind, run, codon string) string { kinds = append(kinds, kind+":"+codon); return "" }))
 	s.StartRun()
 	s.StartCodon("a")

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/snapshot"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 var cairnBin string
@@ -357,7 +359,7 @@ func TestListShowsAdopted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := st.Adopt(context.Background(), snapshot.AdoptRequest{SHA: x.rig, Kind: snapshot.KindRigSetup,
+	rec, err := st.Adopt(context.Background(), snapshot.AdoptRequest{SHA: x.rig, Kind: ckpt.KindRigSetup,
 		CodonID: "write", CodonName: "Write", RunID: runtimeRun})
 	st.Close()
 	if err != nil {

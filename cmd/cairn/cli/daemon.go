@@ -21,8 +21,8 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 	cfgPath := fs.String("config", "", "TOML config file (default: none, per-user defaults)")
 	var watch stringList
 	fs.Var(&watch, "watch", "watch this execution directory or glob (repeatable)")
-	stateDir := fs.String("state-dir", "", "state directory (default: per-user state directory)")
-	socket := fs.String("socket", "", "socket path (default: per-user runtime directory)")
+	var df daemonFlags
+	df.register(fs)
 	asService := fs.Bool("service", false, "run under the service manager (set by the unit `cairn service install` writes)")
 	worker := fs.Bool("worker", false, "internal: run as a root daemon's worker for one user (started by the daemon itself)")
 	maxRuntime := fs.Int64("max-runtime-file", 0, "internal (workers): cap on a runtime file read, in bytes")
@@ -34,7 +34,7 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 		return usageErr("daemon takes no arguments; use --watch DIR")
 	}
 	if *worker {
-		return runWorker(ctx, e, *stateDir, *socket, *maxRuntime)
+		return runWorker(ctx, e, df.stateDir, df.sock, *maxRuntime)
 	}
 	var cfg *agent.Config
 	if *cfgPath != "" {
@@ -48,7 +48,7 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 	} else if os.Getenv("CAIRN_LOG_LEVEL") == "" {
 		log = log.Level(parseLevel("info"))
 	}
-	d := agent.New(cfg, agent.Options{ConfigPath: *cfgPath, Watch: watch, StateDir: *stateDir, Socket: *socket, Version: Version,
+	d := agent.New(cfg, agent.Options{ConfigPath: *cfgPath, Watch: watch, StateDir: df.stateDir, Socket: df.sock, Version: Version,
 		Ready: func() {
 			if err := service.NotifyReady(); err != nil {
 				log.Warn().Err(err).Msg("systemd readiness not reported")

@@ -91,28 +91,53 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 		hwsim.Codon{ID: "write", Name: "Write the code", Files: []string{"src"}},
 		hwsim.Codon{ID: "review", Name: "Review", Files: []string{"REVIEW.md"}},
 	)
-	sim := hwsim.New(nil, exec, plan)
-	sim.StartRun()
-	sim.StartCodon("plan")
-	show("codon plan: rig set up, agent starts")
-	sim.WriteFile("PLAN.md", "# plan\n1. write main.go\n2. review\n")
-	sim.CompleteCodon("plan")
-	show("codon plan completed")
-	sim.StartCodon("write")
-	sim.WriteFile("src/main.go", "package main\n\nfunc main() {}\n")
-	show("agent writes src/main.go (autosave after a quiet period)")
-	sim.EditFile("src/main.go", "func main() {}", "func main() { oops")
-	sim.FailCodon("write", "build failed", true)
-	show("codon write fails")
-	sim.StartCodon("write")
-	sim.EditFile("src/main.go", "func main() { oops", "func main() {}")
-	sim.CompleteCodon("write")
-	show("codon write retried and completed")
-	sim.StartCodon("review")
-	sim.WriteFile("REVIEW.md", "looks good\n")
-	sim.Crash()
-	show("the runtime crashes during review (lock left, process gone)")
-	if err := sim.Err(); err != nil {
+	sim, err := hwsim.New(exec, plan)
+	if err != nil {
+		return err
+	}
+	if _, err := sim.StartRun(); err != nil {
+		return err
+	}
+	// step shows what the daemon sealed after one scripted step; errs are the
+	// step's simulator calls, which do nothing once one has failed.
+	step := func(what string, errs ...error) error {
+		for _, err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+		show(what)
+		return nil
+	}
+	if err := step("codon plan: rig set up, agent starts",
+		sim.StartCodon("plan")); err != nil {
+		return err
+	}
+	if err := step("codon plan completed",
+		sim.WriteFile("PLAN.md", "# plan\n1. write main.go\n2. review\n"),
+		sim.CompleteCodon("plan")); err != nil {
+		return err
+	}
+	if err := step("agent writes src/main.go (autosave after a quiet period)",
+		sim.StartCodon("write"),
+		sim.WriteFile("src/main.go", "package main\n\nfunc main() {}\n")); err != nil {
+		return err
+	}
+	if err := step("codon write fails",
+		sim.EditFile("src/main.go", "func main() {}", "func main() { oops"),
+		sim.FailCodon("write", "build failed", true)); err != nil {
+		return err
+	}
+	if err := step("codon write retried and completed",
+		sim.StartCodon("write"),
+		sim.EditFile("src/main.go", "func main() { oops", "func main() {}"),
+		sim.CompleteCodon("write")); err != nil {
+		return err
+	}
+	if err := step("the runtime crashes during review (lock left, process gone)",
+		sim.StartCodon("review"),
+		sim.WriteFile("REVIEW.md", "looks good\n"),
+		sim.Crash()); err != nil {
 		return err
 	}
 

@@ -51,8 +51,8 @@ func (d *doctor) bad(check, fix, format string, a ...any) {
 
 func runDoctor(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("doctor", "doctor [--fsck] [--socket P] [--state-dir D] [--json] [WORKSPACE]...", e)
-	sock := fs.String("socket", "", "daemon socket (default: $CAIRN_SOCKET or the per-user default)")
-	stateDir := fs.String("state-dir", "", "state directory (default: $CAIRN_STATE_DIR or the per-user default)")
+	var df daemonFlags
+	df.register(fs)
 	fsck := fs.Bool("fsck", false, "run git fsck on every store (slow on big stores)")
 	asJSON := fs.Bool("json", false, "print the findings as JSON")
 	dirs, err := parse(fs, args)
@@ -62,14 +62,14 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 	// Without a daemon to ask, the state and socket are the ones a daemon
 	// started here would use: the flag, else the mode's config, else the default.
 	cfg, _ := agent.LoadConfig(platform.DefaultPaths().Config)
-	state := *stateDir
+	state := df.stateDir
 	if state == "" && cfg != nil && cfg.StateDir != "" {
 		state = cfg.StateDir
 	}
 	if state == "" {
 		state = platform.DefaultStateDir()
 	}
-	socket := *sock
+	socket := df.sock
 	if socket == "" && cfg != nil && cfg.Socket != "" {
 		socket = cfg.Socket
 	}

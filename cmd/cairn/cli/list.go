@@ -3,15 +3,13 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
-	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/restore"
-	"github.com/cairn-dev/cairn/snapshot"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 func init() {
@@ -19,25 +17,25 @@ func init() {
 }
 
 // mark is the listing's sign for a kind (README.md, "Commands").
-func mark(k snapshot.Kind) string {
+func mark(k ckpt.Kind) string {
 	switch k {
-	case snapshot.KindBaseline:
+	case ckpt.KindBaseline:
 		return "─"
-	case snapshot.KindCompleted:
+	case ckpt.KindCompleted:
 		return "✔"
-	case snapshot.KindError:
+	case ckpt.KindError:
 		return "✗"
-	case snapshot.KindSkipped:
+	case ckpt.KindSkipped:
 		return "⊘"
-	case snapshot.KindExit:
+	case ckpt.KindExit:
 		return "⏻"
-	case snapshot.KindRigSetup:
+	case ckpt.KindRigSetup:
 		return "◆"
-	case snapshot.KindAutosave:
+	case ckpt.KindAutosave:
 		return "·"
-	case snapshot.KindPreRestore:
+	case ckpt.KindPreRestore:
 		return "⤿"
-	case snapshot.KindManual:
+	case ckpt.KindManual:
 		return "+"
 	}
 	return "?"
@@ -46,9 +44,8 @@ func mark(k snapshot.Kind) string {
 func runList(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("list", "list <dir> [--json]", e)
 	var sf storeFlags
-	sf.register(fs)
+	sf.register(fs, reading)
 	asJSON := fs.Bool("json", false, "print the ledger records as JSON, newest first")
-	sock := fs.String("socket", "", "daemon socket (default: $CAIRN_SOCKET or the per-user default)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -57,57 +54,24 @@ func runList(ctx context.Context, e *env, args []string) error {
 		fs.Usage()
 		return usageErr("list takes one workspace directory")
 	}
-	recs, head, err := listRecords(ctx, &sf, *sock, pos[0])
+	l, err := via(ctx, &sf, pos[0], true, func(b backend) (ledger, error) { return b.list(ctx) })
 	if err != nil {
 		return err
 	}
+	recs := l.recs
 	if *asJSON {
 		if recs == nil {
-			recs = []snapshot.Record{}
+			recs = []ckpt.Record{}
 		}
 		b, _ := json.MarshalIndent(recs, "", "  ")
 		fmt.Fprintln(e.stdout, string(b))
 		return nil
 	}
-	printList(e.stdout, recs, head, time.Now())
+	printList(e.stdout, recs, l.head, time.Now())
 	return nil
 }
 
-// listRecords is the ledger newest first and the id marked ← HEAD: from the
-// daemon when one runs and watches the workspace for us, else from the store.
-func listRecords(ctx context.Context, sf *storeFlags, sock, dir string) ([]snapshot.Record, string, error) {
-	c, abs, err := daemonFor(ctx, sock, sf.stateDir, dir)
-	if err != nil {
-		return nil, "", err
-	}
-	if c != nil {
-		l, err := c.List(ctx, abs)
-		if err == nil {
-			var recs []snapshot.Record
-			if b, jerr := json.Marshal(l.Records); jerr == nil {
-				_ = json.Unmarshal(b, &recs)
-			}
-			return recs, l.Head, nil
-		}
-		if !fallBack(err) {
-			return nil, "", err
-		}
-	}
-	st, err := sf.openExisting(ctx, dir)
-	if errors.Is(err, snapshot.ErrNoStore) {
-		return nil, "", nil // an empty ledger ("no checkpoints yet", or [] with --json), and no store made
-	}
-	if err != nil {
-		return nil, "", err
-	}
-	defer st.Close()
-	recs := st.Records()
-	head := restore.HeadMarker(agent.Checkpoints(recs), st.Position())
-	slices.Reverse(recs)
-	return recs, head, nil
-}
-
-func printList(w io.Writer, recs []snapshot.Record, head string, now time.Time) {
+func printList(w io.Writer, recs []ckpt.Record, head string, now time.Time) {
 	if len(recs) == 0 {
 		fmt.Fprintln(w, "no checkpoints yet")
 		return
@@ -128,7 +92,7 @@ func printList(w io.Writer, recs []snapshot.Record, head string, now time.Time) 
 			where = "run " + r.RunID
 		}
 		line := fmt.Sprintf("%s %-4s %s   %s · %s · %s · %s", mark(r.Kind), r.ID, label, where, orDash(short(r.SHA)), r.Kind, age(now.Sub(r.Time)))
-		if r.State != snapshot.StateOK {
+		if r.State != ckpt.StateOK {
 			line += " · " + string(r.State)
 			if r.Error != "" {
 				line += ": " + r.Error

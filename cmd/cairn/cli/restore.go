@@ -8,43 +8,17 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 
 	"github.com/mattn/go-isatty"
 
-	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/client"
 	"github.com/cairn-dev/cairn/restore"
-	"github.com/cairn-dev/cairn/snapshot"
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 func init() {
 	register("restore", "restore a workspace (or some paths) to a checkpoint", runRestore)
-}
-
-// daemon returns a client when a daemon answers on the socket, and the
-// workspace's absolute path.
-func daemonFor(ctx context.Context, sock, stateDir, dir string) (*client.Client, string, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, "", err
-	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = real
-	}
-	c := client.New(socketPath(sock, stateDir))
-	if !c.Running(ctx) {
-		return nil, abs, nil
-	}
-	return c, abs, nil
-}
-
-// fallBack reports whether a daemon's answer means "not a workspace it
-// watches for you": the command then works on the store directly.
-func fallBack(err error) bool {
-	var ce *client.Error
-	return errors.As(err, &ce) && ce.Status == http.StatusForbidden
 }
 
 // refusal turns a daemon's or the engine's refusal into ExitRefused.
@@ -64,7 +38,7 @@ func refusal(err error) error {
 	}
 	var amb *restore.AmbiguousError
 	var un *restore.UnusableError
-	if errors.Is(err, agent.ErrCodonRunning) || errors.As(err, &amb) || errors.As(err, &un) {
+	if errors.Is(err, restore.ErrCodonRunning) || errors.As(err, &amb) || errors.As(err, &un) {
 		return &exitError{ExitRefused, err}
 	}
 	return err
@@ -78,52 +52,34 @@ func progressTo(e *env) func(step, total int, msg string) {
 	return nil
 }
 
-// restoreFlags are the flags of the commands that go through the daemon:
-// show and diff register the common ones, and every restoring command
-// (restore, rollback, undo) the same full set through registerRestoring.
+// restoreFlags are the flags every restoring command (restore, rollback,
+// undo) shares.
 type restoreFlags struct {
 	sf     storeFlags
-	sock   *string
 	asJSON *bool
-	dry    *bool      // restoring commands only
-	paths  stringList // restoring commands only
+	dry    *bool
+	paths  stringList
 }
 
-func (rf *restoreFlags) register(fs *flag.FlagSet) {
-	rf.sf.register(fs)
-	rf.sock = fs.String("socket", "", "daemon socket (default: $CAIRN_SOCKET or the per-user default)")
-	rf.asJSON = fs.Bool("json", false, "print the result as JSON")
-}
-
-// restoringUsage is the flags registerRestoring adds, for usage lines.
+// restoringUsage is the flags restoreFlags adds, for usage lines.
 const restoringUsage = "[--dry-run] [--path P]... [--json] [--socket S]"
 
-// registerRestoring adds the flags every restoring command shares.
-func (rf *restoreFlags) registerRestoring(fs *flag.FlagSet) {
-	rf.register(fs)
+func (rf *restoreFlags) register(fs *flag.FlagSet) {
+	rf.sf.register(fs, writing)
+	rf.asJSON = fs.Bool("json", false, "print the result as JSON")
 	rf.dry = fs.Bool("dry-run", false, "print the plan; change nothing")
 	fs.Var(&rf.paths, "path", "restore only this file or folder (repeatable)")
 }
 
-// direct runs fn on the workspace's store, without a daemon.
-func (rf *restoreFlags) direct(ctx context.Context, dir string, fn func(st *snapshot.Store) (api.RestoreResult, error)) (api.RestoreResult, error) {
-	st, err := rf.sf.open(ctx, dir, nil)
-	if err != nil {
-		return api.RestoreResult{}, err
-	}
-	defer st.Close()
-	return fn(st)
-}
-
-// op is the restore the restoring flags ask for, to target t.
-func (rf *restoreFlags) op(e *env, t restore.Target) agent.RestoreOp {
-	return agent.RestoreOp{Target: t, Paths: rf.paths, DryRun: *rf.dry, Continue: true, Progress: progressTo(e)}
+// opts are the restore the flags ask for.
+func (rf *restoreFlags) opts(e *env) restoreOpts {
+	return restoreOpts{paths: rf.paths, dry: *rf.dry, progress: progressTo(e)}
 }
 
 func runRestore(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("restore", "restore <dir> <target> "+restoringUsage, e)
 	var rf restoreFlags
-	rf.registerRestoring(fs)
+	rf.register(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -136,19 +92,9 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	c, abs, err := daemonFor(ctx, *rf.sock, rf.sf.stateDir, pos[0])
-	if err != nil {
-		return err
-	}
-	var res api.RestoreResult
-	if c != nil {
-		res, err = c.Restore(ctx, api.RestoreRequest{Workspace: abs, Target: pos[1], Paths: rf.paths, DryRun: *rf.dry})
-	}
-	if c == nil || fallBack(err) {
-		res, err = rf.direct(ctx, abs, func(st *snapshot.Store) (api.RestoreResult, error) {
-			return agent.RunRestore(ctx, st, st.Dir(), rf.op(e, t))
-		})
-	}
+	res, err := via(ctx, &rf.sf, pos[0], true, func(b backend) (api.RestoreResult, error) {
+		return b.restore(ctx, pos[1], t, rf.opts(e))
+	})
 	if err != nil {
 		return refusal(err)
 	}
@@ -160,14 +106,14 @@ func printRestore(e *env, dir string, res api.RestoreResult, asJSON bool) error 
 		b, _ := json.MarshalIndent(res, "", "  ")
 		fmt.Fprintln(e.stdout, string(b))
 	} else {
-		p := restore.Plan{Target: restore.Checkpoint{ID: res.Target.ID, SHA: res.Target.SHA, Kind: res.Target.Kind,
+		p := ckpt.Plan{Target: ckpt.Record{ID: res.Target.ID, SHA: res.Target.SHA, Kind: ckpt.Kind(res.Target.Kind),
 			Label: res.Target.Label, CodonID: res.Target.CodonID, CodonName: res.Target.CodonName, RunID: res.Target.RunID},
 			Kept: res.Kept}
 		for _, f := range res.Write {
-			p.Write = append(p.Write, restore.PlanFile{Path: f.Path, Size: f.Size, Action: f.Action})
+			p.Write = append(p.Write, ckpt.PlanFile{Path: f.Path, Size: f.Size, Action: f.Action})
 		}
 		for _, f := range res.Delete {
-			p.Delete = append(p.Delete, restore.PlanFile{Path: f.Path, Size: f.Size, Action: f.Action})
+			p.Delete = append(p.Delete, ckpt.PlanFile{Path: f.Path, Size: f.Size, Action: f.Action})
 		}
 		if res.DryRun {
 			_ = restore.FormatPlan(e.stdout, p)

@@ -2,11 +2,10 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 
-	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/restore"
-	"github.com/cairn-dev/cairn/snapshot"
 )
 
 func init() {
@@ -17,7 +16,7 @@ func init() {
 func runRollback(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("rollback", "rollback <dir> (--codon ID [--type T] | --last-success | --sha S) "+restoringUsage, e)
 	var rf restoreFlags
-	rf.registerRestoring(fs)
+	rf.register(fs)
 	codon := fs.String("codon", "", "codon id")
 	typ := fs.String("type", "end", "checkpoint type with --codon: start, end, rig-setup, completed, error, skipped")
 	last := fs.Bool("last-success", false, "roll back to the last success")
@@ -54,20 +53,9 @@ func runRollback(ctx context.Context, e *env, args []string) error {
 		t.Raw = *sha
 	}
 	cmd.Data = mustJSON(data)
-	c, abs, err := daemonFor(ctx, *rf.sock, rf.sf.stateDir, pos[0])
-	if err != nil {
-		return err
-	}
-	cmd.Workspace = abs
-	var res api.RestoreResult
-	if c != nil {
-		err = c.Command(ctx, cmd, &res)
-	}
-	if c == nil || fallBack(err) {
-		res, err = rf.direct(ctx, abs, func(st *snapshot.Store) (api.RestoreResult, error) {
-			return agent.RunRestore(ctx, st, st.Dir(), rf.op(e, t))
-		})
-	}
+	res, err := via(ctx, &rf.sf, pos[0], true, func(b backend) (api.RestoreResult, error) {
+		return b.rollback(ctx, cmd, t, rf.opts(e))
+	})
 	if err != nil {
 		return refusal(err)
 	}
@@ -77,7 +65,7 @@ func runRollback(ctx context.Context, e *env, args []string) error {
 func runUndo(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("undo", "undo <dir> "+restoringUsage, e)
 	var rf restoreFlags
-	rf.registerRestoring(fs)
+	rf.register(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -86,21 +74,14 @@ func runUndo(ctx context.Context, e *env, args []string) error {
 		fs.Usage()
 		return usageErr("undo takes one workspace directory")
 	}
-	c, abs, err := daemonFor(ctx, *rf.sock, rf.sf.stateDir, pos[0])
-	if err != nil {
-		return err
-	}
-	var res api.RestoreResult
-	if c != nil {
-		res, err = c.UndoWith(ctx, api.UndoRequest{Workspace: abs, Paths: rf.paths, DryRun: *rf.dry})
-	}
-	if c == nil || fallBack(err) {
-		res, err = rf.direct(ctx, abs, func(st *snapshot.Store) (api.RestoreResult, error) {
-			return agent.Undo(ctx, st, st.Dir(), rf.op(e, restore.Target{}))
-		})
-	}
+	res, err := via(ctx, &rf.sf, pos[0], true, func(b backend) (api.RestoreResult, error) { return b.undo(ctx, rf.opts(e)) })
 	if err != nil {
 		return refusal(err)
 	}
 	return printRestore(e, pos[0], res, *rf.asJSON)
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
 }

@@ -7,9 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/agent/api"
-	"github.com/cairn-dev/cairn/restore"
 )
 
 func init() {
@@ -17,15 +15,11 @@ func init() {
 	register("diff", "compare two checkpoints, or a checkpoint and the work tree", runDiff)
 }
 
-func mustJSON(v any) json.RawMessage {
-	b, _ := json.Marshal(v)
-	return b
-}
-
 func runShow(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("show", "show <dir> <id> [--json]", e)
-	var rf restoreFlags
-	rf.register(fs)
+	var sf storeFlags
+	sf.register(fs, reading)
+	asJSON := fs.Bool("json", false, "print the result as JSON")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -34,34 +28,11 @@ func runShow(ctx context.Context, e *env, args []string) error {
 		fs.Usage()
 		return usageErr("show takes a workspace directory and a checkpoint")
 	}
-	c, abs, err := daemonFor(ctx, *rf.sock, rf.sf.stateDir, pos[0])
-	if err != nil {
-		return err
-	}
-	var d api.Diff
-	if c != nil {
-		d, err = c.Show(ctx, abs, pos[1])
-	}
-	if c == nil || fallBack(err) {
-		st, oerr := rf.sf.openExisting(ctx, abs)
-		if oerr != nil {
-			return oerr
-		}
-		defer st.Close()
-		t, perr := restore.ParseTarget(pos[1])
-		if perr != nil {
-			return usageErr("%v", perr)
-		}
-		_, rec, rerr := agent.ResolveTarget(ctx, st, t)
-		if rerr != nil {
-			return refusal(rerr)
-		}
-		d, err = agent.Show(ctx, st, rec)
-	}
+	d, err := via(ctx, &sf, pos[0], true, func(b backend) (api.Diff, error) { return b.show(ctx, pos[1]) })
 	if err != nil {
 		return refusal(err)
 	}
-	if *rf.asJSON {
+	if *asJSON {
 		b, _ := json.MarshalIndent(d, "", "  ")
 		fmt.Fprintln(e.stdout, string(b))
 		return nil
@@ -92,8 +63,9 @@ func runShow(ctx context.Context, e *env, args []string) error {
 
 func runDiff(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("diff", "diff <dir> <a> [<b>] [--stat] [--json]   (no b: the work tree)", e)
-	var rf restoreFlags
-	rf.register(fs)
+	var sf storeFlags
+	sf.register(fs, reading)
+	asJSON := fs.Bool("json", false, "print the result as JSON")
 	statOnly := fs.Bool("stat", false, "the diffstat only")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -103,46 +75,11 @@ func runDiff(ctx context.Context, e *env, args []string) error {
 		fs.Usage()
 		return usageErr("diff takes a workspace directory and one or two checkpoints")
 	}
-	b := ""
-	if len(pos) == 3 {
-		b = pos[2]
-	}
-	c, abs, err := daemonFor(ctx, *rf.sock, rf.sf.stateDir, pos[0])
-	if err != nil {
-		return err
-	}
-	var d api.Diff
-	if c != nil {
-		d, err = c.Diff(ctx, abs, pos[1], b, !*statOnly)
-	}
-	if c == nil || fallBack(err) {
-		st, oerr := rf.sf.openExisting(ctx, abs)
-		if oerr != nil {
-			return oerr
-		}
-		defer st.Close()
-		shas := []string{}
-		for _, arg := range pos[1:] {
-			t, perr := restore.ParseTarget(arg)
-			if perr != nil {
-				return usageErr("%v", perr)
-			}
-			_, rec, rerr := agent.ResolveTarget(ctx, st, t)
-			if rerr != nil {
-				return refusal(rerr)
-			}
-			shas = append(shas, rec.SHA)
-		}
-		d = api.Diff{A: shas[0]}
-		if len(shas) == 2 {
-			d.B = shas[1]
-		}
-		d.Stat, d.Patch, err = st.Diff(ctx, d.A, d.B, !*statOnly)
-	}
+	d, err := via(ctx, &sf, pos[0], true, func(b backend) (api.Diff, error) { return b.diff(ctx, pos[1:], !*statOnly) })
 	if err != nil {
 		return refusal(err)
 	}
-	if *rf.asJSON {
+	if *asJSON {
 		out, _ := json.MarshalIndent(d, "", "  ")
 		fmt.Fprintln(e.stdout, string(out))
 		return nil

@@ -8,34 +8,21 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/api"
-	"github.com/cairn-dev/cairn/agent/client"
-	"github.com/cairn-dev/cairn/platform"
 )
 
 func init() {
 	register("status", "show the daemon and every workspace it watches", runStatus)
 }
 
-// socketPath is --socket, else CAIRN_SOCKET, else the default for this user.
-func socketPath(flagVal, stateDir string) string {
-	if flagVal != "" {
-		return flagVal
-	}
-	if stateDir == "" {
-		stateDir = platform.DefaultStateDir()
-	}
-	return platform.DefaultSocket(stateDir)
-}
-
 func runStatus(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("status", "status [--socket PATH] [--json]", e)
-	sock := fs.String("socket", "", "daemon socket (default: $CAIRN_SOCKET or the per-user default)")
-	stateDir := fs.String("state-dir", "", "state directory, to find the default socket")
+	var df daemonFlags
+	df.register(fs)
 	asJSON := fs.Bool("json", false, "print the status as JSON")
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
-	c := client.New(socketPath(*sock, *stateDir))
+	c := df.client()
 	if !c.Running(ctx) {
 		return fmt.Errorf("no daemon answers on %s; start one with: cairn daemon --watch DIR", c.Socket)
 	}

@@ -17,8 +17,8 @@ func init() {
 func runWatch(ctx context.Context, e *env, args []string, unwatch bool) error {
 	name := map[bool]string{false: "watch", true: "unwatch"}[unwatch]
 	fs := newFlags(name, name+" <dir> [--socket PATH] [--json]", e)
-	sock := fs.String("socket", "", "daemon socket (default: $CAIRN_SOCKET or the per-user default)")
-	stateDir := fs.String("state-dir", "", "state directory, to find the default socket")
+	var df daemonFlags
+	df.register(fs)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -28,12 +28,13 @@ func runWatch(ctx context.Context, e *env, args []string, unwatch bool) error {
 		fs.Usage()
 		return usageErr("%s takes one workspace directory", name)
 	}
-	c, abs, err := daemonFor(ctx, *sock, *stateDir, pos[0])
+	abs, err := realAbs(pos[0])
 	if err != nil {
 		return err
 	}
-	if c == nil {
-		return fmt.Errorf("no daemon answers on %s; start one with: cairn daemon --watch %s", socketPath(*sock, *stateDir), abs)
+	c := df.client()
+	if !c.Running(ctx) {
+		return fmt.Errorf("no daemon answers on %s; start one with: cairn daemon --watch %s", c.Socket, abs)
 	}
 	if err := c.Watch(ctx, abs, unwatch); err != nil {
 		return refusal(err)

@@ -1,0 +1,4 @@
+package hwsim
+
+// UnzstdRaw lets the external tests (package hwsim_test) read a compacted journal.
+var UnzstdRaw = unzstdRaw

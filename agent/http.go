@@ -1,0 +1,505 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/restore"
+	"github.com/cairn-dev/cairn/restore/ckpt"
+	"github.com/cairn-dev/cairn/snapshot"
+)
+
+// The daemon's HTTP layer (docs/cairn-formats.md, "Socket API in brief"):
+// every handler, the request decoding and path checks, and the one mapping
+// of the daemon's typed errors to a status and an error code (errorStatus).
+// The daemon's logic answers domain results and errors; only this file
+// knows HTTP.
+
+// versioned stamps the API version on every answer.
+func versioned(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(api.VersionHeader, api.Version)
+		h.ServeHTTP(w, r)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, errCode, msg string) {
+	writeJSON(w, code, api.Error{Code: errCode, Message: msg})
+}
+
+type peerKey struct{}
+
+// maxBody caps every request body.
+const maxBody = 1 << 20
+
+// authorize answers whether the peer may act on dir: root, or the uid owning
+// it (as discovery read it from an open descriptor). Unknown credentials fail
+// closed; a refusal says nothing about the workspace.
+func (d *Daemon) authorize(r *http.Request, dir string) bool {
+	uid, ok := peerOf(r)
+	return ok && d.mayAct(uid, dir)
+}
+
+func (d *Daemon) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
+	var req api.CheckpointRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "BAD_REQUEST", "request body is not a valid checkpoint request: "+err.Error())
+		return
+	}
+	if err := checkPath(req.Workspace); err != nil {
+		writeError(w, http.StatusBadRequest, "BAD_WORKSPACE", err.Error())
+		return
+	}
+	ws := d.lookup(req.Workspace)
+	if ws == nil || !d.authorize(r, ws.dir) {
+		writeError(w, http.StatusForbidden, "FORBIDDEN", "not a workspace you may act on: "+req.Workspace)
+		return
+	}
+	if ws.rolling.Load() {
+		writeBlocked(w, "checkpoint")
+		return
+	}
+	sreq := snapshot.SealRequest{Kind: ckpt.KindManual, Label: req.Label, RunID: req.RunID}
+	if req.Status != "" {
+		sreq.Kind, sreq.CodonID, sreq.CodonName = ckpt.Kind(req.Status), req.CodonID, req.CodonName
+		if !sreq.Kind.IsLifecycle() {
+			writeError(w, http.StatusBadRequest, "BAD_REQUEST", "status must be rig-setup, completed, error, skipped or exit")
+			return
+		}
+	}
+	rec, err := ws.checkpoint(r.Context(), sreq)
+	if err == nil {
+		writeJSON(w, http.StatusOK, toAPIRecord(rec))
+		return
+	}
+	// Every failure answers {code, message}; a seal recorded as failed
+	// carries its record too, so the reason survives the socket.
+	code, errCode := http.StatusInternalServerError, "SEAL_FAILED"
+	switch {
+	case errors.Is(err, errWorkspaceGone):
+		code, errCode = http.StatusGone, "WORKSPACE_GONE"
+	case errors.Is(err, errNotServing), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		code, errCode = http.StatusServiceUnavailable, "NOT_READY"
+	}
+	e := api.Error{Code: errCode, Message: err.Error()}
+	if rec.ID != "" {
+		ar := toAPIRecord(rec)
+		e.Record = &ar
+	}
+	writeJSON(w, code, e)
+}
+
+func toAPIRecord(r ckpt.Record) api.Record {
+	conv := func(v []ckpt.PathIssue) []api.PathIssue {
+		var out []api.PathIssue
+		for _, p := range v {
+			out = append(out, api.PathIssue{Path: p.Path, Reason: p.Reason})
+		}
+		return out
+	}
+	return api.Record{ID: r.ID, SHA: r.SHA, Parent: r.Parent, Kind: string(r.Kind), Label: r.Label, CodonID: r.CodonID,
+		CodonName: r.CodonName, RunID: r.RunID, Attempt: r.Attempt, Ref: r.Ref, Time: r.Time, DurationMS: r.DurationMS,
+		Changed: r.Changed, Added: r.Added, Removed: r.Removed, State: string(r.State), Issues: conv(r.Issues),
+		Skipped: conv(r.Skipped), Error: r.Error, Adopted: r.Adopted, Recovered: r.Recovered}
+}
+
+// routes adds the restore API to the mux.
+func (d *Daemon) routes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /v1/command", d.handleCommand)
+	mux.HandleFunc("POST /v1/restore", d.handleRestore)
+	mux.HandleFunc("POST /v1/undo", d.handleUndo)
+	mux.HandleFunc("GET /v1/list", d.handleList)
+	mux.HandleFunc("GET /v1/diff", d.handleDiff)
+	mux.HandleFunc("GET /v1/show", d.handleShow)
+	mux.HandleFunc("POST /v1/watch", d.handleWatch)
+	mux.HandleFunc("POST /v1/unwatch", d.handleUnwatch)
+	mux.HandleFunc("GET /v1/events", d.handleEvents)
+}
+
+// decode reads a capped JSON body into v; it answers the error itself.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("trailing data after the JSON object")
+	}
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, "BODY_TOO_LARGE", fmt.Sprintf("request body is larger than %d bytes", maxBody))
+			return false
+		}
+		writeError(w, http.StatusBadRequest, "BAD_REQUEST", "request body is not valid JSON for this endpoint: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// checkPath refuses a workspace path that is not absolute and clean. It is
+// lexical only: resolving links as root would tell a user what exists in
+// folders they cannot read. Workspaces are only ever found by a walk that
+// never follows a link, so a path through one matches none.
+func checkPath(p string) error {
+	switch {
+	case p == "":
+		return errors.New("no workspace given")
+	case !filepath.IsAbs(p):
+		return fmt.Errorf("workspace path %q is not absolute", p)
+	case slices.Contains(strings.Split(filepath.ToSlash(p), "/"), ".."):
+		return fmt.Errorf("workspace path %q contains '..'; give the real path", p)
+	case filepath.Clean(p) != p || strings.Contains(p, "//"):
+		return fmt.Errorf("workspace path %q is not clean; give the real path", p)
+	case strings.ContainsRune(p, 0):
+		return fmt.Errorf("workspace path %q contains a NUL byte", p)
+	}
+	return nil
+}
+
+// workspaceFor finds the workspace a request acts on and checks the peer
+// may; it answers the refusal itself. A workspace that is not watched and
+// one the peer may not act on get the same answer.
+func (d *Daemon) workspaceFor(w http.ResponseWriter, r *http.Request, dir string) (*workspace, *snapshot.Store, bool) {
+	if err := checkPath(dir); err != nil {
+		writeError(w, http.StatusBadRequest, "BAD_WORKSPACE", err.Error())
+		return nil, nil, false
+	}
+	d.mu.Lock()
+	ws := d.workspaces[dir]
+	d.mu.Unlock()
+	if ws == nil || !d.authorize(r, ws.dir) {
+		writeError(w, http.StatusForbidden, "FORBIDDEN", "not a workspace you may act on: "+dir)
+		return nil, nil, false
+	}
+	st := ws.openStore()
+	if st == nil {
+		writeError(w, http.StatusServiceUnavailable, "NOT_READY", "the workspace's store is not open yet; see cairn status")
+		return nil, nil, false
+	}
+	return ws, st, true
+}
+
+func writeBlocked(w http.ResponseWriter, cmdType string) {
+	writeJSON(w, http.StatusConflict, restore.RollbackBlocked(cmdType))
+}
+
+func (d *Daemon) handleCommand(w http.ResponseWriter, r *http.Request) {
+	var cmd api.Command
+	if !decode(w, r, &cmd) {
+		return
+	}
+	var data api.RollbackData
+	var list api.CheckpointListData
+	if len(cmd.Data) > 0 && string(cmd.Data) != "null" {
+		dec := json.NewDecoder(strings.NewReader(string(cmd.Data)))
+		dec.DisallowUnknownFields()
+		var err error
+		if cmd.Type == api.CmdCheckpointList {
+			err = dec.Decode(&list)
+			data.Workspace = list.Workspace
+		} else {
+			err = dec.Decode(&data)
+		}
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "BAD_REQUEST", fmt.Sprintf("data of %s is not valid: %v", cmd.Type, err))
+			return
+		}
+	}
+	dir := cmd.Workspace
+	if dir == "" {
+		dir = data.Workspace
+	}
+	var t restore.Target
+	switch cmd.Type {
+	case api.CmdCheckpointList:
+		ws, st, ok := d.workspaceFor(w, r, dir)
+		if !ok {
+			return
+		}
+		writeJSON(w, http.StatusOK, api.CommandReply{ID: cmd.ID, Type: cmd.Type, Data: checkpointList(ws, st, list.RunID)})
+		return
+	case api.CmdRollbackToCheckpoint:
+		if data.CheckpointSHA == "" {
+			writeError(w, http.StatusBadRequest, "BAD_REQUEST", "rollback.toCheckpoint needs data.checkpointSha")
+			return
+		}
+		t = restore.BySHA(data.CheckpointSHA)
+		t.Raw = data.CheckpointSHA
+	case api.CmdRollbackToCodon:
+		if data.CodonID == "" || data.CheckpointType == "" {
+			writeError(w, http.StatusBadRequest, "BAD_REQUEST", "rollback.toCodon needs data.codonId and data.checkpointType")
+			return
+		}
+		t = restore.ByCodon(data.CodonID, data.CheckpointType)
+	case api.CmdRollbackToLastSucc:
+		t = restore.ByLastSuccess()
+	default:
+		writeError(w, http.StatusBadRequest, "UNKNOWN_COMMAND", fmt.Sprintf("unknown command type %q", cmd.Type))
+		return
+	}
+	ws, st, ok := d.workspaceFor(w, r, dir)
+	if !ok {
+		return
+	}
+	op := restore.Op{Target: t, Paths: data.Paths, DryRun: data.DryRun, Continue: true}
+	res, code, errCode, err := d.restoreOn(ws, st, cmd.Type, op, data.AutoRestart)
+	if err != nil {
+		d.answerRefusal(w, cmd.Type, code, errCode, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.CommandReply{ID: cmd.ID, Type: cmd.Type, Data: res})
+}
+
+func (d *Daemon) handleRestore(w http.ResponseWriter, r *http.Request) {
+	var req api.RestoreRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	ws, st, ok := d.workspaceFor(w, r, req.Workspace)
+	if !ok {
+		return
+	}
+	t, err := restore.ParseTarget(req.Target)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "INVALID_TARGET", err.Error())
+		return
+	}
+	res, code, errCode, err := d.restoreOn(ws, st, "restore", restore.Op{Target: t, Paths: req.Paths, DryRun: req.DryRun, Continue: true}, false)
+	if err != nil {
+		d.answerRefusal(w, "restore", code, errCode, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// answerRefusal writes a restore error; ROLLBACK_IN_PROGRESS for a request
+// other than a rollback carries the runtime's payload.
+func (d *Daemon) answerRefusal(w http.ResponseWriter, cmdType string, code int, errCode string, err error) {
+	if errCode == restore.CodeRollbackInProgress && !strings.HasPrefix(cmdType, "rollback.") {
+		writeBlocked(w, cmdType)
+		return
+	}
+	writeError(w, code, errCode, err.Error())
+}
+
+func (d *Daemon) handleUndo(w http.ResponseWriter, r *http.Request) {
+	var req api.UndoRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	ws, st, ok := d.workspaceFor(w, r, req.Workspace)
+	if !ok {
+		return
+	}
+	res, code, errCode, err := d.restoreOn(ws, st, "undo", restore.Op{Paths: req.Paths, DryRun: req.DryRun}, false)
+	if err != nil {
+		d.answerRefusal(w, "undo", code, errCode, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (d *Daemon) handleList(w http.ResponseWriter, r *http.Request) {
+	ws, st, ok := d.workspaceFor(w, r, r.URL.Query().Get("workspace"))
+	if !ok {
+		return
+	}
+	recs, pos := ws.ledger(st)
+	out := api.List{Workspace: ws.dir, Position: pos, Head: restore.HeadMarker(recs, pos), Records: []api.Record{}}
+	for i := len(recs) - 1; i >= 0; i-- {
+		out.Records = append(out.Records, toAPIRecord(recs[i]))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (d *Daemon) handleDiff(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	_, st, ok := d.workspaceFor(w, r, q.Get("workspace"))
+	if !ok {
+		return
+	}
+	a, err := resolveArg(r.Context(), st, q.Get("a"))
+	if err != nil {
+		code, errCode := targetError(err)
+		writeError(w, code, errCode, err.Error())
+		return
+	}
+	out := api.Diff{A: a.SHA}
+	if b := q.Get("b"); b != "" {
+		rb, err := resolveArg(r.Context(), st, b)
+		if err != nil {
+			code, errCode := targetError(err)
+			writeError(w, code, errCode, err.Error())
+			return
+		}
+		out.B = rb.SHA
+	}
+	out.Stat, out.Patch, err = st.Diff(r.Context(), out.A, out.B, q.Get("patch") != "")
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "DIFF_FAILED", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (d *Daemon) handleShow(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	_, st, ok := d.workspaceFor(w, r, q.Get("workspace"))
+	if !ok {
+		return
+	}
+	rec, err := resolveArg(r.Context(), st, q.Get("id"))
+	if err != nil {
+		code, errCode := targetError(err)
+		writeError(w, code, errCode, err.Error())
+		return
+	}
+	out, err := Show(r.Context(), st, rec)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "DIFF_FAILED", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (d *Daemon) handleWatch(w http.ResponseWriter, r *http.Request) { d.watchChange(w, r, true) }
+
+func (d *Daemon) handleUnwatch(w http.ResponseWriter, r *http.Request) { d.watchChange(w, r, false) }
+
+// watchChange adds or removes a watch root given over the socket.
+func (d *Daemon) watchChange(w http.ResponseWriter, r *http.Request, add bool) {
+	var req api.WorkspaceRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	dir := req.Workspace
+	if err := checkPath(dir); err != nil {
+		writeError(w, http.StatusBadRequest, "BAD_WORKSPACE", err.Error())
+		return
+	}
+	uid, known := peerOf(r)
+	if !known || !d.mayWatch(uid, dir) {
+		writeError(w, http.StatusForbidden, "FORBIDDEN", "not a workspace you may act on: "+dir)
+		return
+	}
+	d.mu.Lock()
+	if ws := d.workspaces[dir]; ws != nil && ws.rolling.Load() && !add {
+		d.mu.Unlock()
+		writeBlocked(w, "unwatch")
+		return
+	}
+	i := slices.Index(d.extra, dir)
+	switch {
+	case add && i < 0:
+		d.extra = append(d.extra, dir)
+	case !add && i >= 0:
+		d.extra = slices.Delete(d.extra, i, i+1)
+	}
+	d.mu.Unlock()
+	d.discover(d.ctx())
+	d.mu.Lock()
+	_, watched := d.owners[dir]
+	var why string
+	for _, rf := range d.refused {
+		if rf.Dir == dir {
+			why = rf.Reason
+		}
+	}
+	d.mu.Unlock()
+	if add && !watched && why != "" {
+		writeError(w, http.StatusUnprocessableEntity, "WATCH_REFUSED", why)
+		return
+	}
+	if !add && watched {
+		writeError(w, http.StatusConflict, "WATCHED_BY_CONFIG", "the daemon's config or --watch watches "+dir+"; remove it there")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"workspace": dir, "watching": watched})
+}
+
+func (d *Daemon) handleEvents(w http.ResponseWriter, r *http.Request) {
+	uid, ok := r.Context().Value(peerKey{}).(uint32)
+	if !ok {
+		writeError(w, http.StatusForbidden, "FORBIDDEN", "unknown peer credentials")
+		return
+	}
+	only := r.URL.Query().Get("workspace")
+	if only != "" {
+		if err := checkPath(only); err != nil {
+			writeError(w, http.StatusBadRequest, "BAD_WORKSPACE", err.Error())
+			return
+		}
+		d.mu.Lock()
+		_, served := d.owners[only]
+		d.mu.Unlock()
+		if !served || !d.mayAct(uid, only) {
+			writeError(w, http.StatusForbidden, "FORBIDDEN", "not a workspace you may act on: "+only)
+			return
+		}
+	}
+	allow := func(dir string) bool { return d.mayAct(uid, dir) }
+	sub := d.bus.subscribe(allow, only)
+	defer d.bus.unsubscribe(sub)
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	enc := json.NewEncoder(w)
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case ev, open := <-sub.ch:
+			if !open {
+				_ = enc.Encode(api.Event{Type: api.EvError, Time: time.Now(),
+					Data: api.ErrorEvent{Code: "EVENTS_DROPPED", Message: "this client read events too slowly and was dropped"}})
+				return
+			}
+			_ = rc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+			if err := enc.Encode(ev); err != nil {
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// targetError maps a restore error to an HTTP status and code.
+func targetError(err error) (int, string) {
+	var inv *restore.InvalidTargetError
+	var amb *restore.AmbiguousError
+	var unusable *restore.UnusableError
+	switch {
+	case errors.Is(err, restore.ErrCodonRunning):
+		return 409, "CODON_RUNNING"
+	case restore.IsNotFound(err):
+		return 404, "UNKNOWN_CHECKPOINT"
+	case errors.As(err, &inv):
+		return 400, "INVALID_TARGET"
+	case errors.As(err, &amb):
+		return 409, "AMBIGUOUS_CHECKPOINT"
+	case errors.As(err, &unusable):
+		return 409, "UNUSABLE_CHECKPOINT"
+	case errors.Is(err, restore.ErrNothingToUndo):
+		return 409, "NOTHING_TO_UNDO"
+	}
+	return 500, "RESTORE_FAILED"
+}

@@ -1,0 +1,377 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/client"
+	"github.com/cairn-dev/cairn/platform"
+	"github.com/cairn-dev/cairn/restore"
+	"github.com/cairn-dev/cairn/snapshot"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
+)
+
+// daemonFlags find the daemon: --socket, else $CAIRN_SOCKET, else the
+// default for this user (which depends on --state-dir).
+type daemonFlags struct {
+	sock     string
+	stateDir string
+}
+
+func (f *daemonFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.sock, "socket", "", "daemon socket (default: $CAIRN_SOCKET or the per-user default)")
+	fs.StringVar(&f.stateDir, "state-dir", "", "state directory: plain-layout stores and the default socket (default: $CAIRN_STATE_DIR or the per-user default)")
+}
+
+// socketPath is --socket, else CAIRN_SOCKET, else the default for this user.
+func socketPath(flagVal, stateDir string) string {
+	if flagVal != "" {
+		return flagVal
+	}
+	if stateDir == "" {
+		stateDir = platform.DefaultStateDir()
+	}
+	return platform.DefaultSocket(stateDir)
+}
+
+func (f *daemonFlags) client() *client.Client { return client.New(socketPath(f.sock, f.stateDir)) }
+
+// access is whether a command may write to the store.
+type access bool
+
+const (
+	reading access = false // list, show, diff: never create or write a store
+	writing access = true  // checkpoint, restore, rollback, undo: may seal
+)
+
+// storeFlags are how a command reaches a workspace: the daemon, else the
+// store directly. Only writing commands take --max-file-size.
+type storeFlags struct {
+	daemonFlags
+	layout  string
+	maxSize int64 // 0 (the store's default) for reading commands
+}
+
+func (f *storeFlags) register(fs *flag.FlagSet, a access) {
+	f.daemonFlags.register(fs)
+	fs.StringVar(&f.layout, "layout", "auto", "workspace layout: auto, hankweave or plain")
+	if a == writing {
+		fs.Int64Var(&f.maxSize, "max-file-size", 100<<20, "files larger than this many bytes are skipped and named")
+	}
+}
+
+// open opens (or creates) the store of the workspace at dir, for a writing command.
+func (f *storeFlags) open(ctx context.Context, dir string) (*snapshot.Store, error) {
+	if err := notAsRootFor(dir); err != nil {
+		return nil, err
+	}
+	return snapshot.Open(ctx, dir, snapshot.Options{
+		Layout: snapshot.Layout(f.layout), StateDir: f.stateDir, MaxFileSize: f.maxSize,
+	})
+}
+
+// openExisting opens the store for a reading command (list, show, diff):
+// it never creates one, and says there are no checkpoints yet instead.
+func (f *storeFlags) openExisting(ctx context.Context, dir string) (*snapshot.Store, error) {
+	if err := notAsRootFor(dir); err != nil {
+		return nil, err
+	}
+	return snapshot.Open(ctx, dir, snapshot.Options{
+		Layout: snapshot.Layout(f.layout), StateDir: f.stateDir, NoCreate: true,
+	})
+}
+
+// restoreOpts are what every restoring command (restore, rollback, undo) adds.
+type restoreOpts struct {
+	paths    []string
+	dry      bool
+	progress func(step, total int, msg string) // the store's own restores only
+}
+
+// ledger is a workspace's records, newest first, and the id marked ← HEAD.
+type ledger struct {
+	recs []ckpt.Record
+	head string
+}
+
+// backend does one command's work on one workspace: through a running daemon
+// that acts on it for us (daemonBackend), or on the store itself, under its
+// lock (localBackend).
+type backend interface {
+	list(ctx context.Context) (ledger, error)
+	show(ctx context.Context, id string) (api.Diff, error)
+	// diff compares refs[0] with refs[1], or with the work tree.
+	diff(ctx context.Context, refs []string, patch bool) (api.Diff, error)
+	// checkpoint may return a record with an error (a seal recorded as failed).
+	checkpoint(ctx context.Context, req snapshot.SealRequest) (ckpt.Record, error)
+	// restore goes to t, which the daemon parses from raw itself.
+	restore(ctx context.Context, raw string, t restore.Target, o restoreOpts) (api.RestoreResult, error)
+	// rollback sends cmd to the daemon; the store restores to t.
+	rollback(ctx context.Context, cmd api.Command, t restore.Target, o restoreOpts) (api.RestoreResult, error)
+	undo(ctx context.Context, o restoreOpts) (api.RestoreResult, error)
+}
+
+// via runs op on the command's backend, chosen here and only here: the daemon
+// when one answers on the socket and acts on the workspace for us; the store
+// when none answers, when the daemon answers 403 (not a workspace it watches
+// for us: someone else's, or not watched), or when daemonOK is false.
+func via[T any](ctx context.Context, f *storeFlags, dir string, daemonOK bool, op func(backend) (T, error)) (T, error) {
+	var zero T
+	real, err := realAbs(dir)
+	if err != nil {
+		return zero, err
+	}
+	if daemonOK {
+		if c := f.client(); c.Running(ctx) {
+			v, err := op(daemonBackend{c: c, dir: dir, real: real})
+			if !notWatched(err) {
+				return v, err
+			}
+		}
+	}
+	return op(localBackend{f: f, dir: dir, real: real})
+}
+
+// realAbs is dir absolute, with its links resolved where it exists.
+func realAbs(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	return abs, nil
+}
+
+// notWatched reports whether a daemon's answer means "not a workspace it
+// watches for you": the command then works on the store directly.
+func notWatched(err error) bool {
+	var ce *client.Error
+	return errors.As(err, &ce) && ce.Status == http.StatusForbidden
+}
+
+// daemonBackend asks a running daemon about the workspace at real (its
+// absolute path, links resolved).
+type daemonBackend struct {
+	c    *client.Client
+	dir  string // as given: a checkpoint is asked about it made absolute, links kept
+	real string
+}
+
+func (b daemonBackend) list(ctx context.Context) (ledger, error) {
+	l, err := b.c.List(ctx, b.real)
+	if err != nil {
+		return ledger{}, err
+	}
+	out := ledger{head: l.Head}
+	if j, jerr := json.Marshal(l.Records); jerr == nil {
+		_ = json.Unmarshal(j, &out.recs)
+	}
+	return out, nil
+}
+
+func (b daemonBackend) show(ctx context.Context, id string) (api.Diff, error) {
+	return b.c.Show(ctx, b.real, id)
+}
+
+func (b daemonBackend) diff(ctx context.Context, refs []string, patch bool) (api.Diff, error) {
+	second := ""
+	if len(refs) == 2 {
+		second = refs[1]
+	}
+	return b.c.Diff(ctx, b.real, refs[0], second, patch)
+}
+
+func (b daemonBackend) checkpoint(ctx context.Context, req snapshot.SealRequest) (ckpt.Record, error) {
+	abs, err := filepath.Abs(b.dir)
+	if err != nil {
+		return ckpt.Record{}, err
+	}
+	ar, err := b.c.Checkpoint(ctx, api.CheckpointRequest{Workspace: abs, Label: req.Label, Status: statusOf(req),
+		CodonID: req.CodonID, CodonName: req.CodonName, RunID: req.RunID})
+	var rec ckpt.Record
+	if j, jerr := json.Marshal(ar); jerr == nil {
+		_ = json.Unmarshal(j, &rec)
+	}
+	var ce *client.Error
+	if errors.As(err, &ce) {
+		err = daemonError{ce}
+	}
+	return rec, err
+}
+
+func (b daemonBackend) restore(ctx context.Context, raw string, _ restore.Target, o restoreOpts) (api.RestoreResult, error) {
+	return b.c.Restore(ctx, api.RestoreRequest{Workspace: b.real, Target: raw, Paths: o.paths, DryRun: o.dry})
+}
+
+func (b daemonBackend) rollback(ctx context.Context, cmd api.Command, _ restore.Target, _ restoreOpts) (api.RestoreResult, error) {
+	var res api.RestoreResult
+	cmd.Workspace = b.real
+	err := b.c.Command(ctx, cmd, &res)
+	return res, err
+}
+
+func (b daemonBackend) undo(ctx context.Context, o restoreOpts) (api.RestoreResult, error) {
+	return b.c.UndoWith(ctx, api.UndoRequest{Workspace: b.real, Paths: o.paths, DryRun: o.dry})
+}
+
+// daemonError prints the daemon's reason as the direct path prints its own
+// (the message alone), and unwraps to the daemon's {code, message}.
+type daemonError struct{ ce *client.Error }
+
+func (e daemonError) Error() string { return e.ce.Message }
+func (e daemonError) Unwrap() error { return e.ce }
+
+func statusOf(req snapshot.SealRequest) string {
+	if req.Kind == ckpt.KindManual {
+		return ""
+	}
+	return string(req.Kind)
+}
+
+// localBackend works on the workspace's store itself, under the store's lock,
+// refusing (as root) a workspace another user owns. list and checkpoint open
+// it at the path as given; the others at its real path.
+type localBackend struct {
+	f    *storeFlags
+	dir  string
+	real string
+}
+
+func (b localBackend) list(ctx context.Context) (ledger, error) {
+	st, err := b.f.openExisting(ctx, b.dir)
+	if errors.Is(err, snapshot.ErrNoStore) {
+		return ledger{}, nil // an empty ledger ("no checkpoints yet", or [] with --json), and no store made
+	}
+	if err != nil {
+		return ledger{}, err
+	}
+	defer st.Close()
+	recs := st.Records()
+	head := restore.HeadMarker(recs, st.Position())
+	slices.Reverse(recs)
+	return ledger{recs, head}, nil
+}
+
+// resolve opens the store for reading and finds each ref's record.
+func (b localBackend) resolve(ctx context.Context, refs ...string) (*snapshot.Store, []ckpt.Record, error) {
+	st, err := b.f.openExisting(ctx, b.real)
+	if err != nil {
+		return nil, nil, err
+	}
+	var recs []ckpt.Record
+	for _, ref := range refs {
+		t, err := restore.ParseTarget(ref)
+		if err != nil {
+			st.Close()
+			return nil, nil, usageErr("%v", err)
+		}
+		rec, err := agent.ResolveTarget(ctx, st, t)
+		if err != nil {
+			st.Close()
+			return nil, nil, err
+		}
+		recs = append(recs, rec)
+	}
+	return st, recs, nil
+}
+
+func (b localBackend) show(ctx context.Context, id string) (api.Diff, error) {
+	st, recs, err := b.resolve(ctx, id)
+	if err != nil {
+		return api.Diff{}, err
+	}
+	defer st.Close()
+	return agent.Show(ctx, st, recs[0])
+}
+
+func (b localBackend) diff(ctx context.Context, refs []string, patch bool) (api.Diff, error) {
+	st, recs, err := b.resolve(ctx, refs...)
+	if err != nil {
+		return api.Diff{}, err
+	}
+	defer st.Close()
+	d := api.Diff{A: recs[0].SHA}
+	if len(recs) == 2 {
+		d.B = recs[1].SHA
+	}
+	d.Stat, d.Patch, err = st.Diff(ctx, d.A, d.B, patch)
+	return d, err
+}
+
+func (b localBackend) checkpoint(ctx context.Context, req snapshot.SealRequest) (ckpt.Record, error) {
+	st, err := b.f.open(ctx, b.dir)
+	if err != nil {
+		return ckpt.Record{}, err
+	}
+	defer st.Close()
+	return st.Seal(ctx, req)
+}
+
+// restoring runs fn on the store, with the restore the options ask for, to t.
+func (b localBackend) restoring(ctx context.Context, t restore.Target, o restoreOpts,
+	fn func(context.Context, *snapshot.Store, string, restore.Op) (api.RestoreResult, error)) (api.RestoreResult, error) {
+	st, err := b.f.open(ctx, b.real)
+	if err != nil {
+		return api.RestoreResult{}, err
+	}
+	defer st.Close()
+	return fn(ctx, st, st.Dir(), restore.Op{Target: t, Paths: o.paths, DryRun: o.dry, Continue: true, Progress: o.progress})
+}
+
+func (b localBackend) restore(ctx context.Context, _ string, t restore.Target, o restoreOpts) (api.RestoreResult, error) {
+	return b.restoring(ctx, t, o, agent.RunRestore)
+}
+
+func (b localBackend) rollback(ctx context.Context, _ api.Command, t restore.Target, o restoreOpts) (api.RestoreResult, error) {
+	return b.restoring(ctx, t, o, agent.RunRestore)
+}
+
+func (b localBackend) undo(ctx context.Context, o restoreOpts) (api.RestoreResult, error) {
+	return b.restoring(ctx, restore.Target{}, o, agent.Undo)
+}
+
+// notAsRootFor refuses to work, as root, on a workspace another user owns:
+// root never acts on a user's files itself (README "Security"). The daemon's
+// worker for that user, or the user, does it.
+func notAsRootFor(dir string) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	f, err := platform.OpenDirNoFollow(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // the store's own open says what is missing
+	}
+	if err != nil {
+		return &exitError{ExitRefused, fmt.Errorf("%s: %w; as root cairn works only on real paths", abs, err)}
+	}
+	defer f.Close()
+	uid, _, _, _, err := platform.DirInfo(f)
+	if err != nil || uid == 0 {
+		return err
+	}
+	who := strconv.FormatUint(uint64(uid), 10)
+	if u, err := user.LookupId(who); err == nil {
+		who = u.Username
+	}
+	return &exitError{ExitRefused, fmt.Errorf("%s belongs to %s: as root, cairn does not work on a user's files itself; "+
+		"go through the running daemon (--socket), or run it as the owner (sudo -u %s cairn COMMAND)", abs, who, who)}
+}

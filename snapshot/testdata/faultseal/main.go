@@ -1,0 +1,32 @@
+// Command faultseal seals one checkpoint of the workspace named by its first
+// argument (state in the second), for TestCrashAtEveryStep: that test builds
+// it with -tags cairnfault, so CAIRN_FAULT_AFTER stops it mid-seal. It lives
+// in testdata so that ./... never builds it into anything.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/cairn-dev/cairn/snapshot"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
+)
+
+func main() {
+	if len(os.Args) != 3 {
+		fmt.Fprintln(os.Stderr, "usage: faultseal WORKSPACE STATEDIR")
+		os.Exit(2)
+	}
+	ctx := context.Background()
+	st, err := snapshot.Open(ctx, os.Args[1], snapshot.Options{Layout: snapshot.LayoutPlain, StateDir: os.Args[2]})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if _, err := st.Seal(ctx, snapshot.SealRequest{Kind: ckpt.KindManual, Label: "child"}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
