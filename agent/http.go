@@ -90,13 +90,10 @@ func (d *Daemon) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 	}
 	// Every failure answers {code, message}; a seal recorded as failed
 	// carries its record too, so the reason survives the socket.
-	code, errCode := http.StatusInternalServerError, "SEAL_FAILED"
-	switch {
-	case errors.Is(err, errWorkspaceGone):
-		code, errCode = http.StatusGone, "WORKSPACE_GONE"
-	case errors.Is(err, errNotServing), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		code, errCode = http.StatusServiceUnavailable, "NOT_READY"
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		err = notReadyError{err} // the workspace stopped serving under the seal
 	}
+	code, errCode := errorStatus(err, codeSealFailed)
 	e := api.Error{Code: errCode, Message: err.Error()}
 	if rec.ID != "" {
 		ar := toAPIRecord(rec)
@@ -119,8 +116,10 @@ func toAPIRecord(r ckpt.Record) api.Record {
 		Skipped: conv(r.Skipped), Error: r.Error, Adopted: r.Adopted, Recovered: r.Recovered}
 }
 
-// routes adds the restore API to the mux.
+// routes adds every endpoint of the socket API to the mux.
 func (d *Daemon) routes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /v1/status", d.handleStatus)
+	mux.HandleFunc("POST /v1/checkpoint", d.handleCheckpoint)
 	mux.HandleFunc("POST /v1/command", d.handleCommand)
 	mux.HandleFunc("POST /v1/restore", d.handleRestore)
 	mux.HandleFunc("POST /v1/undo", d.handleUndo)
@@ -130,6 +129,21 @@ func (d *Daemon) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/watch", d.handleWatch)
 	mux.HandleFunc("POST /v1/unwatch", d.handleUnwatch)
 	mux.HandleFunc("GET /v1/events", d.handleEvents)
+	if d.opts.Worker {
+		mux.HandleFunc("POST "+assignPath, d.handleAssign)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "NOT_FOUND", fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
+	})
+}
+
+func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
+	uid, ok := peerOf(r)
+	if !ok {
+		writeError(w, http.StatusForbidden, "FORBIDDEN", "unknown peer credentials")
+		return
+	}
+	writeJSON(w, http.StatusOK, d.statusFor(r.Context(), uid))
 }
 
 // decode reads a capped JSON body into v; it answers the error itself.
@@ -258,9 +272,9 @@ func (d *Daemon) handleCommand(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	op := restore.Op{Target: t, Paths: data.Paths, DryRun: data.DryRun, Continue: true}
-	res, code, errCode, err := d.restoreOn(ws, st, cmd.Type, op, data.AutoRestart)
+	res, err := d.restoreOn(ws, st, cmd.Type, op, data.AutoRestart)
 	if err != nil {
-		d.answerRefusal(w, cmd.Type, code, errCode, err)
+		answerError(w, err, codeRestoreFailed)
 		return
 	}
 	writeJSON(w, http.StatusOK, api.CommandReply{ID: cmd.ID, Type: cmd.Type, Data: res})
@@ -280,22 +294,12 @@ func (d *Daemon) handleRestore(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "INVALID_TARGET", err.Error())
 		return
 	}
-	res, code, errCode, err := d.restoreOn(ws, st, "restore", restore.Op{Target: t, Paths: req.Paths, DryRun: req.DryRun, Continue: true}, false)
+	res, err := d.restoreOn(ws, st, "restore", restore.Op{Target: t, Paths: req.Paths, DryRun: req.DryRun, Continue: true}, false)
 	if err != nil {
-		d.answerRefusal(w, "restore", code, errCode, err)
+		answerError(w, err, codeRestoreFailed)
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
-}
-
-// answerRefusal writes a restore error; ROLLBACK_IN_PROGRESS for a request
-// other than a rollback carries the runtime's payload.
-func (d *Daemon) answerRefusal(w http.ResponseWriter, cmdType string, code int, errCode string, err error) {
-	if errCode == restore.CodeRollbackInProgress && !strings.HasPrefix(cmdType, "rollback.") {
-		writeBlocked(w, cmdType)
-		return
-	}
-	writeError(w, code, errCode, err.Error())
 }
 
 func (d *Daemon) handleUndo(w http.ResponseWriter, r *http.Request) {
@@ -307,9 +311,9 @@ func (d *Daemon) handleUndo(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	res, code, errCode, err := d.restoreOn(ws, st, "undo", restore.Op{Paths: req.Paths, DryRun: req.DryRun}, false)
+	res, err := d.restoreOn(ws, st, "undo", restore.Op{Paths: req.Paths, DryRun: req.DryRun}, false)
 	if err != nil {
-		d.answerRefusal(w, "undo", code, errCode, err)
+		answerError(w, err, codeRestoreFailed)
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
@@ -336,16 +340,14 @@ func (d *Daemon) handleDiff(w http.ResponseWriter, r *http.Request) {
 	}
 	a, err := resolveArg(r.Context(), st, q.Get("a"))
 	if err != nil {
-		code, errCode := targetError(err)
-		writeError(w, code, errCode, err.Error())
+		answerError(w, err, codeRestoreFailed)
 		return
 	}
 	out := api.Diff{A: a.SHA}
 	if b := q.Get("b"); b != "" {
 		rb, err := resolveArg(r.Context(), st, b)
 		if err != nil {
-			code, errCode := targetError(err)
-			writeError(w, code, errCode, err.Error())
+			answerError(w, err, codeRestoreFailed)
 			return
 		}
 		out.B = rb.SHA
@@ -366,8 +368,7 @@ func (d *Daemon) handleShow(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, err := resolveArg(r.Context(), st, q.Get("id"))
 	if err != nil {
-		code, errCode := targetError(err)
-		writeError(w, code, errCode, err.Error())
+		answerError(w, err, codeRestoreFailed)
 		return
 	}
 	out, err := Show(r.Context(), st, rec)
@@ -482,24 +483,58 @@ func (d *Daemon) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// targetError maps a restore error to an HTTP status and code.
-func targetError(err error) (int, string) {
+// Codes of failures that are none of the daemon's typed errors.
+const (
+	codeRestoreFailed = "RESTORE_FAILED"
+	codeSealFailed    = "SEAL_FAILED"
+)
+
+// notReadyError is a failure because the workspace stopped serving (its
+// context ended); its message is the cause's.
+type notReadyError struct{ err error }
+
+func (e notReadyError) Error() string { return e.err.Error() }
+func (e notReadyError) Unwrap() error { return e.err }
+
+// errorStatus is the one mapping of the daemon's errors to an HTTP status
+// and error code; an error it does not know is a 500 with fallback.
+func errorStatus(err error, fallback string) (int, string) {
+	var busy *busyError
+	var notReady notReadyError
 	var inv *restore.InvalidTargetError
 	var amb *restore.AmbiguousError
 	var unusable *restore.UnusableError
 	switch {
+	case errors.As(err, &busy):
+		return http.StatusConflict, restore.CodeRollbackInProgress
+	case errors.Is(err, errWorkspaceGone):
+		return http.StatusGone, "WORKSPACE_GONE"
+	case errors.Is(err, errNotServing), errors.As(err, &notReady):
+		return http.StatusServiceUnavailable, "NOT_READY"
 	case errors.Is(err, restore.ErrCodonRunning):
-		return 409, "CODON_RUNNING"
+		return http.StatusConflict, "CODON_RUNNING"
 	case restore.IsNotFound(err):
-		return 404, "UNKNOWN_CHECKPOINT"
+		return http.StatusNotFound, "UNKNOWN_CHECKPOINT"
 	case errors.As(err, &inv):
-		return 400, "INVALID_TARGET"
+		return http.StatusBadRequest, "INVALID_TARGET"
 	case errors.As(err, &amb):
-		return 409, "AMBIGUOUS_CHECKPOINT"
+		return http.StatusConflict, "AMBIGUOUS_CHECKPOINT"
 	case errors.As(err, &unusable):
-		return 409, "UNUSABLE_CHECKPOINT"
+		return http.StatusConflict, "UNUSABLE_CHECKPOINT"
 	case errors.Is(err, restore.ErrNothingToUndo):
-		return 409, "NOTHING_TO_UNDO"
+		return http.StatusConflict, "NOTHING_TO_UNDO"
 	}
-	return 500, "RESTORE_FAILED"
+	return http.StatusInternalServerError, fallback
+}
+
+// answerError writes err as {code, message}; a request refused because a
+// rollback runs (other than a rollback) gets the runtime's payload.
+func answerError(w http.ResponseWriter, err error, fallback string) {
+	var busy *busyError
+	if errors.As(err, &busy) && !busy.rollback() {
+		writeBlocked(w, busy.cmdType)
+		return
+	}
+	code, errCode := errorStatus(err, fallback)
+	writeError(w, code, errCode, err.Error())
 }

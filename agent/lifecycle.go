@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/hankweave"
+	"github.com/cairn-dev/cairn/restore/ckpt"
 	"github.com/cairn-dev/cairn/snapshot"
 	"github.com/cairn-dev/cairn/watcher"
 )
@@ -197,7 +198,7 @@ func (l *hankLayout) lifecycle(ctx context.Context, wt *watcher.Watcher, startup
 		if since.IsZero() || r.Time.Before(since) {
 			since = r.Time
 		}
-		if r.RunID != "" && r.CodonID != "" && r.State != snapshot.StateFailed {
+		if r.RunID != "" && r.CodonID != "" && r.State != ckpt.StateFailed {
 			have[markerKey(r.RunID, r.CodonID, r.Attempt, string(r.Kind))] = true
 		}
 	}
@@ -342,7 +343,7 @@ func predates(m hankweave.Marker, since time.Time) bool {
 // sealMarker adopts the runtime's own checkpoint when git confirms it, and
 // otherwise seals one.
 func (w *workspace) sealMarker(ctx context.Context, wt *watcher.Watcher, st *hankweave.State, m hankweave.Marker, s *sighting) {
-	kind := snapshot.Kind(m.Kind)
+	kind := ckpt.Kind(m.Kind)
 	if m.RecordedSHA != "" {
 		rec, err := w.store.Adopt(ctx, snapshot.AdoptRequest{SHA: m.RecordedSHA, Kind: kind, CodonID: m.CodonID,
 			CodonName: m.CodonName, RunID: m.RunID, Attempt: m.Attempt})
@@ -361,7 +362,7 @@ func (w *workspace) sealMarker(ctx context.Context, wt *watcher.Watcher, st *han
 		req.StartSHA = run.StartingConditions.Source.CheckpointSHA
 	}
 	if s.late {
-		req.Racy = []snapshot.PathIssue{{Path: ".", Reason: "sealed late: the daemon was not watching at the marker; files may have changed since"}}
+		req.Racy = []ckpt.PathIssue{{Path: ".", Reason: "sealed late: the daemon was not watching at the marker; files may have changed since"}}
 	} else {
 		req.Racy = w.changedAfter(m, s)
 	}
@@ -379,7 +380,7 @@ func (w *workspace) sealMarker(ctx context.Context, wt *watcher.Watcher, st *han
 // rig-setup cairn sealed after waiting for the runtime, taken since it was
 // first seen and stamped after that state file. The changes taken while
 // sealing are added by seal.
-func (w *workspace) changedAfter(m hankweave.Marker, s *sighting) []snapshot.PathIssue {
+func (w *workspace) changedAfter(m hankweave.Marker, s *sighting) []ckpt.PathIssue {
 	var after func(taken, when time.Time) bool
 	switch {
 	case !m.EndTime.IsZero():
@@ -394,14 +395,14 @@ func (w *workspace) changedAfter(m hankweave.Marker, s *sighting) []snapshot.Pat
 	default:
 		return nil
 	}
-	var racy []snapshot.PathIssue
+	var racy []ckpt.PathIssue
 	for p, taken := range w.dirty {
 		when := taken
 		if fi, err := os.Lstat(filepath.Join(w.store.WorkTree(), filepath.FromSlash(p))); err == nil {
 			when = fi.ModTime()
 		}
 		if after(taken, when) {
-			racy = append(racy, snapshot.PathIssue{Path: p, Reason: "changed after the lifecycle marker"})
+			racy = append(racy, ckpt.PathIssue{Path: p, Reason: "changed after the lifecycle marker"})
 		}
 	}
 	sort.Slice(racy, func(i, j int) bool { return racy[i].Path < racy[j].Path })

@@ -2,8 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
-	"net/http"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -107,19 +105,14 @@ func checkpointList(ws *workspace, st *snapshot.Store, runID string) api.Checkpo
 	return out
 }
 
-// restoreOn runs one restore (or rollback, or undo: op nil) on the
-// workspace's goroutine. It refuses while another runs. On a refusal it
-// answers with errCode ROLLBACK_IN_PROGRESS and the payload as err.
-func (d *Daemon) restoreOn(ws *workspace, st *snapshot.Store, cmdType string, op restore.Op, autoRestart bool) (api.RestoreResult, int, string, error) {
+// restoreOn runs one restore (or rollback, or undo: cmdType "undo") on the
+// workspace's goroutine. It refuses while another runs (*busyError), and
+// answers errNotServing when the workspace stops serving first.
+func (d *Daemon) restoreOn(ws *workspace, st *snapshot.Store, cmdType string, op restore.Op, autoRestart bool) (api.RestoreResult, error) {
 	undo := cmdType == "undo"
 	if !op.DryRun {
 		if !ws.rolling.CompareAndSwap(false, true) {
-			if strings.HasPrefix(cmdType, "rollback.") {
-				//lint:ignore ST1005 the runtime's exact wording (docs/runtime-formats.md)
-				return api.RestoreResult{}, http.StatusConflict, restore.CodeRollbackInProgress, restore.ErrRollbackInProgress
-			}
-			b := restore.RollbackBlocked(cmdType)
-			return api.RestoreResult{}, http.StatusConflict, restore.CodeRollbackInProgress, errors.New(b.Message + " (" + b.Context + ")")
+			return api.RestoreResult{}, &busyError{cmdType: cmdType}
 		}
 		defer ws.rolling.Store(false)
 		ws.cache().Store(&listSnap{recs: st.Records(), pos: st.Position()})
@@ -163,14 +156,14 @@ func (d *Daemon) restoreOn(ws *workspace, st *snapshot.Store, cmdType string, op
 	select {
 	case ws.restores <- job:
 	case <-ws.done:
-		return res, http.StatusServiceUnavailable, "NOT_READY", errNotServing
+		return res, errNotServing
 	}
 	<-job.done
 	if err != nil {
-		code, errCode := targetError(err)
+		_, errCode := errorStatus(err, codeRestoreFailed)
 		emit(api.EvError, api.ErrorEvent{Code: errCode, Message: err.Error()})
 		d.log.Warn().Err(err).Str("workspace", ws.dir).Str("command", cmdType).Msg("restore refused or failed")
-		return res, code, errCode, err
+		return res, err
 	}
 	if res.Archive != nil {
 		emit(api.EvRollbackArchiveRestore, res.Archive)
@@ -185,7 +178,7 @@ func (d *Daemon) restoreOn(ws *workspace, st *snapshot.Store, cmdType string, op
 		d.log.Info().Str("workspace", ws.dir).Str("command", cmdType).Str("target", describe(target)).
 			Int("written", len(res.Write)).Int("deleted", len(res.Delete)).Msg("restored")
 	}
-	return res, http.StatusOK, "", nil
+	return res, nil
 }
 
 // resolveArg resolves a target given in a query (ledger id, SHA prefix, …) to a full SHA.
@@ -221,3 +214,20 @@ func (d *Daemon) mayWatch(uid uint32, dir string) bool {
 	}
 	return uid == 0 || uid == selfUID() || owner == uid
 }
+
+// busyError refuses a state-changing request while a restore or rollback of
+// the workspace runs: a rollback gets the runtime's "Rollback already in
+// progress", any other request its ROLLBACK_IN_PROGRESS payload.
+type busyError struct{ cmdType string }
+
+func (e *busyError) rollback() bool { return strings.HasPrefix(e.cmdType, "rollback.") }
+
+func (e *busyError) Error() string {
+	if e.rollback() {
+		return restore.MsgRollbackInProgress
+	}
+	b := restore.RollbackBlocked(e.cmdType)
+	return b.Message + " (" + b.Context + ")"
+}
+
+func (e *busyError) Unwrap() error { return restore.ErrRollbackInProgress }

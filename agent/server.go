@@ -58,22 +58,7 @@ var maxConnsPerUser = 64
 // serve answers the API on ln.
 func (d *Daemon) serve(ctx context.Context, ln net.Listener, path string) (*server, error) {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
-		uid, ok := peerOf(r)
-		if !ok {
-			writeError(w, http.StatusForbidden, "FORBIDDEN", "unknown peer credentials")
-			return
-		}
-		writeJSON(w, http.StatusOK, d.statusFor(r.Context(), uid))
-	})
-	mux.HandleFunc("POST /v1/checkpoint", d.handleCheckpoint)
 	d.routes(mux)
-	if d.opts.Worker {
-		mux.HandleFunc("POST "+assignPath, d.handleAssign)
-	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "NOT_FOUND", fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
-	})
 	capped := newCapListener(ln, maxConnsPerUser, d.log)
 	s := &server{ln: capped, path: path, done: make(chan struct{}),
 		http: &http.Server{

@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/restore/ckpt"
 	"github.com/cairn-dev/cairn/snapshot"
 	"github.com/cairn-dev/cairn/watcher"
 )
@@ -116,7 +117,7 @@ type sealJob struct {
 }
 
 type sealResult struct {
-	rec snapshot.Record
+	rec ckpt.Record
 	err error
 }
 
@@ -160,28 +161,28 @@ func (a *alarm) C() <-chan time.Time {
 }
 
 // checkpoint asks the workspace's goroutine to seal req and waits for it.
-func (w *workspace) checkpoint(ctx context.Context, req snapshot.SealRequest) (snapshot.Record, error) {
+func (w *workspace) checkpoint(ctx context.Context, req snapshot.SealRequest) (ckpt.Record, error) {
 	w.mu.Lock()
 	gone := w.status.State == stateGone
 	w.mu.Unlock()
 	if gone {
-		return snapshot.Record{}, errWorkspaceGone
+		return ckpt.Record{}, errWorkspaceGone
 	}
 	job := sealJob{req: req, reply: make(chan sealResult, 1)}
 	select {
 	case w.jobs <- job:
 	case <-ctx.Done():
-		return snapshot.Record{}, ctx.Err()
+		return ckpt.Record{}, ctx.Err()
 	case <-w.done:
-		return snapshot.Record{}, errNotServing
+		return ckpt.Record{}, errNotServing
 	case <-time.After(30 * time.Second):
-		return snapshot.Record{}, errNotServing
+		return ckpt.Record{}, errNotServing
 	}
 	select {
 	case r := <-job.reply:
 		return r.rec, r.err
 	case <-ctx.Done():
-		return snapshot.Record{}, ctx.Err()
+		return ckpt.Record{}, ctx.Err()
 	}
 }
 
@@ -620,7 +621,7 @@ func (w *workspace) ensureStore(ctx context.Context) (recreated bool, err error)
 	})
 	w.needFull = true
 	w.publishError("STORE_RECREATED", notice)
-	req := snapshot.SealRequest{Kind: snapshot.KindBaseline, Label: "store recreated: the previous store was deleted, its history is lost"}
+	req := snapshot.SealRequest{Kind: ckpt.KindBaseline, Label: "store recreated: the previous store was deleted, its history is lost"}
 	if pats, ok := w.lay.selection(false); ok {
 		req.Patterns = pats
 	}
@@ -701,13 +702,13 @@ func (w *workspace) autosaveOn() bool { return w.set.Autosave == nil || *w.set.A
 // initialSeal seals a baseline the first time a workspace is watched, and
 // otherwise reconciles what changed while cairn was not watching.
 func (w *workspace) initialSeal(ctx context.Context) {
-	req := snapshot.SealRequest{Kind: snapshot.KindAutosave, Label: "changes while cairn was not watching", SkipUnchanged: true}
+	req := snapshot.SealRequest{Kind: ckpt.KindAutosave, Label: "changes while cairn was not watching", SkipUnchanged: true}
 	if !w.hasCheckpoint() {
-		req = snapshot.SealRequest{Kind: snapshot.KindBaseline, Label: "first watched"}
+		req = snapshot.SealRequest{Kind: ckpt.KindBaseline, Label: "first watched"}
 	}
 	w.needFull = true // nothing says what changed while cairn was not watching
 	pats, ok := w.lay.selection(true)
-	if !ok && req.Kind == snapshot.KindAutosave {
+	if !ok && req.Kind == ckpt.KindAutosave {
 		return // no plan yet: nothing the runtime checkpoints
 	}
 	req.Patterns = pats
@@ -720,7 +721,7 @@ func (w *workspace) autosave(ctx context.Context, wt *watcher.Watcher) {
 	if !ok {
 		return // no plan yet: nothing the runtime checkpoints
 	}
-	req := snapshot.SealRequest{Kind: snapshot.KindAutosave, SkipUnchanged: true, Patterns: pats}
+	req := snapshot.SealRequest{Kind: ckpt.KindAutosave, SkipUnchanged: true, Patterns: pats}
 	w.seal(ctx, wt, req, false)
 }
 
@@ -785,13 +786,13 @@ func (w *workspace) drain(wt *watcher.Watcher, barrier bool) (moved []string, co
 // make the checkpoint racy: the agent was already writing again. While events
 // were lost or part of the tree is unwatched, it reconciles the whole tree:
 // the dirty set cannot vouch for what it did not see.
-func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.SealRequest, marker bool) (snapshot.Record, error) {
+func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.SealRequest, marker bool) (ckpt.Record, error) {
 	if w.checkGone() {
-		return snapshot.Record{}, errWorkspaceGone
+		return ckpt.Record{}, errWorkspaceGone
 	}
 	if _, err := w.ensureStore(ctx); err != nil {
 		w.sealFailed(err)
-		return snapshot.Record{}, err
+		return ckpt.Record{}, err
 	}
 	after, _ := w.drain(wt, false)
 	changed := w.changed()
@@ -807,7 +808,7 @@ func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 		for _, p := range after {
 			if !seen[p] {
 				seen[p] = true
-				req.Racy = append(req.Racy, snapshot.PathIssue{Path: p, Reason: "changed after the lifecycle marker"})
+				req.Racy = append(req.Racy, ckpt.PathIssue{Path: p, Reason: "changed after the lifecycle marker"})
 			}
 		}
 	}
@@ -864,7 +865,7 @@ func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 		return rec, nil // autosave with nothing changed
 	}
 	ev := log.Info()
-	if rec.State != snapshot.StateOK {
+	if rec.State != ckpt.StateOK {
 		ev = log.Warn().Interface("issues", rec.Issues)
 	}
 	ev.Str("id", rec.ID).Str("sha", rec.SHA).Str("state", string(rec.State)).Int64("duration_ms", rec.DurationMS).
@@ -916,7 +917,7 @@ func (w *workspace) oversized(req snapshot.SealRequest, changed []string) map[st
 // names each one in the log the first time it is seen. changed are the paths
 // whose size was checked; whole says rec came from a full reconcile, whose
 // record names every file left out.
-func (w *workspace) noteSkipped(changed []string, whole bool, rec snapshot.Record, big map[string]string) {
+func (w *workspace) noteSkipped(changed []string, whole bool, rec ckpt.Record, big map[string]string) {
 	now := map[string]string{}
 	maps.Copy(now, big)
 	for _, is := range rec.Skipped {

@@ -15,25 +15,8 @@ const (
 	LayoutPlain     Layout = "plain"     // store under the state directory, work tree dir
 )
 
-// The checkpoint types are restore/ckpt's (ckpt.Record, ckpt.Kind, …); the
-// store writes and reads them directly.
-//
-// These few aliases are kept only for agent/workspace.go and
-// agent/lifecycle.go, which are being refactored separately: use restore/ckpt,
-// and remove them once those two files do.
-type (
-	Kind      = ckpt.Kind
-	PathIssue = ckpt.PathIssue
-	Record    = ckpt.Record
-)
-
-// Kept for agent/workspace.go and agent/lifecycle.go only; see Record.
-const (
-	KindAutosave = ckpt.KindAutosave
-	KindBaseline = ckpt.KindBaseline
-	StateOK      = ckpt.StateOK
-	StateFailed  = ckpt.StateFailed
-)
+// The checkpoint types (record, kinds, states, path issues) are restore/ckpt's;
+// the store writes and reads them directly.
 
 // SealRequest describes one checkpoint to seal.
 type SealRequest struct {

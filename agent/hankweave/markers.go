@@ -7,7 +7,7 @@ import (
 )
 
 // Kind is the codon lifecycle status a checkpoint is sealed for. The strings
-// are snapshot.Kind's.
+// are ckpt.Kind's (restore/ckpt).
 type Kind string
 
 const (

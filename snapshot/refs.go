@@ -1,0 +1,121 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/cairn-dev/cairn/platform"
+)
+
+// Refs and the position: where a checkpoint goes and what it follows.
+
+// target picks the ref a checkpoint is sealed on, its parent, and the value
+// the ref must still hold for the compare-and-swap.
+func (s *Store) target(ctx context.Context, req SealRequest, id string) (ref, parent, old string, err error) {
+	switch {
+	case req.Ref != "":
+		ref = req.Ref
+	case req.RunID != "":
+		ref = "refs/heads/run-" + req.RunID
+	default:
+		// One ref per checkpoint outside runs, so a retention policy can drop them one by one.
+		ref = "refs/cairn/" + string(req.Kind) + "/" + id
+	}
+	if tip, ok := s.refTip(ctx, ref); ok {
+		return ref, tip, tip, nil
+	}
+	switch {
+	case req.StartSHA != "":
+		p, ok := s.resolve(ctx, req.StartSHA+"^{commit}")
+		if !ok {
+			return "", "", "", fmt.Errorf("start checkpoint %s is not a commit of the store", req.StartSHA)
+		}
+		parent = p
+	case req.RunID == "" && req.Ref == "" && s.position() != "":
+		parent = s.position()
+	default:
+		p, ok := s.refTip(ctx, "refs/heads/main")
+		if !ok {
+			return "", "", "", errors.New("store has no main branch")
+		}
+		parent = p
+	}
+	return ref, parent, zeroSHA, nil
+}
+
+// position is the checkpoint the work tree was last sealed from or restored
+// to: the parent of a checkpoint outside runs, and `← HEAD` in the listing.
+func (s *Store) position() string {
+	if b, err := os.ReadFile(filepath.Join(s.gitDir, cairnSubdir, "position")); err == nil {
+		if sha := strings.TrimSpace(string(b)); isHexSHA(sha) {
+			return sha
+		}
+	}
+	for i := len(s.records) - 1; i >= 0; i-- {
+		if s.records[i].SHA != "" {
+			return s.records[i].SHA
+		}
+	}
+	return ""
+}
+
+// Position is the checkpoint the work tree was last sealed from or restored to.
+func (s *Store) Position() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.position()
+}
+
+func (s *Store) setPosition(sha string) {
+	_ = platform.WriteFileAtomic(filepath.Join(s.gitDir, cairnSubdir, "position"), []byte(sha+"\n"), 0o644)
+}
+
+// refTip reads a full ref name from the store's files (a loose ref, else
+// packed-refs) without starting git: it is on the path of every seal. The
+// compare-and-swap in update-ref still guards the write.
+func (s *Store) refTip(ctx context.Context, ref string) (string, bool) {
+	if b, err := os.ReadFile(filepath.Join(s.gitDir, filepath.FromSlash(ref))); err == nil {
+		if sha := strings.TrimSpace(string(b)); isHexSHA(sha) {
+			return sha, true
+		}
+		return s.resolve(ctx, ref) // symbolic or odd: let git say
+	} else if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+		return s.resolve(ctx, ref)
+	}
+	packed, err := os.ReadFile(filepath.Join(s.gitDir, "packed-refs"))
+	if err != nil {
+		return "", false
+	}
+	for _, line := range strings.Split(string(packed), "\n") {
+		if sha, name, ok := strings.Cut(line, " "); ok && name == ref && isHexSHA(sha) {
+			return sha, true
+		}
+	}
+	return "", false
+}
+
+func isHexSHA(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Store) resolve(ctx context.Context, rev string) (string, bool) {
+	out, err := s.git.Run(ctx, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", rev)
+	if err != nil {
+		return "", false
+	}
+	return strings.TrimSpace(string(out)), true
+}
