@@ -33,9 +33,11 @@ const (
 // Refusals of a restore, for errors.Is: the API answers each with 409.
 var (
 	// ErrCodonRunning: the runtime is running a codon (MsgCodonRunning).
+	//lint:ignore ST1005 the runtime's exact wording (docs/runtime-formats.md)
 	ErrCodonRunning = errors.New(MsgCodonRunning)
 	// ErrRollbackInProgress: another restore or rollback of the workspace
 	// is under way (MsgRollbackInProgress).
+	//lint:ignore ST1005 the runtime's exact wording (docs/runtime-formats.md)
 	ErrRollbackInProgress = errors.New(MsgRollbackInProgress)
 	// ErrNothingToUndo: the ledger holds no pre-restore checkpoint.
 	ErrNothingToUndo = errors.New("nothing to undo: no pre-restore checkpoint in the ledger")
