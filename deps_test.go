@@ -9,24 +9,25 @@ import (
 const module = "github.com/cairn-dev/cairn"
 
 // allowed says which of our packages each room may import: imports run one way,
-// cmd → agent → {watcher, snapshot, restore} → platform, and agent/api depends
-// on nothing of ours.
+// cmd → agent → {watcher, snapshot, restore} → platform; restore/ckpt (the
+// shared checkpoint types) depends on nothing of ours, and agent/api on it alone.
 var allowed = map[string][]string{
 	"platform":     {},
-	"agent/api":    {},
+	"restore/ckpt": {},
+	"agent/api":    {"restore/ckpt"},
 	"watcher":      {"platform"},
-	"snapshot":     {"platform", "restore"}, // restore/ckpt only: the shared checkpoint types
-	"restore":      {"platform"},
-	"agent/client": {"agent/api", "platform"},
-	"agent":        {"agent/api", "agent/client", "watcher", "snapshot", "restore", "platform"},
-	"cmd":          {"agent", "agent/api", "agent/client", "watcher", "snapshot", "restore", "platform"},
+	"snapshot":     {"platform", "restore/ckpt"},
+	"restore":      {"platform", "restore/ckpt"},
+	"agent/client": {"agent/api", "platform", "restore/ckpt"},
+	"agent":        {"agent/api", "agent/client", "watcher", "snapshot", "restore", "restore/ckpt", "platform"},
+	"cmd":          {"agent", "agent/api", "agent/client", "watcher", "snapshot", "restore", "restore/ckpt", "platform"},
 	"packaging":    {}, // tests only: they import agent from _test.go files
 }
 
-// room is the top folder (or agent/api, agent/client) a package belongs to.
+// room is the top folder (or agent/api, agent/client, restore/ckpt) a package belongs to.
 func room(pkg string) string {
 	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
-	for _, r := range []string{"agent/api", "agent/client"} {
+	for _, r := range []string{"agent/api", "agent/client", "restore/ckpt"} {
 		if rel == r || strings.HasPrefix(rel, r+"/") {
 			return r
 		}

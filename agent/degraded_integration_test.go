@@ -192,7 +192,7 @@ func TestCheckpointFailureReasonThroughDaemon(t *testing.T) {
 		!strings.Contains(ce.Message, "cannot name a branch") {
 		t.Fatalf("API error = %#v, want SEAL_FAILED with the reason", err)
 	}
-	if rec.ID == "" || rec.State != string(ckpt.StateFailed) || !strings.Contains(rec.Error, "cannot name a branch") {
+	if rec.ID == "" || rec.State != ckpt.StateFailed || !strings.Contains(rec.Error, "cannot name a branch") {
 		t.Errorf("failed record = %+v, want the ledger's failed record", rec)
 	}
 }

@@ -85,7 +85,7 @@ func (d *Daemon) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, err := ws.checkpoint(r.Context(), sreq)
 	if err == nil {
-		writeJSON(w, http.StatusOK, toAPIRecord(rec))
+		writeJSON(w, http.StatusOK, rec)
 		return
 	}
 	// Every failure answers {code, message}; a seal recorded as failed
@@ -96,24 +96,10 @@ func (d *Daemon) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 	code, errCode := errorStatus(err, codeSealFailed)
 	e := api.Error{Code: errCode, Message: err.Error()}
 	if rec.ID != "" {
-		ar := toAPIRecord(rec)
+		ar := rec
 		e.Record = &ar
 	}
 	writeJSON(w, code, e)
-}
-
-func toAPIRecord(r ckpt.Record) api.Record {
-	conv := func(v []ckpt.PathIssue) []api.PathIssue {
-		var out []api.PathIssue
-		for _, p := range v {
-			out = append(out, api.PathIssue{Path: p.Path, Reason: p.Reason})
-		}
-		return out
-	}
-	return api.Record{ID: r.ID, SHA: r.SHA, Parent: r.Parent, Kind: string(r.Kind), Label: r.Label, CodonID: r.CodonID,
-		CodonName: r.CodonName, RunID: r.RunID, Attempt: r.Attempt, Ref: r.Ref, Time: r.Time, DurationMS: r.DurationMS,
-		Changed: r.Changed, Added: r.Added, Removed: r.Removed, State: string(r.State), Issues: conv(r.Issues),
-		Skipped: conv(r.Skipped), Error: r.Error, Adopted: r.Adopted, Recovered: r.Recovered}
 }
 
 // routes adds every endpoint of the socket API to the mux.
@@ -327,7 +313,7 @@ func (d *Daemon) handleList(w http.ResponseWriter, r *http.Request) {
 	recs, pos := ws.ledger(st)
 	out := api.List{Workspace: ws.dir, Position: pos, Head: restore.HeadMarker(recs, pos), Records: []api.Record{}}
 	for i := len(recs) - 1; i >= 0; i-- {
-		out.Records = append(out.Records, toAPIRecord(recs[i]))
+		out.Records = append(out.Records, recs[i])
 	}
 	writeJSON(w, http.StatusOK, out)
 }

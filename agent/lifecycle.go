@@ -343,7 +343,7 @@ func predates(m hankweave.Marker, since time.Time) bool {
 // sealMarker adopts the runtime's own checkpoint when git confirms it, and
 // otherwise seals one.
 func (w *workspace) sealMarker(ctx context.Context, wt *watcher.Watcher, st *hankweave.State, m hankweave.Marker, s *sighting) {
-	kind := ckpt.Kind(m.Kind)
+	kind := m.Kind
 	if m.RecordedSHA != "" {
 		rec, err := w.store.Adopt(ctx, snapshot.AdoptRequest{SHA: m.RecordedSHA, Kind: kind, CodonID: m.CodonID,
 			CodonName: m.CodonName, RunID: m.RunID, Attempt: m.Attempt})

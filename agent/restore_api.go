@@ -192,7 +192,7 @@ func resolveArg(ctx context.Context, st *snapshot.Store, arg string) (ckpt.Recor
 
 // Show is a record and the files it changed from its parent, with a diffstat.
 func Show(ctx context.Context, st *snapshot.Store, rec ckpt.Record) (api.Diff, error) {
-	ar := toAPIRecord(rec)
+	ar := rec
 	out := api.Diff{A: rec.Parent, B: rec.SHA, Record: &ar}
 	var err error
 	out.Stat, _, err = st.Diff(ctx, rec.Parent, rec.SHA, false)

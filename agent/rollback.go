@@ -139,23 +139,16 @@ func toAPIResult(res restore.Result) api.RestoreResult {
 	if res.Target.SHA == "" {
 		return api.RestoreResult{}
 	}
-	conv := func(v []ckpt.PlanFile) []api.PlanFile {
-		out := []api.PlanFile{}
-		for _, f := range v {
-			out = append(out, api.PlanFile{Path: f.Path, Size: f.Size, Action: f.Action})
-		}
-		return out
-	}
+	// Never null on the wire: an empty plan is [].
+	conv := func(v []ckpt.PlanFile) []api.PlanFile { return append([]api.PlanFile{}, v...) }
 	oc := res.Outcome
-	out := api.RestoreResult{Target: toAPIRecord(res.Target), Write: conv(oc.Write), Delete: conv(oc.Delete),
+	out := api.RestoreResult{Target: res.Target, Write: conv(oc.Write), Delete: conv(oc.Delete),
 		Kept: oc.Kept, DryRun: oc.DryRun, Paths: res.Paths, StateNote: res.StateNote}
 	if oc.PreRestore != nil {
-		r := toAPIRecord(*oc.PreRestore)
+		r := *oc.PreRestore
 		out.PreRestore = &r
 	}
-	for _, d := range oc.Diff {
-		out.Diff = append(out.Diff, api.PathIssue{Path: d.Path, Reason: d.Reason})
-	}
+	out.Diff = append(out.Diff, oc.Diff...)
 	if a := res.Archive; a != nil {
 		out.Archive = &api.ArchiveRestore{RestoredPaths: a.Restored, ProtectedPaths: a.Protected, FailedPaths: a.Failed, Status: a.Status}
 	}

@@ -871,7 +871,7 @@ func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 	ev.Str("id", rec.ID).Str("sha", rec.SHA).Str("state", string(rec.State)).Int64("duration_ms", rec.DurationMS).
 		Int("added", rec.Added).Int("changed", rec.Changed).Int("removed", rec.Removed).Bool("full", full).Msg("checkpoint sealed")
 	if w.emit != nil {
-		w.emit(api.Event{Type: api.EvCheckpointSealed, Workspace: w.dir, Time: time.Now(), Data: toAPIRecord(rec)})
+		w.emit(api.Event{Type: api.EvCheckpointSealed, Workspace: w.dir, Time: time.Now(), Data: rec})
 	}
 	w.setStatus(func(s *api.WorkspaceStatus) {
 		s.Seals++

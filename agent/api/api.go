@@ -1,8 +1,13 @@
 // Package api holds the wire types of cairn's local socket API, shared by the
-// daemon and its clients. Standard library only.
+// daemon and its clients. It depends only on restore/ckpt, the shared
+// checkpoint types, which depends on nothing of ours.
 package api
 
-import "time"
+import (
+	"time"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
+)
 
 // Version is the API version, sent both ways in the VersionHeader.
 const (
@@ -110,33 +115,9 @@ type CheckpointRequest struct {
 	RunID     string `json:"runId,omitempty"`
 }
 
-// PathIssue names a path a checkpoint does not hold as it is on disk.
-type PathIssue struct {
-	Path   string `json:"path"`
-	Reason string `json:"reason"`
-}
-
-// Record is one ledger record (one checkpoint).
-type Record struct {
-	ID         string      `json:"id"`
-	SHA        string      `json:"sha,omitempty"`
-	Parent     string      `json:"parent,omitempty"`
-	Kind       string      `json:"kind"`
-	Label      string      `json:"label,omitempty"`
-	CodonID    string      `json:"codonId,omitempty"`
-	CodonName  string      `json:"codonName,omitempty"`
-	RunID      string      `json:"runId,omitempty"`
-	Attempt    int         `json:"attempt,omitempty"`
-	Ref        string      `json:"ref,omitempty"`
-	Time       time.Time   `json:"time"`
-	DurationMS int64       `json:"durationMs"`
-	Changed    int         `json:"changed"`
-	Added      int         `json:"added"`
-	Removed    int         `json:"removed"`
-	State      string      `json:"state"`
-	Issues     []PathIssue `json:"issues,omitempty"`
-	Skipped    []PathIssue `json:"skipped,omitempty"`
-	Error      string      `json:"error,omitempty"`
-	Adopted    bool        `json:"adopted,omitempty"`
-	Recovered  bool        `json:"recovered,omitempty"`
-}
+// PathIssue and Record are the ledger's own types (restore/ckpt): the wire
+// carries exactly what the ledger records.
+type (
+	PathIssue = ckpt.PathIssue
+	Record    = ckpt.Record
+)

@@ -3,6 +3,8 @@ package api
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // Command is POST /v1/command: the runtime's envelope {id, type, data}, plus the
@@ -89,12 +91,8 @@ type WorkspaceRequest struct {
 	Workspace string `json:"workspace"`
 }
 
-// PlanFile is one file a restore writes or deletes.
-type PlanFile struct {
-	Path   string `json:"path"`
-	Size   int64  `json:"size"`
-	Action string `json:"action"` // add, modify, delete
-}
+// PlanFile is one file a restore writes or deletes (restore/ckpt's).
+type PlanFile = ckpt.PlanFile
 
 // Continuation is the run a rollback recorded in state.json.
 type Continuation struct {

@@ -4,18 +4,20 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
-// Kind is the codon lifecycle status a checkpoint is sealed for. The strings
-// are ckpt.Kind's (restore/ckpt).
-type Kind string
+// Kind is the codon lifecycle status a checkpoint is sealed for: the
+// lifecycle kinds of restore/ckpt.
+type Kind = ckpt.Kind
 
 const (
-	KindRigSetup  Kind = "rig-setup"
-	KindCompleted Kind = "completed"
-	KindError     Kind = "error"
-	KindSkipped   Kind = "skipped"
-	KindExit      Kind = "exit"
+	KindRigSetup  = ckpt.KindRigSetup
+	KindCompleted = ckpt.KindCompleted
+	KindError     = ckpt.KindError
+	KindSkipped   = ckpt.KindSkipped
+	KindExit      = ckpt.KindExit
 )
 
 // Marker is one lifecycle checkpoint that the state on disk implies.

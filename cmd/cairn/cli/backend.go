@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -177,11 +176,7 @@ func (b daemonBackend) list(ctx context.Context) (ledger, error) {
 	if err != nil {
 		return ledger{}, err
 	}
-	out := ledger{head: l.Head}
-	if j, jerr := json.Marshal(l.Records); jerr == nil {
-		_ = json.Unmarshal(j, &out.recs)
-	}
-	return out, nil
+	return ledger{head: l.Head, recs: l.Records}, nil
 }
 
 func (b daemonBackend) show(ctx context.Context, id string) (api.Diff, error) {
@@ -203,15 +198,11 @@ func (b daemonBackend) checkpoint(ctx context.Context, req snapshot.SealRequest)
 	}
 	ar, err := b.c.Checkpoint(ctx, api.CheckpointRequest{Workspace: abs, Label: req.Label, Status: statusOf(req),
 		CodonID: req.CodonID, CodonName: req.CodonName, RunID: req.RunID})
-	var rec ckpt.Record
-	if j, jerr := json.Marshal(ar); jerr == nil {
-		_ = json.Unmarshal(j, &rec)
-	}
 	var ce *client.Error
 	if errors.As(err, &ce) {
 		err = daemonError{ce}
 	}
-	return rec, err
+	return ar, err
 }
 
 func (b daemonBackend) restore(ctx context.Context, raw string, _ restore.Target, o restoreOpts) (api.RestoreResult, error) {

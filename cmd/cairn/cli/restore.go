@@ -106,15 +106,7 @@ func printRestore(e *env, dir string, res api.RestoreResult, asJSON bool) error 
 		b, _ := json.MarshalIndent(res, "", "  ")
 		fmt.Fprintln(e.stdout, string(b))
 	} else {
-		p := ckpt.Plan{Target: ckpt.Record{ID: res.Target.ID, SHA: res.Target.SHA, Kind: ckpt.Kind(res.Target.Kind),
-			Label: res.Target.Label, CodonID: res.Target.CodonID, CodonName: res.Target.CodonName, RunID: res.Target.RunID},
-			Kept: res.Kept}
-		for _, f := range res.Write {
-			p.Write = append(p.Write, ckpt.PlanFile{Path: f.Path, Size: f.Size, Action: f.Action})
-		}
-		for _, f := range res.Delete {
-			p.Delete = append(p.Delete, ckpt.PlanFile{Path: f.Path, Size: f.Size, Action: f.Action})
-		}
+		p := ckpt.Plan{Target: res.Target, Write: res.Write, Delete: res.Delete, Kept: res.Kept}
 		if res.DryRun {
 			_ = restore.FormatPlan(e.stdout, p)
 			fmt.Fprintln(e.stdout, "dry run: nothing changed")

@@ -42,7 +42,7 @@ func runShow(ctx context.Context, e *env, args []string) error {
 		if id == "" { // a commit the runtime made, or main's first: not in the ledger
 			id = "—"
 		}
-		fmt.Fprintf(e.stdout, "%s %s  %s  %s\n", id, r.SHA, orDash(r.Kind), r.State)
+		fmt.Fprintf(e.stdout, "%s %s  %s  %s\n", id, r.SHA, orDash(string(r.Kind)), r.State)
 		if r.Label != "" {
 			fmt.Fprintf(e.stdout, "label:  %s\n", r.Label)
 		}
