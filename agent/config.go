@@ -15,6 +15,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/cairn-dev/cairn/snapshot"
+	"github.com/cairn-dev/cairn/snapshot/retain"
 )
 
 // Config is the daemon's configuration (TOML).
@@ -28,9 +29,16 @@ type Config struct {
 	ReconcileInterval Duration `toml:"reconcile_interval"`
 	// MaxRuntimeFile caps what cairn reads of a runtime file (state.json, its
 	// .bak, runtime.lock, the archive manifest); default 64 MiB. Read at start.
-	MaxRuntimeFile Size        `toml:"max_runtime_file"`
-	Defaults       Settings    `toml:"defaults"`
-	Watch          []WatchRoot `toml:"watch"`
+	MaxRuntimeFile Size `toml:"max_runtime_file"`
+	// Maintenance (README, "Maintenance"): at most once per
+	// maintenance_interval (default 1h), after maintenance_idle without a
+	// seal (default 60s); unreachable objects are pruned after
+	// gc_prune_grace (default 2 weeks). Carried to workspaces in Settings.
+	MaintenanceInterval Duration    `toml:"maintenance_interval"`
+	MaintenanceIdle     Duration    `toml:"maintenance_idle"`
+	GCPruneGrace        Duration    `toml:"gc_prune_grace"`
+	Defaults            Settings    `toml:"defaults"`
+	Watch               []WatchRoot `toml:"watch"`
 
 	path string // the file it came from, if any
 }
@@ -51,6 +59,15 @@ type Settings struct {
 	// ReconcileInterval is the config's top-level reconcile_interval, carried
 	// to each workspace (and worker) with the rest of its settings.
 	ReconcileInterval Duration `toml:"-"`
+	// MaintenanceInterval, MaintenanceIdle and GCPruneGrace are the config's
+	// top-level keys of the same names, carried like ReconcileInterval.
+	MaintenanceInterval Duration `toml:"-"`
+	MaintenanceIdle     Duration `toml:"-"`
+	GCPruneGrace        Duration `toml:"-"`
+	// Retention is [retention] (autosaves), [retention.pre_restore] and
+	// [retention.checkpoints]; a group left out takes [defaults]' (or
+	// retain.Defaults()).
+	Retention Retention `toml:"retention"`
 }
 
 // WatchRoot is a glob of execution directories, with per-root settings.
@@ -127,6 +144,7 @@ func DefaultSettings() Settings {
 		AutosaveQuiet:     Duration{2 * time.Second},
 		AutosaveMaxWait:   Duration{60 * time.Second},
 		ReconcileInterval: Duration{defaultReconcileInterval},
+		Retention:         Retention(retain.Defaults()),
 	}
 }
 
@@ -163,6 +181,16 @@ func (s Settings) merge(d Settings) Settings {
 	if s.ReconcileInterval.Duration == 0 {
 		s.ReconcileInterval = d.ReconcileInterval
 	}
+	if s.MaintenanceInterval.Duration == 0 {
+		s.MaintenanceInterval = d.MaintenanceInterval
+	}
+	if s.MaintenanceIdle.Duration == 0 {
+		s.MaintenanceIdle = d.MaintenanceIdle
+	}
+	if s.GCPruneGrace.Duration == 0 {
+		s.GCPruneGrace = d.GCPruneGrace
+	}
+	s.Retention = s.Retention.merge(d.Retention)
 	return s
 }
 
@@ -195,6 +223,18 @@ func ParseConfig(name, src string) (*Config, error) {
 	md, err := toml.Decode(src, &c)
 	if err != nil {
 		var pe toml.ParseError
+		if errors.As(err, &pe) && strings.HasPrefix(pe.Message, retentionErrPrefix) {
+			// A [retention] table refused (config_retention.go): the message
+			// quotes the key first; its line is at or below the table's.
+			reason := strings.TrimPrefix(pe.Message, retentionErrPrefix)
+			key := ""
+			if i := strings.Index(reason, "\""); i >= 0 {
+				if j := strings.Index(reason[i+1:], "\""); j > 0 {
+					key = reason[i+1 : i+1+j]
+				}
+			}
+			return nil, &ConfigError{File: name, Line: lineFrom(src, key, pe.Position.Line), Reason: reason}
+		}
 		if errors.As(err, &pe) {
 			return nil, &ConfigError{File: name, Line: pe.Position.Line, Reason: pe.Message}
 		}
@@ -211,6 +251,8 @@ func ParseConfig(name, src string) (*Config, error) {
 	}
 	// [defaults] carries it to every workspace (merge fills [[watch]] entries).
 	c.Defaults.ReconcileInterval = c.ReconcileInterval
+	c.Defaults.MaintenanceInterval, c.Defaults.MaintenanceIdle, c.Defaults.GCPruneGrace =
+		c.MaintenanceInterval, c.MaintenanceIdle, c.GCPruneGrace
 	return &c, nil
 }
 
@@ -257,6 +299,12 @@ func (c *Config) validate(src string) error {
 	if d := c.ReconcileInterval.Duration; d != 0 && d < 100*time.Millisecond {
 		return bad("reconcile_interval", "reconcile_interval %s is too short (at least 100ms)", d)
 	}
+	if d := c.MaintenanceInterval.Duration; d != 0 && d < 100*time.Millisecond {
+		return bad("maintenance_interval", "maintenance_interval %s is too short (at least 100ms)", d)
+	}
+	if d := c.GCPruneGrace.Duration; d != 0 && d < time.Minute {
+		return bad("gc_prune_grace", "gc_prune_grace %s is too short (at least 1m: a seal's fresh objects must not be pruned)", d)
+	}
 	switch strings.ToLower(c.LogLevel) {
 	case "", "debug", "info", "warn", "error":
 	default:
@@ -279,6 +327,24 @@ func lineOf(src, key string) int {
 		}
 	}
 	return 0
+}
+
+// lineFrom is the first line at or after line from (1-based; 0: anywhere)
+// that sets or mentions key, else from.
+func lineFrom(src, key string, from int) int {
+	lines := strings.Split(src, "\n")
+	if from < 1 {
+		from = 1
+	}
+	if from <= len(lines) {
+		if n := lineOf(strings.Join(lines[from-1:], "\n"), key); n > 0 {
+			return from - 1 + n
+		}
+	}
+	if n := lineOf(src, key); n > 0 {
+		return n
+	}
+	return from
 }
 
 // lineOfError finds the line of a value quoted in a decode error.

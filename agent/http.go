@@ -114,6 +114,9 @@ func (d *Daemon) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/show", d.handleShow)
 	mux.HandleFunc("POST /v1/watch", d.handleWatch)
 	mux.HandleFunc("POST /v1/unwatch", d.handleUnwatch)
+	mux.HandleFunc("POST /v1/pin", d.handlePin)
+	mux.HandleFunc("POST /v1/unpin", d.handlePin)
+	mux.HandleFunc("POST /v1/gc", d.handleGC)
 	mux.HandleFunc("GET /v1/events", d.handleEvents)
 	if d.opts.Worker {
 		mux.HandleFunc("POST "+assignPath, d.handleAssign)
@@ -305,6 +308,28 @@ func (d *Daemon) handleUndo(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
+// handlePin pins or unpins a checkpoint (README.md, "Retention").
+func (d *Daemon) handlePin(w http.ResponseWriter, r *http.Request) {
+	var req api.PinRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	_, st, ok := d.workspaceFor(w, r, req.Workspace)
+	if !ok {
+		return
+	}
+	if req.Target == "" {
+		writeError(w, http.StatusBadRequest, "INVALID_TARGET", "no checkpoint given to pin")
+		return
+	}
+	res, err := Pin(r.Context(), st, req.Target, r.URL.Path == "/v1/unpin")
+	if err != nil {
+		answerError(w, err, codePinFailed)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
 func (d *Daemon) handleList(w http.ResponseWriter, r *http.Request) {
 	ws, st, ok := d.workspaceFor(w, r, r.URL.Query().Get("workspace"))
 	if !ok {
@@ -473,6 +498,7 @@ func (d *Daemon) handleEvents(w http.ResponseWriter, r *http.Request) {
 const (
 	codeRestoreFailed = "RESTORE_FAILED"
 	codeSealFailed    = "SEAL_FAILED"
+	codePinFailed     = "PIN_FAILED"
 )
 
 // notReadyError is a failure because the workspace stopped serving (its

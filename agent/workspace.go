@@ -99,6 +99,8 @@ type workspace struct {
 
 	jobs     chan sealJob    // checkpoints asked for over the socket
 	restores chan restoreJob // restores and rollbacks asked for over the socket (restore_api.go)
+	gcs      chan gcJob      // maintenance asked for over the socket (maintenance.go)
+	maint    maintState      // maintenance in idle time (maintenance.go)
 	// rolling is set while a restore or rollback is under way: other
 	// state-changing requests are refused with ROLLBACK_IN_PROGRESS.
 	rolling atomic.Bool
@@ -194,6 +196,7 @@ func newWorkspace(dir string, set Settings, stateDir string, log zerolog.Logger)
 		tooBig:   map[string]string{},
 		jobs:     make(chan sealJob),
 		restores: make(chan restoreJob),
+		gcs:      make(chan gcJob),
 		status:   api.WorkspaceStatus{Dir: dir, Layout: set.Layout, State: stateStarting},
 	}
 }
@@ -308,6 +311,8 @@ func (w *workspace) open(ctx context.Context) error {
 		s.Layout, s.WorkTree, s.Store, s.Error = string(st.Layout()), st.WorkTree(), st.GitDir(), ""
 	})
 	w.lay = newLayout(w, st)
+	w.noteStore(ctx, st)
+	w.setStatus(func(s *api.WorkspaceStatus) { s.Kept = kept(st) })
 	return nil
 }
 
@@ -389,6 +394,9 @@ func (w *workspace) serve(ctx context.Context) error {
 	}()
 	health := time.NewTicker(healthEvery)
 	defer health.Stop()
+	maintTick := time.NewTicker(w.maintenanceTick())
+	defer maintTick.Stop()
+	defer w.stopMaintenance() // after ctx ends: cancelled, and waited for
 
 	w.watchChanged(wt)
 	w.initialSeal(ctx)
@@ -422,6 +430,7 @@ func (w *workspace) serve(ctx context.Context) error {
 			rec, err := w.seal(ctx, wt, job.req, false)
 			job.reply <- sealResult{rec, err}
 		case job := <-w.restores:
+			w.stopMaintenance() // never beside a restore
 			w.drain(wt, false)
 			// The pre-restore checkpoint stages only what the watch saw change.
 			var changed []string
@@ -463,6 +472,10 @@ func (w *workspace) serve(ctx context.Context) error {
 			w.retrySeal(ctx, wt)
 			lifecycleTimer = w.lay.pass(ctx, wt, false) // a lifecycle checkpoint that failed is due again
 			w.refreshStatus()
+		case <-maintTick.C:
+			w.maybeMaintain(ctx)
+		case job := <-w.gcs:
+			w.startMaintenance(ctx, job.full, job.reply)
 		case <-health.C:
 			if w.gone {
 				if !folderMissing(w.dir) {
@@ -873,9 +886,11 @@ func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 	if w.emit != nil {
 		w.emit(api.Event{Type: api.EvCheckpointSealed, Workspace: w.dir, Time: time.Now(), Data: rec})
 	}
+	k := kept(w.store)
 	w.setStatus(func(s *api.WorkspaceStatus) {
 		s.Seals++
 		s.Last, s.LastState, s.LastTime = rec.ID, string(rec.State), rec.Time
+		s.Kept = k
 	})
 	return rec, nil
 }

@@ -85,12 +85,26 @@ func (r *resolver) ok(c ckpt.Record) bool {
 // check turns a record an id or SHA named into the answer.
 func (r *resolver) check(c ckpt.Record) (ckpt.Record, error) {
 	switch {
+	case c.Pruned():
+		return ckpt.Record{}, &UnusableError{Checkpoint: c, Reason: PrunedReason(c)}
 	case !c.Usable():
 		return ckpt.Record{}, &UnusableError{Checkpoint: c, Reason: "its seal failed; it holds no commit"}
 	case !r.ok(c):
 		return ckpt.Record{}, &UnusableError{Checkpoint: c, Reason: "its commit " + c.Short() + " is not in the store"}
 	}
 	return c, nil
+}
+
+// PrunedReason says when a pruned checkpoint was dropped and by which rule.
+func PrunedReason(c ckpt.Record) string {
+	msg := "it was pruned"
+	if c.PrunedAt != nil {
+		msg += " at " + c.PrunedAt.UTC().Format(time.RFC3339)
+	}
+	if c.PrunedBy != "" {
+		msg += " by " + c.PrunedBy
+	}
+	return msg
 }
 
 func (r *resolver) byID(t Target) (ckpt.Record, error) {
@@ -122,7 +136,8 @@ func (r *resolver) bySHA(t Target) (ckpt.Record, error) {
 	}
 	var all []ckpt.Record
 	for _, c := range r.cps {
-		if c.Usable() && strings.HasPrefix(strings.ToLower(c.SHA), p) {
+		// A pruned checkpoint still matches, so the answer says it was pruned.
+		if (c.Usable() || c.Pruned()) && strings.HasPrefix(strings.ToLower(c.SHA), p) {
 			all = append(all, c)
 		}
 	}

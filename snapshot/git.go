@@ -15,6 +15,8 @@ import (
 	"sync"
 
 	"github.com/rs/zerolog"
+
+	"github.com/cairn-dev/cairn/platform"
 )
 
 // MinGitVersion is the oldest git cairn runs with: 2.28 brought `init --initial-branch`.
@@ -122,6 +124,9 @@ type Git struct {
 	Home     string // HOME and XDG_CONFIG_HOME: the folder holding the store's .gitconfig
 	// Extra adds variables a call needs (commit dates); never GIT_DIR and the like.
 	Extra []string
+	// Background runs git at the lowest CPU and I/O priority (maintenance),
+	// so a seal running meanwhile is not slowed by it.
+	Background bool
 }
 
 // env is the whole environment of a git process.
@@ -201,7 +206,14 @@ func (g *Git) run(ctx context.Context, w io.Writer, stdin io.Reader, args []stri
 	cmd.Stdout = w
 	var stderr bytes.Buffer
 	cmd.Stderr = &limitedWriter{w: &stderr, n: 64 << 10}
-	if err := cmd.Run(); err != nil {
+	err := cmd.Start()
+	if err == nil {
+		if g.Background {
+			platform.Deprioritize(cmd.Process.Pid)
+		}
+		err = cmd.Wait()
+	}
+	if err != nil {
 		code := -1
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {

@@ -58,6 +58,7 @@ func (s *Store) loadLedger(ctx context.Context) error {
 		return fmt.Errorf("read ledger: %w", err)
 	}
 	var recs []ckpt.Record
+	var marks []pruneLine
 	good := 0
 	for off := 0; off < len(data); {
 		nl := bytes.IndexByte(data[off:], '\n')
@@ -68,6 +69,11 @@ func (s *Store) loadLedger(ctx context.Context) error {
 		off += nl + 1
 		var r ckpt.Record
 		if len(bytes.TrimSpace(line)) == 0 {
+			good = off
+			continue
+		}
+		if m, ok := parsePruneLine(line); ok {
+			marks = append(marks, m)
 			good = off
 			continue
 		}
@@ -105,6 +111,8 @@ func (s *Store) loadLedger(ctx context.Context) error {
 	// Oldest first is id order: a record written late (after a full disk)
 	// or recovered from git goes back to its place.
 	sort.SliceStable(s.records, func(i, j int) bool { return idNum(s.records[i].ID) < idNum(s.records[j].ID) })
+	// A prune line folds into the record it names, wherever it stands.
+	s.applyMarks(append(marks, s.unwrittenMarks...))
 	return nil
 }
 
@@ -118,19 +126,38 @@ func (s *Store) recoverFromGit(ctx context.Context) error {
 	}
 	// Only tips that are cairn's own commits (they carry a ledger id) can be
 	// missing from the ledger; main and the runtime's own commits never are.
-	out, err := s.git.Run(ctx, nil, "for-each-ref", "--format=%(objectname)%00%(contents)%1e", "refs/heads", "refs/cairn")
+	// The tips' names are cheap (packed-refs, once maintenance packed them);
+	// only tips the ledger lacks are read, so an open does not grow with the
+	// number of checkpoints (one ref each outside runs).
+	out, err := s.git.Run(ctx, nil, "for-each-ref", "--format=%(objectname)", "refs/heads", "refs/cairn")
 	if err != nil {
 		return err
 	}
-	missing := false
-	for _, tip := range strings.Split(string(out), "\x1e") {
-		sha, msg, ok := strings.Cut(strings.TrimLeft(tip, "\n"), "\x00")
-		if !ok || known[sha] {
-			continue
+	var unknown []string
+	seen := map[string]bool{}
+	for _, sha := range strings.Fields(string(out)) {
+		if !known[sha] && !seen[sha] {
+			seen[sha] = true
+			unknown = append(unknown, sha)
 		}
-		if _, cairn := recordFromMessage(msg); cairn {
-			missing = true
-			break
+	}
+	missing := false
+	if len(unknown) > 0 {
+		// %x1e separates commits; the sha is on the first line of each.
+		msgs, err := s.git.Run(ctx, strings.NewReader(strings.Join(unknown, "\n")+"\n"),
+			"log", "--no-walk=unsorted", "--stdin", "--format=%H%x00%B%x1e")
+		if err != nil {
+			return err
+		}
+		for _, tip := range strings.Split(string(msgs), "\x1e") {
+			_, msg, ok := strings.Cut(strings.TrimLeft(tip, "\n"), "\x00")
+			if !ok {
+				continue
+			}
+			if _, cairn := recordFromMessage(msg); cairn {
+				missing = true
+				break
+			}
 		}
 	}
 	if !missing {
@@ -311,8 +338,8 @@ func (s *Store) appendRecord(r ckpt.Record) error {
 	return nil
 }
 
-// flushUnwritten writes the records a failed append kept back, oldest first.
-// Callers hold the lock.
+// flushUnwritten writes the records a failed append kept back, oldest first,
+// then the prune lines kept back. Callers hold the lock.
 func (s *Store) flushUnwritten() error {
 	for len(s.unwritten) > 0 {
 		if err := s.writeRecord(s.unwritten[0]); err != nil {
@@ -321,18 +348,28 @@ func (s *Store) flushUnwritten() error {
 		s.unwritten = s.unwritten[1:]
 	}
 	s.unwritten = nil
+	if len(s.unwrittenMarks) > 0 {
+		if err := s.writeMarks(s.unwrittenMarks); err != nil {
+			return err
+		}
+		s.unwrittenMarks = nil
+	}
 	return nil
 }
 
-// writeRecord appends one line to the ledger file and fsyncs it. A torn tail
-// (an earlier append cut short) is cut off first, and a failed append is
-// truncated back, so the ledger never holds half a line. Callers hold the lock.
+// writeRecord appends one record to the ledger file and fsyncs it.
 func (s *Store) writeRecord(r ckpt.Record) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	b = append(b, '\n')
+	return s.writeLines(append(b, '\n'))
+}
+
+// writeLines appends whole lines to the ledger file and fsyncs it. A torn
+// tail (an earlier append cut short) is cut off first, and a failed append
+// is truncated back, so the ledger never holds half a line. Callers hold the lock.
+func (s *Store) writeLines(b []byte) error {
 	f, err := os.OpenFile(s.ledger, os.O_RDWR|os.O_APPEND|os.O_CREATE|platform.NoFollow, 0o644)
 	if err != nil {
 		return fmt.Errorf("open ledger: %w", err)

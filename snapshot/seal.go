@@ -77,8 +77,15 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 		return fail(err)
 	}
 	rec.Ref = ref
+	// Objects another program deleted must not be sealed on top of: the
+	// parent and its tree are checked while the paths are staged.
+	damaged := make(chan error, 1)
+	go func() { damaged <- s.checkParent(ctx, parent) }()
 
 	st, err := s.stage(ctx, s.git, sel, req.Changed)
+	if derr := <-damaged; derr != nil {
+		return fail(derr)
+	}
 	if err != nil {
 		return fail(fmt.Errorf("stage: %w", err))
 	}
@@ -92,7 +99,7 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 
 	treeOut, err := s.git.Run(ctx, nil, "write-tree")
 	if err != nil {
-		return fail(err)
+		return fail(s.damageHint(err))
 	}
 	tree := strings.TrimSpace(string(treeOut))
 	faultPoint("write-tree")
@@ -195,4 +202,46 @@ func validRefPart(s string) bool {
 		}
 	}
 	return true
+}
+
+// ErrDamaged means the store lacks objects its checkpoints need (another
+// program deleted them): nothing is sealed on top until it is repaired.
+var ErrDamaged = errors.New("the store is damaged")
+
+// checkParent fails with ErrDamaged when the parent commit or its tree is
+// missing from the store.
+func (s *Store) checkParent(ctx context.Context, parent string) error {
+	out, err := s.git.Run(ctx, strings.NewReader(parent+"\n"+parent+"^{tree}\n"), "cat-file", "--batch-check")
+	if err != nil {
+		return nil // git itself failed: the seal's own steps say why
+	}
+	for i, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if strings.HasSuffix(line, " missing") {
+			what := "the parent checkpoint " + parent
+			if i == 1 {
+				what = "the tree of the parent checkpoint " + parent
+			}
+			return s.damaged(what)
+		}
+	}
+	return nil
+}
+
+// damaged is the error of a seal that found objects missing.
+func (s *Store) damaged(what string) error {
+	return fmt.Errorf("%w: %s is missing from %s (deleted by another program?); nothing was sealed on top of it. "+
+		"Run `cairn doctor --fsck %s` to see what is lost and how to repair it", ErrDamaged, what, s.gitDir, s.dir)
+}
+
+// damageHint turns git's report of a missing object into ErrDamaged.
+func (s *Store) damageHint(err error) error {
+	var ge *GitError
+	if errors.As(err, &ge) {
+		msg := ge.Stderr
+		if strings.Contains(msg, "invalid object") || strings.Contains(msg, "unable to read") ||
+			strings.Contains(msg, "bad object") || strings.Contains(msg, "missing") {
+			return fmt.Errorf("%w (%v)", s.damaged("an object the index names"), err)
+		}
+	}
+	return err
 }

@@ -73,6 +73,9 @@ type Store struct {
 	// unwritten are records whose append failed (a full disk): kept in
 	// records and written, in id order, before the next append.
 	unwritten []ckpt.Record
+	// unwrittenMarks are prune lines whose append failed: applied to
+	// records at every load and written before the next append.
+	unwrittenMarks []pruneLine
 	// issued is the highest id this process handed out, so an id whose
 	// record never reached the ledger is not handed out again.
 	issued int
@@ -189,7 +192,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 // now; it is the one place callers stop using a store.
 func (s *Store) Close() error {
 	s.mu.Lock()
-	pending := len(s.unwritten) > 0
+	pending := len(s.unwritten) > 0 || len(s.unwrittenMarks) > 0
 	s.mu.Unlock()
 	if !pending {
 		return nil

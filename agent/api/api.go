@@ -101,6 +101,14 @@ type WorkspaceStatus struct {
 	// Notice is something to know that is no error now: the store was
 	// deleted and recreated, so the checkpoints before it are lost.
 	Notice string `json:"notice,omitempty"`
+
+	// The store (README, "Maintenance"): checkpoints kept (usable ledger
+	// records), its bytes on disk and loose objects as last measured (at
+	// open and after each maintenance), and the last maintenance.
+	Kept            int                `json:"kept"`
+	StoreBytes      int64              `json:"storeBytes,omitempty"`
+	LooseObjects    int64              `json:"looseObjects"`
+	LastMaintenance *MaintenanceResult `json:"lastMaintenance,omitempty"`
 }
 
 // CheckpointRequest is POST /v1/checkpoint: seal one checkpoint now.

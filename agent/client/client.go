@@ -122,3 +122,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 
 // Close drops idle connections to the daemon.
 func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+// GC asks the daemon to run maintenance on the workspace's store now.
+func (c *Client) GC(ctx context.Context, req api.GCRequest) (api.MaintenanceResult, error) {
+	var out api.MaintenanceResult
+	return out, c.do(ctx, http.MethodPost, "gc", req, &out)
+}

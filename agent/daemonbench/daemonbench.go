@@ -54,6 +54,9 @@ type Config struct {
 	Samples int
 	// Changed is the files changed before each marker; default 20.
 	Changed int
+	// DuringGC adds a latency run timed while the store's maintenance
+	// (`cairn gc`) runs back to back.
+	DuringGC bool
 
 	// WatchFiles is the size of the watch tree (20 files a folder); default 100,000.
 	WatchFiles int

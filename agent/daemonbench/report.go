@@ -28,6 +28,11 @@ func writeLatency(out io.Writer, r *LatencyResult) error {
 	fmt.Fprintf(w, "   checkpoints: %d racy (must be 0: nothing changes after a marker), %d failed, %d missing of %d\n",
 		r.Racy, r.Failed, r.Missing, len(r.Runs)*r.SamplesPerRun)
 	fmt.Fprintf(w, "   daemon memory after: RSS %.1f MiB, peak %.1f MiB\n", r.RSSMiB, r.HWMMiB)
+	if g := r.DuringGC; g != nil {
+		fmt.Fprintf(w, "   during maintenance (%d rounds back to back): p50 %s, p99 %s, max %s; p99 %.2fx the idle p99 (target <= 2x: %s)\n",
+			r.GCRounds, sealbench.FormatMS(g.P50MS), sealbench.FormatMS(g.P99MS), sealbench.FormatMS(g.MaxMS), r.GCP99Factor,
+			verdict(r.GCP99Factor <= 2))
+	}
 	writeIdle(w, "with the runtime's lock held", r.Idle)
 	_, err := out.Write(w.Bytes())
 	return err

@@ -42,6 +42,10 @@ const (
 	StatePartial State = "partial" // some paths could not be read: listed
 	StateRacy    State = "racy"    // files changed between the marker and the seal: listed
 	StateFailed  State = "failed"  // no checkpoint: the error says why
+	// StatePruned: a retention policy dropped the checkpoint's ref; the
+	// record stays in the ledger with PrunedAt and PrunedBy, and its commit
+	// is left for git to collect. Never a restore target.
+	StatePruned State = "pruned"
 )
 
 // PathIssue names a path a checkpoint could not hold as it is on disk (or a
@@ -77,10 +81,18 @@ type Record struct {
 	Error      string      `json:"error,omitempty"`     // failed
 	Adopted    bool        `json:"adopted,omitempty"`   // sealed by the runtime itself, recorded by cairn
 	Recovered  bool        `json:"recovered,omitempty"` // re-recorded from git trailers after a crash or a lost ledger
+	// PrunedAt and PrunedBy (state pruned): when a retention policy dropped
+	// the checkpoint, and the rule that did ("retention.autosave: keep_within=24h …").
+	PrunedAt *time.Time `json:"prunedAt,omitempty"`
+	PrunedBy string     `json:"prunedBy,omitempty"`
 }
 
-// Usable reports whether r names a commit at all (a failed seal does not).
-func (r Record) Usable() bool { return r.SHA != "" && r.State != StateFailed }
+// Pruned reports whether a retention policy dropped r.
+func (r Record) Pruned() bool { return r.State == StatePruned }
+
+// Usable reports whether r names a commit a restore may use: a failed seal
+// holds none, and a pruned checkpoint's commit is on its way out.
+func (r Record) Usable() bool { return r.SHA != "" && r.State != StateFailed && r.State != StatePruned }
 
 // InLedger reports whether r is a ledger record; a commit the runtime
 // recorded, or one only git knows, has no ledger id.

@@ -121,6 +121,8 @@ type backend interface {
 	// rollback sends cmd to the daemon; the store restores to t.
 	rollback(ctx context.Context, cmd api.Command, t restore.Target, o restoreOpts) (api.RestoreResult, error)
 	undo(ctx context.Context, o restoreOpts) (api.RestoreResult, error)
+	// pin pins (unpin: unpins) the checkpoint target names (pin.go).
+	pin(ctx context.Context, target string, unpin bool) (api.PinResult, error)
 }
 
 // via runs op on the command's backend, chosen here and only here: the daemon

@@ -83,13 +83,14 @@ func runBenchRestore(ctx context.Context, e *env, args []string) error {
 }
 
 func runBenchDaemon(ctx context.Context, e *env, args []string) error {
-	fs := newFlags("bench daemon", "bench daemon [--files 10000] [--watch-files 100000] [--runs N] [--parts latency,watch,storm] [--bin B] [--dir D] [--keep] [--json]", e)
+	fs := newFlags("bench daemon", "bench daemon [--files 10000] [--watch-files 100000] [--runs N] [--parts latency,watch,storm] [--during-gc] [--bin B] [--dir D] [--keep] [--json]", e)
 	files := fs.String("files", "10k", "files in the latency and storm trees (k = thousand)")
 	watchFiles := fs.String("watch-files", "100k", "files in the watch tree, 20 a folder")
 	runs := fs.Int("runs", 3, "counted runs of each part")
 	samples := fs.Int("samples", 50, "markers timed per latency run")
 	changed := fs.Int("changed", 20, "files edited before each marker")
 	parts := fs.String("parts", "latency,watch,storm", "parts to run, comma-separated")
+	duringGC := fs.Bool("during-gc", false, "latency: one more run timed while the store's maintenance (cairn gc) runs back to back")
 	idle := fs.Duration("idle", 10*time.Second, "how long idle CPU is measured")
 	stormWrites := fs.String("storm-writes", "50k", "file writes in one storm")
 	stormFor := fs.Duration("storm-for", 10*time.Second, "how long one storm lasts")
@@ -107,7 +108,7 @@ func runBenchDaemon(ctx context.Context, e *env, args []string) error {
 	if len(pos) > 0 {
 		return usageErr("bench daemon takes no arguments")
 	}
-	cfg := daemonbench.Config{Bin: *bin, Runs: *runs, Samples: *samples, Changed: *changed, Idle: *idle,
+	cfg := daemonbench.Config{Bin: *bin, Runs: *runs, Samples: *samples, Changed: *changed, DuringGC: *duringGC, Idle: *idle,
 		StormFor: *stormFor, StormQuiet: *stormQuiet, StormMaxWait: *stormMaxWait, Dir: *dir, Keep: *keep, JSON: *asJSON}
 	for _, c := range []struct {
 		flag string

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/cairn-dev/cairn/restore"
@@ -42,10 +43,11 @@ func mark(k ckpt.Kind) string {
 }
 
 func runList(ctx context.Context, e *env, args []string) error {
-	fs := newFlags("list", "list <dir> [--json]", e)
+	fs := newFlags("list", "list <dir> [--all] [--json]", e)
 	var sf storeFlags
 	sf.register(fs, reading)
 	asJSON := fs.Bool("json", false, "print the ledger records as JSON, newest first")
+	all := fs.Bool("all", false, "also list checkpoints a retention policy pruned")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -59,6 +61,9 @@ func runList(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	recs := l.recs
+	if !*all {
+		recs = slices.DeleteFunc(slices.Clone(recs), func(r ckpt.Record) bool { return r.Pruned() })
+	}
 	if *asJSON {
 		if recs == nil {
 			recs = []ckpt.Record{}
@@ -96,6 +101,14 @@ func printList(w io.Writer, recs []ckpt.Record, head string, now time.Time) {
 			line += " · " + string(r.State)
 			if r.Error != "" {
 				line += ": " + r.Error
+			}
+			if r.Pruned() {
+				if r.PrunedAt != nil {
+					line += " " + age(now.Sub(*r.PrunedAt))
+				}
+				if r.PrunedBy != "" {
+					line += " by " + r.PrunedBy
+				}
 			}
 		}
 		if head != "" && r.ID == head {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/snapshot"
 )
 
 func init() {
@@ -57,6 +58,10 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(e.stdout, "  error: %s\n", w.Error)
 		}
 		printDegraded(e, w)
+		fmt.Fprintf(e.stdout, "  store: %d checkpoints kept, %s on disk, %d loose objects\n", w.Kept, snapshot.HumanBytes(w.StoreBytes), w.LooseObjects)
+		if m := w.LastMaintenance; m != nil {
+			fmt.Fprintf(e.stdout, "  last maintenance %s: %s\n", age(time.Since(m.Start)), maintenanceOutcome(*m))
+		}
 		if w.Notice != "" {
 			fmt.Fprintf(e.stdout, "  note: %s\n", w.Notice)
 		}

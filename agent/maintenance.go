@@ -1,0 +1,289 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/hankweave"
+	"github.com/cairn-dev/cairn/snapshot"
+)
+
+// Maintenance in idle time (README, "Maintenance"): after maintenance_idle
+// without a seal, at most once per maintenance_interval, the workspace's
+// goroutine applies retention, then starts snapshot's Maintain in a goroutine
+// of its own, so seals (lifecycle markers above all) never wait for a repack.
+// It never starts while a restore runs or a Hankweave runtime's lock is live,
+// and a restore that arrives cancels it first. Stopping the workspace cancels
+// it and waits for it.
+
+// Defaults of the maintenance keys.
+const (
+	defaultMaintenanceInterval = time.Hour
+	defaultMaintenanceIdle     = 60 * time.Second
+)
+
+// maintainTimeout bounds one maintenance run.
+const maintainTimeout = 30 * time.Minute
+
+// gcJob is POST /v1/gc: maintenance now, its result in reply.
+type gcJob struct {
+	full  bool
+	reply chan api.MaintenanceResult // buffered
+}
+
+// maintState is the workspace's maintenance; the workspace's goroutine
+// starts and stops it, the run's goroutine finishes it.
+type maintState struct {
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when the run in progress ends; nil when none
+	waiters []chan api.MaintenanceResult
+	lastRun time.Time // the last start, by this daemon or (read at open) any process
+}
+
+func (w *workspace) maintenanceInterval() time.Duration {
+	if d := w.set.MaintenanceInterval.Duration; d > 0 {
+		return d
+	}
+	return defaultMaintenanceInterval
+}
+
+func (w *workspace) maintenanceIdle() time.Duration {
+	if d := w.set.MaintenanceIdle.Duration; d > 0 {
+		return d
+	}
+	return defaultMaintenanceIdle
+}
+
+// maintenanceTick is how often the workspace's goroutine asks whether
+// maintenance is due.
+func (w *workspace) maintenanceTick() time.Duration {
+	return max(min(w.maintenanceIdle()/4, w.maintenanceInterval()/4, 15*time.Second), 50*time.Millisecond)
+}
+
+// maintenanceBusy says why maintenance must not run now ("" when it may).
+func (w *workspace) maintenanceBusy() string {
+	if w.rolling.Load() {
+		return "a restore is under way"
+	}
+	if st := w.openStore(); st != nil && st.Layout() == snapshot.LayoutHankweave {
+		lk, err := hankweave.ReadLock(w.dir)
+		if err != nil {
+			return "the runtime's lock cannot be read: " + err.Error()
+		}
+		if lk != nil && lk.Alive(time.Now()) {
+			return "the runtime is running (its lock is live)"
+		}
+	}
+	return ""
+}
+
+// maintenanceRunning reports whether a run is in progress.
+func (w *workspace) maintenanceRunning() bool {
+	w.maint.mu.Lock()
+	defer w.maint.mu.Unlock()
+	return w.maint.done != nil
+}
+
+// maybeMaintain starts maintenance when it is due: idle long enough, not run
+// within the interval, nothing pending, nothing in the way.
+func (w *workspace) maybeMaintain(ctx context.Context) {
+	if w.gone || w.failing != nil || len(w.dirty) > 0 || w.maintenanceRunning() {
+		return
+	}
+	w.mu.Lock()
+	lastSeal := w.status.LastTime
+	w.mu.Unlock()
+	now := time.Now()
+	if now.Sub(lastSeal) < w.maintenanceIdle() || now.Sub(w.maint.lastRun) < w.maintenanceInterval() {
+		return
+	}
+	if why := w.maintenanceBusy(); why != "" {
+		w.log.Debug().Str("reason", why).Msg("maintenance postponed")
+		return
+	}
+	w.startMaintenance(ctx, false, nil)
+}
+
+// startMaintenance applies retention (on the workspace's goroutine, like
+// every change of refs) and starts a maintenance run; reply, if not nil,
+// gets its result. A run in progress answers reply instead of a second one.
+func (w *workspace) startMaintenance(ctx context.Context, full bool, reply chan api.MaintenanceResult) {
+	w.maint.mu.Lock()
+	if w.maint.done != nil {
+		if reply != nil {
+			w.maint.waiters = append(w.maint.waiters, reply)
+		}
+		w.maint.mu.Unlock()
+		return
+	}
+	w.maint.mu.Unlock()
+	st := w.openStore()
+	if st == nil {
+		if reply != nil {
+			reply <- api.MaintenanceResult{Workspace: w.dir, Start: time.Now().UTC(), Error: errNotServing.Error()}
+		}
+		return
+	}
+	w.applyRetention(ctx)
+
+	now := time.Now()
+	if !full {
+		if last, ok := st.LastMaintenance(); ok {
+			full = now.Sub(last.LastFull) >= snapshot.FullEvery
+		} else {
+			full = false // a new store: nothing to drop yet
+		}
+	}
+	mctx, cancel := context.WithTimeout(ctx, maintainTimeout)
+	done := make(chan struct{})
+	w.maint.mu.Lock()
+	w.maint.cancel, w.maint.done, w.maint.lastRun = cancel, done, now
+	if reply != nil {
+		w.maint.waiters = append(w.maint.waiters, reply)
+	}
+	w.maint.mu.Unlock()
+	opts := snapshot.MaintainOptions{PruneGrace: w.set.GCPruneGrace.Duration, Busy: w.maintenanceBusy, Full: full}
+	go func() {
+		defer close(done)
+		defer cancel()
+		res, err := st.Maintain(mctx, opts)
+		ar := maintenanceResult(w.dir, res, err)
+		stats, serr := st.Stats(context.WithoutCancel(mctx))
+		log := w.log.With().Strs("steps", ar.Steps).Int64("duration_ms", ar.DurationMS).
+			Int64("bytes_before", ar.Before.Bytes).Int64("bytes_after", ar.After.Bytes).
+			Int64("loose_before", ar.Before.LooseObjects).Int64("loose_after", ar.After.LooseObjects).Logger()
+		switch {
+		case err != nil && !errors.Is(err, context.Canceled):
+			log.Warn().Err(err).Msg("maintenance failed")
+		case ar.Skipped != "":
+			log.Info().Str("skipped", ar.Skipped).Msg("maintenance skipped")
+		default:
+			log.Info().Msg("maintenance done")
+		}
+		k := kept(st)
+		w.setStatus(func(s *api.WorkspaceStatus) {
+			s.LastMaintenance, s.Kept = &ar, k
+			if serr == nil {
+				s.StoreBytes, s.LooseObjects = stats.Bytes, stats.LooseObjects
+			}
+		})
+		w.maint.mu.Lock()
+		waiters := w.maint.waiters
+		w.maint.waiters, w.maint.done, w.maint.cancel = nil, nil, nil
+		w.maint.mu.Unlock()
+		for _, c := range waiters {
+			c <- ar
+		}
+	}()
+}
+
+// stopMaintenance cancels a run in progress and waits for it: before a
+// restore, and when the workspace stops.
+func (w *workspace) stopMaintenance() {
+	w.maint.mu.Lock()
+	cancel, done := w.maint.cancel, w.maint.done
+	w.maint.mu.Unlock()
+	if done == nil {
+		return
+	}
+	cancel()
+	<-done
+}
+
+// noteStore measures the store for status (at open): size, loose objects,
+// checkpoints kept, and the last maintenance any process ran on it.
+func (w *workspace) noteStore(ctx context.Context, st *snapshot.Store) {
+	stats, err := st.Stats(ctx)
+	last, ok := st.LastMaintenance()
+	if ok {
+		w.maint.mu.Lock()
+		w.maint.lastRun = last.Result.Start
+		w.maint.mu.Unlock()
+	}
+	w.setStatus(func(s *api.WorkspaceStatus) {
+		if err == nil {
+			s.StoreBytes, s.LooseObjects = stats.Bytes, stats.LooseObjects
+		}
+		if ok && s.LastMaintenance == nil {
+			ar := maintenanceResult(w.dir, last.Result, nil)
+			s.LastMaintenance = &ar
+		}
+	})
+}
+
+// kept counts the checkpoints a store keeps: ledger records with a usable commit.
+func kept(st *snapshot.Store) int {
+	n := 0
+	for _, r := range st.Records() {
+		if r.Usable() {
+			n++
+		}
+	}
+	return n
+}
+
+func maintenanceResult(dir string, res snapshot.MaintainResult, err error) api.MaintenanceResult {
+	ar := api.MaintenanceResult{Workspace: dir, Start: res.Start, DurationMS: res.Duration.Milliseconds(),
+		Steps: res.Steps, Skipped: res.Skipped, Before: apiStats(res.Before), After: apiStats(res.After)}
+	if err != nil {
+		ar.Error = err.Error()
+	}
+	return ar
+}
+
+func apiStats(s snapshot.StoreStats) api.StoreStats {
+	return api.StoreStats{Bytes: s.Bytes, LooseObjects: s.LooseObjects, LooseBytes: s.LooseBytes,
+		Packs: s.Packs, PackBytes: s.PackBytes, PackedObjs: s.PackedObjs}
+}
+
+// gc runs maintenance now on the workspace's goroutine's say (POST /v1/gc).
+func (w *workspace) gc(ctx context.Context, full bool) (api.MaintenanceResult, error) {
+	job := gcJob{full: full, reply: make(chan api.MaintenanceResult, 1)}
+	select {
+	case w.gcs <- job:
+	case <-ctx.Done():
+		return api.MaintenanceResult{}, ctx.Err()
+	case <-w.done:
+		return api.MaintenanceResult{}, errNotServing
+	case <-time.After(30 * time.Second):
+		return api.MaintenanceResult{}, errNotServing
+	}
+	select {
+	case r := <-job.reply:
+		return r, nil
+	case <-ctx.Done():
+		return api.MaintenanceResult{}, ctx.Err()
+	}
+}
+
+// handleGC is POST /v1/gc: maintenance of one workspace's store now.
+func (d *Daemon) handleGC(w http.ResponseWriter, r *http.Request) {
+	var req api.GCRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	ws, _, ok := d.workspaceFor(w, r, req.Workspace)
+	if !ok {
+		return
+	}
+	if ws.rolling.Load() {
+		writeBlocked(w, "gc")
+		return
+	}
+	res, err := ws.gc(r.Context(), req.Full)
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errNotServing) {
+			err = notReadyError{err}
+		}
+		answerError(w, err, codeGCFailed)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+const codeGCFailed = "GC_FAILED"

@@ -1,0 +1,64 @@
+package agent_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
+)
+
+// TestMaintenanceWhenIdle: with a short maintenance_idle and
+// maintenance_interval, the daemon maintains an idle workspace's store by
+// itself (refs and objects packed), status shows the store's figures and
+// the last maintenance, and `cairn gc` through the daemon runs it at once.
+func TestMaintenanceWhenIdle(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	write(t, filepath.Join(ws, "a.txt"), "a\n")
+	cfg := filepath.Join(t.TempDir(), "cairn.toml")
+	write(t, cfg, "maintenance_interval = \"500ms\"\nmaintenance_idle = \"300ms\"\n"+
+		"[defaults]\nautosave_quiet = \"100ms\"\nautosave_max_wait = \"1s\"\n")
+	d := startDaemon(t, state, "--config", cfg, "--watch", ws)
+	waitRecord(t, ws, state, "baseline", func(r ckpt.Record) bool { return r.Kind == ckpt.KindBaseline })
+	write(t, filepath.Join(ws, "b.txt"), "b\n")
+	waitRecord(t, ws, state, "autosave", func(r ckpt.Record) bool { return r.Kind == ckpt.KindAutosave })
+
+	waitFor(t, 20*time.Second, "maintenance ran and status shows it", func() bool {
+		w, ok := d.workspace(ws)
+		return ok && w.LastMaintenance != nil && len(w.LastMaintenance.Steps) == 3 && w.LooseObjects == 0 &&
+			w.Kept == 2 && w.StoreBytes > 0
+	})
+	w, _ := d.workspace(ws)
+	if loose, _ := filepath.Glob(filepath.Join(w.Store, "refs", "cairn", "*", "*")); len(loose) != 0 {
+		t.Errorf("loose refs left: %v", loose)
+	}
+	git(t, w.Store, "fsck", "--no-dangling")
+
+	out, err := runCairn(t, "status", "--socket", d.socket)
+	if err != nil || !strings.Contains(out, "2 checkpoints kept") || !strings.Contains(out, "last maintenance") {
+		t.Errorf("status: %v\n%s", err, out)
+	}
+	out, err = runCairn(t, "gc", "--socket", d.socket, "--state-dir", state, ws)
+	if err != nil || !strings.Contains(out, "pack-refs") {
+		t.Errorf("cairn gc through the daemon: %v\n%s", err, out)
+	}
+}
+
+// TestGCWithoutDaemon: `cairn gc` on a store no daemon watches maintains it
+// directly and prints the result.
+func TestGCWithoutDaemon(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	write(t, filepath.Join(ws, "a.txt"), "a\n")
+	sock := filepath.Join(t.TempDir(), "none.sock")
+	if out, err := runCairn(t, "checkpoint", "--socket", sock, "--state-dir", state, ws); err != nil {
+		t.Fatalf("checkpoint: %v\n%s", err, out)
+	}
+	out, err := runCairn(t, "gc", "--socket", sock, "--state-dir", state, "--json", ws)
+	if err != nil || !strings.Contains(out, `"repack geometric"`) || !strings.Contains(out, `"looseObjects": 0`) {
+		t.Fatalf("cairn gc: %v\n%s", err, out)
+	}
+	if out, err := runCairn(t, "gc", "--socket", sock, "--state-dir", state, filepath.Join(ws, "nope")); err == nil {
+		t.Errorf("gc of a folder without a store succeeded: %s", out)
+	}
+}
