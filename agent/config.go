@@ -34,11 +34,17 @@ type Config struct {
 	// maintenance_interval (default 1h), after maintenance_idle without a
 	// seal (default 60s); unreachable objects are pruned after
 	// gc_prune_grace (default 2 weeks). Carried to workspaces in Settings.
-	MaintenanceInterval Duration    `toml:"maintenance_interval"`
-	MaintenanceIdle     Duration    `toml:"maintenance_idle"`
-	GCPruneGrace        Duration    `toml:"gc_prune_grace"`
-	Defaults            Settings    `toml:"defaults"`
-	Watch               []WatchRoot `toml:"watch"`
+	MaintenanceInterval Duration `toml:"maintenance_interval"`
+	MaintenanceIdle     Duration `toml:"maintenance_idle"`
+	GCPruneGrace        Duration `toml:"gc_prune_grace"`
+	// Budgets (README, "Budgets and disk space"): max_total_size for all the
+	// stores one daemon process serves (a root daemon: per owner's worker),
+	// and disk_floor, the free space under which autosaves pause ("5%" or
+	// "1GiB"; default the smaller of 5 % and 1 GiB). Carried in Settings.
+	MaxTotalSize Size        `toml:"max_total_size"`
+	DiskFloor    DiskFloor   `toml:"disk_floor"`
+	Defaults     Settings    `toml:"defaults"`
+	Watch        []WatchRoot `toml:"watch"`
 
 	path string // the file it came from, if any
 }
@@ -68,6 +74,12 @@ type Settings struct {
 	// [retention.checkpoints]; a group left out takes [defaults]' (or
 	// retain.Defaults()).
 	Retention Retention `toml:"retention"`
+	// MaxStoreSize is this workspace's store budget (0: none).
+	MaxStoreSize Size `toml:"max_store_size"`
+	// MaxTotalSize and DiskFloor are the config's top-level keys, carried
+	// like ReconcileInterval.
+	MaxTotalSize Size      `toml:"-"`
+	DiskFloor    DiskFloor `toml:"-"`
 }
 
 // WatchRoot is a glob of execution directories, with per-root settings.
@@ -102,6 +114,10 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.Strin
 type Size int64
 
 func (s *Size) UnmarshalText(b []byte) error {
+	if strings.TrimSpace(string(b)) == "0" {
+		*s = 0 // unset: MarshalText writes an unset size so
+		return nil
+	}
 	v, err := parseSize(string(b))
 	if err != nil {
 		return err
@@ -191,6 +207,15 @@ func (s Settings) merge(d Settings) Settings {
 		s.GCPruneGrace = d.GCPruneGrace
 	}
 	s.Retention = s.Retention.merge(d.Retention)
+	if s.MaxStoreSize == 0 {
+		s.MaxStoreSize = d.MaxStoreSize
+	}
+	if s.MaxTotalSize == 0 {
+		s.MaxTotalSize = d.MaxTotalSize
+	}
+	if s.DiskFloor.zero() {
+		s.DiskFloor = d.DiskFloor
+	}
 	return s
 }
 
@@ -253,6 +278,7 @@ func ParseConfig(name, src string) (*Config, error) {
 	c.Defaults.ReconcileInterval = c.ReconcileInterval
 	c.Defaults.MaintenanceInterval, c.Defaults.MaintenanceIdle, c.Defaults.GCPruneGrace =
 		c.MaintenanceInterval, c.MaintenanceIdle, c.GCPruneGrace
+	c.Defaults.MaxTotalSize, c.Defaults.DiskFloor = c.MaxTotalSize, c.DiskFloor
 	return &c, nil
 }
 

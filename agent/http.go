@@ -117,6 +117,7 @@ func (d *Daemon) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/pin", d.handlePin)
 	mux.HandleFunc("POST /v1/unpin", d.handlePin)
 	mux.HandleFunc("POST /v1/gc", d.handleGC)
+	mux.HandleFunc("POST /v1/prune", d.handlePrune)
 	mux.HandleFunc("GET /v1/events", d.handleEvents)
 	if d.opts.Worker {
 		mux.HandleFunc("POST "+assignPath, d.handleAssign)
@@ -330,6 +331,30 @@ func (d *Daemon) handlePin(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
+// handlePrune applies retention and the size budget now (README, "Budgets
+// and disk space"), with the workspace's settings.
+func (d *Daemon) handlePrune(w http.ResponseWriter, r *http.Request) {
+	var req api.PruneRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	ws, st, ok := d.workspaceFor(w, r, req.Workspace)
+	if !ok {
+		return
+	}
+	opts := pruneOptions(ws.set)
+	opts.DryRun = req.DryRun
+	if req.MaxStoreSize > 0 {
+		opts.MaxStoreSize = req.MaxStoreSize
+	}
+	res, err := Prune(r.Context(), st, opts, time.Now(), true)
+	if err != nil {
+		answerError(w, err, codePruneFailed)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
 func (d *Daemon) handleList(w http.ResponseWriter, r *http.Request) {
 	ws, st, ok := d.workspaceFor(w, r, r.URL.Query().Get("workspace"))
 	if !ok {
@@ -499,6 +524,7 @@ const (
 	codeRestoreFailed = "RESTORE_FAILED"
 	codeSealFailed    = "SEAL_FAILED"
 	codePinFailed     = "PIN_FAILED"
+	codePruneFailed   = "PRUNE_FAILED"
 )
 
 // notReadyError is a failure because the workspace stopped serving (its

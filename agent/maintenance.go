@@ -148,6 +148,7 @@ func (w *workspace) startMaintenance(ctx context.Context, full bool, reply chan 
 	}
 	w.maint.mu.Unlock()
 	opts := snapshot.MaintainOptions{PruneGrace: w.set.GCPruneGrace.Duration, Busy: w.maintenanceBusy, Full: full}
+	w.budgetMaintain(&opts) // budget.go: collect what a budget pass dropped now
 	go func() {
 		defer close(done)
 		defer cancel()

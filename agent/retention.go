@@ -153,6 +153,7 @@ func (w *workspace) applyRetention(ctx context.Context) {
 	if len(res.Pruned) > 0 {
 		w.log.Info().Int("checkpoints", len(res.Pruned)).Int("refs", len(res.Refs)).Msg("retention: pruned")
 	}
+	w.applyBudget(ctx, st) // budget.go: max_store_size, max_total_size
 }
 
 // Pin pins (or, unpin, unpins) the checkpoint target names in st. An unpin

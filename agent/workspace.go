@@ -730,6 +730,9 @@ func (w *workspace) initialSeal(ctx context.Context) {
 
 // autosave seals what changed since the last checkpoint, if anything did.
 func (w *workspace) autosave(ctx context.Context, wt *watcher.Watcher) {
+	if w.autosavePaused() {
+		return // disk under the floor (budget.go); the dirty set waits
+	}
 	pats, ok := w.lay.selection(false)
 	if !ok {
 		return // no plan yet: nothing the runtime checkpoints

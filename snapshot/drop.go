@@ -93,8 +93,9 @@ type DropResult struct {
 // for each drop it checks the plan still holds (the records are in the
 // ledger and not pruned, no checkpoint was added to the ref since, the ref
 // still points where the plan says, none of them is the position), deletes
-// the ref by compare-and-swap (`update-ref -d <ref> <old>`), then appends a
-// prune line per record. A drop that no longer holds is skipped, with the
+// the refs by compare-and-swap, all in one `update-ref --stdin -z`
+// transaction (one by one, `update-ref -d <ref> <old>`, when the
+// transaction fails: a ref moved), then appends a prune line per record. A drop that no longer holds is skipped, with the
 // reason. Objects become unreachable; collecting them is git's (gc/prune).
 //
 // A crash between the ref deletion and the ledger append leaves a record
@@ -115,10 +116,15 @@ func (s *Store) Drop(ctx context.Context, drops []retain.Drop, now time.Time) (D
 			}
 		}
 		pos := s.position()
+		tips, err := s.refTips(ctx)
+		if err != nil {
+			return err
+		}
 		var marks []pruneLine
 		var firstErr error
+		var dels []refDelete
 		for _, d := range drops {
-			reason, old, err := s.checkDrop(ctx, d, byID, onRef, pos)
+			reason, old, err := s.checkDrop(d, byID, onRef, pos, tips)
 			if err != nil {
 				firstErr = errors.Join(firstErr, err)
 				res.Skipped = append(res.Skipped, SkippedDrop{Drop: d, Reason: err.Error()})
@@ -128,11 +134,15 @@ func (s *Store) Drop(ctx context.Context, drops []retain.Drop, now time.Time) (D
 				res.Skipped = append(res.Skipped, SkippedDrop{Drop: d, Reason: reason})
 				continue
 			}
-			if old != "" {
-				if _, err := s.git.Run(ctx, nil, "update-ref", "-m", "cairn: prune "+d.Rule, "-d", d.Ref, old); err != nil {
-					res.Skipped = append(res.Skipped, SkippedDrop{Drop: d, Reason: fmt.Sprintf("ref %s moved (another writer?); not deleted: %v", d.Ref, err)})
-					continue
-				}
+			dels = append(dels, refDelete{drop: d, old: old})
+		}
+		for _, del := range s.deleteRefs(ctx, dels) {
+			d := del.drop
+			if del.err != nil {
+				res.Skipped = append(res.Skipped, SkippedDrop{Drop: d, Reason: fmt.Sprintf("ref %s moved (another writer?); not deleted: %v", d.Ref, del.err)})
+				continue
+			}
+			if del.old != "" {
 				res.Refs = append(res.Refs, d.Ref)
 			}
 			for _, r := range d.Records {
@@ -170,7 +180,7 @@ func (s *Store) Drop(ctx context.Context, drops []retain.Drop, now time.Time) (D
 // checkDrop says whether d still holds: a reason to skip it, or the ref's
 // tip to delete by compare-and-swap ("" with no reason: the ref is gone
 // already, only the records are marked). Callers hold the lock.
-func (s *Store) checkDrop(ctx context.Context, d retain.Drop, byID map[string]ckpt.Record, onRef map[string][]string, pos string) (reason, old string, err error) {
+func (s *Store) checkDrop(d retain.Drop, byID map[string]ckpt.Record, onRef map[string][]string, pos string, tips map[string]string) (reason, old string, err error) {
 	unit, run := retain.UnitOf(d.Ref)
 	if len(d.Records) == 0 || unit == "" || unit != d.Unit || (unit == retain.UnitRun && run != d.RunID) {
 		return fmt.Sprintf("ref %s cannot be dropped as a %s", d.Ref, d.Unit), "", nil
@@ -202,7 +212,7 @@ func (s *Store) checkDrop(ctx context.Context, d retain.Drop, byID map[string]ck
 			return "checkpoint " + id + " was added to " + d.Ref + " since the plan", "", nil
 		}
 	}
-	tip, ok := s.refTip(ctx, d.Ref)
+	tip, ok := tips[d.Ref]
 	if !ok {
 		return "", "", nil // gone already (a crash after deleting it): mark only
 	}
@@ -210,6 +220,62 @@ func (s *Store) checkDrop(ctx context.Context, d retain.Drop, byID map[string]ck
 		return "ref " + d.Ref + " holds " + short7(tip) + ", a commit the plan does not name (the runtime's own?)", "", nil
 	}
 	return "", tip, nil
+}
+
+// refDelete is one ref Drop deletes: old is its tip ("" when it is gone
+// already: only the records are marked); err, after deleteRefs, why not.
+type refDelete struct {
+	drop retain.Drop
+	old  string
+	err  error
+}
+
+// refTips reads every ref's tip at once (a packed-refs file of 10,000
+// refs read once per drop would cost seconds). Callers hold the lock.
+func (s *Store) refTips(ctx context.Context) (map[string]string, error) {
+	out, err := s.git.Run(ctx, nil, "for-each-ref", "--format=%(objectname) %(refname)")
+	if err != nil {
+		return nil, fmt.Errorf("list refs: %w", err)
+	}
+	tips := map[string]string{}
+	for _, l := range strings.Split(string(out), "\n") {
+		if sha, name, ok := strings.Cut(l, " "); ok {
+			tips[name] = strings.ToLower(sha)
+		}
+	}
+	return tips, nil
+}
+
+// deleteRefs deletes the refs of dels by compare-and-swap in one
+// transaction; when it fails (a ref moved: the transaction is all or
+// nothing), one by one, so each failure is its own. Callers hold the lock.
+func (s *Store) deleteRefs(ctx context.Context, dels []refDelete) []refDelete {
+	var in bytes.Buffer
+	n := 0
+	for _, d := range dels {
+		if d.old == "" {
+			continue
+		}
+		fmt.Fprintf(&in, "delete %s\x00%s\x00", d.drop.Ref, d.old)
+		n++
+	}
+	if n == 0 {
+		return dels
+	}
+	if n > 1 {
+		if _, err := s.git.Run(ctx, &in, "update-ref", "-m", "cairn: prune", "--stdin", "-z"); err == nil {
+			return dels
+		}
+	}
+	for i, d := range dels {
+		if d.old == "" {
+			continue
+		}
+		if _, err := s.git.Run(ctx, nil, "update-ref", "-m", "cairn: prune "+d.drop.Rule, "-d", d.drop.Ref, d.old); err != nil {
+			dels[i].err = err
+		}
+	}
+	return dels
 }
 
 // Pins are checkpoints no retention policy drops: full SHAs, one a line, in

@@ -147,6 +147,12 @@ func (s *Store) recoverFromGit(ctx context.Context) error {
 		msgs, err := s.git.Run(ctx, strings.NewReader(strings.Join(unknown, "\n")+"\n"),
 			"log", "--no-walk=unsorted", "--stdin", "--format=%H%x00%B%x1e")
 		if err != nil {
+			if derr := s.damageHint(err); errors.Is(derr, ErrDamaged) {
+				// Objects another program deleted: the store still opens (its
+				// listing stays readable); a seal refuses to build on it.
+				zerologCtx(ctx).Warn().Err(derr).Str("store", s.gitDir).Msg("store damaged; ledger recovery skipped")
+				return nil
+			}
 			return err
 		}
 		for _, tip := range strings.Split(string(msgs), "\x1e") {

@@ -109,6 +109,11 @@ type WorkspaceStatus struct {
 	StoreBytes      int64              `json:"storeBytes,omitempty"`
 	LooseObjects    int64              `json:"looseObjects"`
 	LastMaintenance *MaintenanceResult `json:"lastMaintenance,omitempty"`
+	// Budget is the last size-budget pass (max_store_size, max_total_size).
+	Budget *Budget `json:"budget,omitempty"`
+	// AutosavePaused says why autosaves are paused: "disk almost full: N
+	// free, floor M". Lifecycle and manual checkpoints still seal.
+	AutosavePaused string `json:"autosavePaused,omitempty"`
 }
 
 // CheckpointRequest is POST /v1/checkpoint: seal one checkpoint now.

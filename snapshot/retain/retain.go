@@ -408,3 +408,31 @@ func Plan(recs []ckpt.Record, ps Policies, protect Protected) []Drop {
 	})
 	return drops
 }
+
+// BudgetRule names a drop made to bring a store under its size budget.
+const BudgetRule = "budget"
+
+// BudgetOrder is what a size budget may drop from the ledger recs, in the
+// one fixed order it drops them (README, "Budgets and disk space"): the
+// oldest autosaves first, then the oldest pre-restore checkpoints, then the
+// oldest whole runs (by their newest checkpoint). Baselines and manual
+// checkpoints outside runs are never dropped for size, nor anything Plan
+// never drops (the newest of each kind, what protect names, a run that
+// holds any of those). Each drop's Rule is rule.
+func BudgetOrder(recs []ckpt.Record, protect Protected, rule string) []Drop {
+	all := Plan(recs, Policies{}, protect) // no policy keeps anything: only the protections remain
+	var auto, pre, runs []Drop
+	for _, d := range all {
+		d.Rule = rule
+		switch {
+		case d.Unit == UnitRun:
+			runs = append(runs, d)
+		case d.Records[0].Kind == ckpt.KindAutosave:
+			auto = append(auto, d)
+		case d.Records[0].Kind == ckpt.KindPreRestore:
+			pre = append(pre, d)
+		}
+	}
+	// Plan returns them oldest first already; each list keeps that order.
+	return append(append(auto, pre...), runs...)
+}

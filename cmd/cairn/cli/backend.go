@@ -123,6 +123,8 @@ type backend interface {
 	undo(ctx context.Context, o restoreOpts) (api.RestoreResult, error)
 	// pin pins (unpin: unpins) the checkpoint target names (pin.go).
 	pin(ctx context.Context, target string, unpin bool) (api.PinResult, error)
+	// prune applies retention and the size budget now (prune.go).
+	prune(ctx context.Context, req api.PruneRequest) (api.PruneResult, error)
 }
 
 // via runs op on the command's backend, chosen here and only here: the daemon

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/cairn-dev/cairn/agent/storebench"
 	"os"
 	"strconv"
 	"strings"
@@ -19,6 +20,9 @@ func init() {
 func runBench(ctx context.Context, e *env, args []string) error {
 	if len(args) > 0 && args[0] == "daemon" {
 		return runBenchDaemon(ctx, e, args[1:])
+	}
+	if len(args) > 0 && args[0] == "store" {
+		return runBenchStore(ctx, e, args[1:])
 	}
 	if len(args) > 0 && args[0] == "restore" {
 		return runBenchRestore(ctx, e, args[1:])
@@ -146,4 +150,17 @@ func parseCount(s string) (int, error) {
 		return 0, fmt.Errorf("bad size %q", s)
 	}
 	return n * mult, nil
+}
+
+func runBenchStore(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("bench store", "bench store [--files 10000] [--checkpoints 10000] [--sample 1000] [--dir D]", e)
+	files := fs.Int("files", 10000, "files in the generated tree (5 KB each)")
+	n := fs.Int("checkpoints", 10000, "autosaves of 1-5 small edits each")
+	every := fs.Int("sample", 1000, "a row of the growth table every this many checkpoints")
+	dir := fs.String("dir", "", "scratch folder (default: a temporary folder)")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	_, err := storebench.Run(ctx, storebench.Config{Files: *files, Checkpoints: *n, Sample: *every, Dir: *dir, Progress: e.stderr}, e.stdout)
+	return err
 }

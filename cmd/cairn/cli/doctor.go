@@ -395,18 +395,52 @@ func (d *doctor) checkStore(ctx context.Context, gitPath string, ver snapshot.Ve
 	}
 	if gitErr == nil {
 		g := &snapshot.Git{Path: gitPath, Version: ver, Dir: gitDir, Home: filepath.Dir(gitDir)}
+		var mainErr error
 		if _, err := g.Run(ctx, nil, "rev-parse", "--verify", "-q", "refs/heads/main^{commit}"); err != nil {
-			d.bad(name, "run `cairn doctor --fsck` and restore the store from a backup", "%s: refs/heads/main does not resolve: %v", gitDir, err)
-			return
+			mainErr = err
+			if !fsck { // with --fsck, fsck says what is missing first
+				d.bad(name, "run `cairn doctor --fsck` and restore the store from a backup", "%s: refs/heads/main does not resolve: %v", gitDir, err)
+				return
+			}
 		}
 		if fsck {
 			tctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
-			_, err := g.Run(tctx, nil, "fsck", "--no-dangling", "--no-progress")
+			out, err := g.Run(tctx, nil, "fsck", "--no-dangling", "--no-progress")
 			cancel()
+			// git fsck names missing objects on stdout ("missing blob <sha>").
+			var missing []string
+			for _, l := range strings.Split(string(out), "\n") {
+				if strings.HasPrefix(l, "missing ") {
+					missing = append(missing, strings.TrimPrefix(l, "missing "))
+				}
+			}
+			// A ref whose commit is gone is on stderr: "error: <ref>: invalid sha1 pointer <sha>".
+			var ge *snapshot.GitError
+			if errors.As(err, &ge) {
+				for _, l := range strings.Split(ge.Stderr, "\n") {
+					if ref, sha, ok := strings.Cut(strings.TrimPrefix(l, "error: "), ": invalid sha1 pointer "); ok {
+						missing = append(missing, "commit "+sha+" ("+ref+")")
+					}
+				}
+			}
+			if len(missing) > 0 {
+				shown := missing
+				if len(shown) > 5 {
+					shown = append(shown[:5:5], fmt.Sprintf("… %d more", len(missing)-5))
+				}
+				d.bad(name, "copy the missing objects back from a backup of the store; or move the store aside "+
+					"(the daemon, or the next `cairn checkpoint`, starts a new one with a baseline; the old checkpoints are lost)",
+					"%s: %d objects missing (deleted by another program?); seals refuse to build on it: %s", gitDir, len(missing), strings.Join(shown, ", "))
+				return
+			}
 			if err != nil {
 				d.bad(name, "restore the store from a backup; the ledger names the checkpoints to re-check", "%s: git fsck: %v", gitDir, err)
 				return
 			}
+		}
+		if mainErr != nil {
+			d.bad(name, "restore the store from a backup", "%s: refs/heads/main does not resolve: %v", gitDir, mainErr)
+			return
 		}
 	}
 	bad, lines := 0, 0

@@ -1,0 +1,46 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestGCAndDamagedStore: `cairn gc` without a daemon packs the store and
+// prints what it did; a store whose objects another program deleted makes
+// the next checkpoint fail naming `cairn doctor --fsck`, and doctor --fsck
+// reports the missing objects as a FAIL with a fix.
+func TestGCAndDamagedStore(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"CAIRN_STATE_DIR=" + state}
+	sock := filepath.Join(state, "cairn.sock")
+	if out, se, code := cairn(t, env, "checkpoint", ws, "--state-dir", state, "--socket", sock); code != 0 {
+		t.Fatalf("checkpoint: %d %s %s", code, out, se)
+	}
+	out, se, code := cairn(t, env, "gc", ws, "--state-dir", state, "--socket", sock)
+	if code != 0 || !strings.Contains(out, "done in") || !strings.Contains(out, "pack-refs") || !strings.Contains(out, "loose objects") {
+		t.Fatalf("gc: exit %d\n%s%s", code, out, se)
+	}
+
+	// Another program deletes the store's packs.
+	packs, _ := filepath.Glob(filepath.Join(state, "stores", "*", "store.git", "objects", "pack", "*"))
+	if len(packs) == 0 {
+		t.Fatal("gc left no pack")
+	}
+	for _, p := range packs {
+		os.Remove(p)
+	}
+	os.WriteFile(filepath.Join(ws, "b.txt"), []byte("b\n"), 0o644)
+	out, se, code = cairn(t, env, "checkpoint", ws, "--state-dir", state, "--socket", sock)
+	if code != 1 || !strings.Contains(out+se, "cairn doctor --fsck") {
+		t.Fatalf("checkpoint on a damaged store: exit %d\n%s%s", code, out, se)
+	}
+	out, se, code = cairn(t, env, "doctor", "--fsck", "--state-dir", state, "--socket", sock, ws)
+	if code != 6 || !strings.Contains(out, "FAIL store") || !strings.Contains(out, "objects missing") || !strings.Contains(out, "fix:") {
+		t.Fatalf("doctor --fsck on a damaged store: exit %d\n%s%s", code, out, se)
+	}
+}
