@@ -51,6 +51,9 @@ type Result struct {
 	RefsAfter            int
 	ListAfter            time.Duration
 	Budget, AfterBudget  int64
+	// FloorBytes and NowBytes are the budget pass's estimates of the store
+	// with every droppable checkpoint dropped, and with none.
+	FloorBytes, NowBytes int64
 	BudgetDropped        int
 	BudgetTime           time.Duration
 	ProtectedOver        string
@@ -147,9 +150,21 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Result, error) {
 	if res.GitGC, err = gitGC(ctx, st.GitDir(), filepath.Join(dir, "gc-copy.git")); err != nil {
 		return res, err
 	}
-	// Budget: 90 % of the maintained store (the baseline tree, protected,
-	// is most of it).
-	res.Budget = res.AfterMaintain * 9 / 10
+	// Budget: halfway between what the protected checkpoints alone need (a
+	// dry run that may drop everything droppable) and the maintained store,
+	// so the budget can be met and must be enforced.
+	// Both ends are the budget pass's own estimates, so the budget is one it
+	// can see it must meet.
+	floor, err := agent.Prune(ctx, st, agent.PruneOptions{BudgetOnly: true, MaxStoreSize: 1, DryRun: true}, time.Now(), false)
+	if err != nil {
+		return res, fmt.Errorf("budget estimate: %w", err)
+	}
+	now, err := agent.Prune(ctx, st, agent.PruneOptions{BudgetOnly: true, DryRun: true}, time.Now(), false)
+	if err != nil {
+		return res, fmt.Errorf("budget estimate: %w", err)
+	}
+	res.Budget = floor.Projected + (now.Projected-floor.Projected)/2
+	res.FloorBytes, res.NowBytes = floor.Projected, now.Projected
 	t0 = time.Now()
 	pr, err := agent.Prune(ctx, st, agent.PruneOptions{BudgetOnly: true, MaxStoreSize: res.Budget, PruneGrace: snapshot.PruneNow}, time.Now(), true)
 	if err != nil {
@@ -232,6 +247,8 @@ func report(out io.Writer, r Result) {
 		fmt.Fprintf(out, "seal p50 end/start %.2f (target ≤ 1.20: %s); list %s (target < 100ms: %s)\n", lr, met(lr <= 1.2),
 			r.ListAfter.Round(10*time.Microsecond), met(r.ListAfter < 100*time.Millisecond))
 	}
+	fmt.Fprintf(out, "budget estimates: %s with every droppable checkpoint dropped, %s with none\n",
+		snapshot.HumanBytes(r.FloorBytes), snapshot.HumanBytes(r.NowBytes))
 	br := float64(r.AfterBudget) / float64(max(r.Budget, 1))
 	fmt.Fprintf(out, "budget %s: dropped %d checkpoints in %s, store %s after maintenance (%.2f× budget, target ≤ 1.10: %s)\n",
 		snapshot.HumanBytes(r.Budget), r.BudgetDropped, r.BudgetTime.Round(time.Millisecond), snapshot.HumanBytes(r.AfterBudget), br, met(br <= 1.1))
