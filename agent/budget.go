@@ -38,15 +38,20 @@ const budgetPruneGrace = 15 * time.Minute
 type DiskFloor struct {
 	Percent float64 `json:"percent,omitempty"`
 	Bytes   int64   `json:"bytes,omitempty"`
+	Off     bool    `json:"off,omitempty"` // "off": autosaves never pause for space
 }
 
-func (f DiskFloor) zero() bool { return f.Percent == 0 && f.Bytes == 0 }
+func (f DiskFloor) zero() bool { return f.Percent == 0 && f.Bytes == 0 && !f.Off }
 
 // UnmarshalText reads "5%", "0.5%", "1GiB" or a byte count.
 func (f *DiskFloor) UnmarshalText(b []byte) error {
 	t := strings.TrimSpace(string(b))
 	if t == "" {
 		*f = DiskFloor{} // the default (MarshalText writes it so)
+		return nil
+	}
+	if t == "off" {
+		*f = DiskFloor{Off: true}
 		return nil
 	}
 	if p, ok := strings.CutSuffix(t, "%"); ok {
@@ -68,6 +73,8 @@ func (f *DiskFloor) UnmarshalText(b []byte) error {
 // MarshalText writes f as UnmarshalText reads it ("" for the default).
 func (f DiskFloor) MarshalText() ([]byte, error) {
 	switch {
+	case f.Off:
+		return []byte("off"), nil
 	case f.Percent > 0:
 		return []byte(strconv.FormatFloat(f.Percent, 'f', -1, 64) + "%"), nil
 	case f.Bytes > 0:
@@ -79,6 +86,8 @@ func (f DiskFloor) MarshalText() ([]byte, error) {
 // Floor is the floor in bytes on a filesystem of total bytes.
 func (f DiskFloor) Floor(total uint64) uint64 {
 	switch {
+	case f.Off:
+		return 0
 	case f.Percent > 0:
 		return uint64(float64(total) * f.Percent / 100)
 	case f.Bytes > 0:

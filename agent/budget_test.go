@@ -146,4 +146,16 @@ func TestDiskFloor(t *testing.T) {
 	if _, err := ParseConfig("c.toml", "disk_floor = \"lots\"\n"); err == nil {
 		t.Fatal("bad disk_floor accepted")
 	}
+	// "off" never pauses, and survives the trip to a worker.
+	off, err := ParseConfig("c.toml", "disk_floor = \"off\"\n")
+	if err != nil || !off.Defaults.merge(DefaultSettings()).DiskFloor.Off {
+		t.Fatalf("disk_floor off: %+v %v", off, err)
+	}
+	if why := diskFull(t.TempDir(), DiskFloor{Off: true}); why != "" {
+		t.Fatalf("floor off paused: %q", why)
+	}
+	raw, _ = json.Marshal(Settings{DiskFloor: DiskFloor{Off: true}})
+	if err := json.Unmarshal(raw, &back); err != nil || !back.DiskFloor.Off {
+		t.Fatalf("off through JSON %s: %+v %v", raw, back, err)
+	}
 }

@@ -308,7 +308,9 @@ func TestFailedAutosaveRetried(t *testing.T) {
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", state).Run() })
 	ws := filepath.Join(t.TempDir(), "ws")
 	write(t, filepath.Join(ws, "f.txt"), "x\n")
-	d := startDaemon(t, state, "--config", configFile(t, fastAutosave), "--watch", ws)
+	// The disk floor would pause autosaves before the disk is full: off, so
+	// the seal really fails.
+	d := startDaemon(t, state, "--config", configFile(t, "disk_floor = \"off\"\n"+fastAutosave), "--watch", ws)
 	waitSealed(t, d, ws)
 
 	filler := filepath.Join(state, "filler")
