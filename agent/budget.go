@@ -195,9 +195,16 @@ func PlanBudget(ctx context.Context, st *snapshot.Store, max int64, already []re
 		return p, err
 	}
 	if all > max {
-		p.Drops, p.Projected = cands, all
 		p.ProtectedOver = fmt.Sprintf("the protected checkpoints alone weigh %s, over the budget of %s: kept",
 			snapshot.HumanBytes(all), snapshot.HumanBytes(max))
+		if all >= p.Projected {
+			// Kept checkpoints reach everything the candidates hold (a newer
+			// one descends from them): dropping would free nothing and
+			// only lose checkpoints.
+			p.ProtectedOver += "; dropping the others would free nothing (kept checkpoints descend from them), so none was dropped"
+			return p, nil
+		}
+		p.Drops, p.Projected = cands, all
 		return p, nil
 	}
 	lo, hi, best := 1, len(cands), all // the smallest k with project(cands[:k]) <= max
