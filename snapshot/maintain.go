@@ -20,21 +20,11 @@ import (
 // neither the store's size nor the time of a seal or an open grows with its
 // history (README, "Maintenance").
 //
-// Why it is safe while a seal runs (the daemon starts it only when idle, but
-// a lifecycle seal may arrive at any moment and must not wait for it):
-//   - pack-refs runs under the store lock, briefly: a seal's compare-and-swap
-//     update-ref never meets packed-refs.lock, and refTip (which reads loose
-//     refs, then packed-refs) never sees a ref move between the two files.
-//   - repack runs outside the lock. It packs only objects that existed when it
-//     listed them; objects a seal writes meanwhile stay loose (prune-packed
-//     removes a loose object only once it is in a pack). It reads reachability
-//     from refs, reflogs and cairn's own index (GIT_INDEX_FILE), so what a seal
-//     has staged but not yet committed counts as reachable. Old packs are
-//     deleted only after the new one is complete; git re-reads the pack list
-//     when a pack it had open disappears, so readers never lose an object.
-//   - prune runs outside the lock and removes only loose objects unreachable
-//     and older than the grace period: a seal's new objects are fresh, and git
-//     freshens (touches) an existing object a seal writes again.
+// Maintenance and seals never overlap: Maintain holds the store lock for its
+// whole run, and the daemon cancels a maintenance in progress before it seals,
+// so a lifecycle seal does not wait for it (a cancelled step is a killed git,
+// which the next point covers). Running a prune or repack beside a seal was
+// tried and once committed a tree that lacked a path the seal had staged.
 //   - Every step leaves a store git accepts if killed (git writes packs under
 //     tmp_ names and renames them in; stale ones are swept at the next open or
 //     maintenance), proven by the fault points below and maintain_crash_test.go.
@@ -91,9 +81,9 @@ type MaintainResult struct {
 }
 
 // Maintain packs refs and objects and prunes unreachable objects past the
-// grace period. It holds the store lock only while packing refs, so a seal
-// that arrives meanwhile runs at once. A second maintenance of the same store
-// (another process) is refused with Skipped, never run alongside.
+// grace period, under the store lock (a seal waits, or cancels it: the
+// daemon does). A second maintenance of the same store (another process) is
+// refused with Skipped, never run alongside.
 func (s *Store) Maintain(ctx context.Context, opts MaintainOptions) (res MaintainResult, err error) {
 	res = MaintainResult{Start: time.Now().UTC()}
 	defer func() { res.Duration = time.Since(res.Start) }()
@@ -117,7 +107,21 @@ func (s *Store) Maintain(ctx context.Context, opts MaintainOptions) (res Maintai
 		return res, err
 	}
 	defer lk.Unlock()
+	// The whole run holds the store lock: a seal never runs beside a prune or
+	// a repack (a seal racing a repack was once seen committing a tree that
+	// lacked a path it had staged). The daemon cancels maintenance before it
+	// seals, so a lifecycle seal does not wait for it.
+	err = s.withLock(ctx, func() error {
+		var ierr error
+		res, ierr = s.maintainLocked(ctx, opts, res)
+		return ierr
+	})
+	return res, err
+}
 
+// maintainLocked is Maintain's work, under the store lock.
+func (s *Store) maintainLocked(ctx context.Context, opts MaintainOptions, res MaintainResult) (MaintainResult, error) {
+	var err error
 	if res.Before, err = s.Stats(ctx); err != nil {
 		return res, err
 	}
@@ -149,11 +153,7 @@ func (s *Store) Maintain(ctx context.Context, opts MaintainOptions) (res Maintai
 		return res, nil
 	}
 
-	// Refs: under the store lock, so no seal's update-ref meets packed-refs.lock.
-	if err := s.withLock(ctx, func() error {
-		_, err := s.git.Run(ctx, nil, "pack-refs", "--all", "--prune")
-		return err
-	}); err != nil {
+	if _, err := s.git.Run(ctx, nil, "pack-refs", "--all", "--prune"); err != nil {
 		return res, fmt.Errorf("pack-refs: %w", err)
 	}
 	res.Steps = append(res.Steps, "pack-refs")
@@ -163,7 +163,7 @@ func (s *Store) Maintain(ctx context.Context, opts MaintainOptions) (res Maintai
 	}
 
 	// Unreachable loose objects past the grace period go first, so the
-	// repack does not pack them. Outside the lock.
+	// repack does not pack them.
 	if _, err := s.bgGit().Run(ctx, nil, "prune", "--expire="+pruneExpire(opts.PruneGrace)); err != nil {
 		return res, fmt.Errorf("prune: %w", err)
 	}
@@ -173,7 +173,7 @@ func (s *Store) Maintain(ctx context.Context, opts MaintainOptions) (res Maintai
 		return s.finish(ctx, res)
 	}
 
-	// Objects: outside the lock. Geometric repacking (git 2.32+) packs the
+	// Objects: geometric repacking (git 2.32+) packs the
 	// loose objects and merges only packs that break a factor-2 progression,
 	// so its cost follows what is new, not the whole history. A full repack
 	// (opts.Full) rewrites everything reachable into one pack and moves what
