@@ -154,12 +154,17 @@ type BudgetPlan struct {
 // projection, which shrinks as the prefix grows), or all of it, saying so,
 // when the protected rest alone is over.
 func PlanBudget(ctx context.Context, st *snapshot.Store, max int64, already []retain.Drop) (BudgetPlan, error) {
-	p := BudgetPlan{Max: max}
 	stats, err := st.Stats(ctx)
 	if err != nil {
-		return p, err
+		return BudgetPlan{Max: max}, err
 	}
-	p.Before = stats.Bytes
+	return planBudget(ctx, st, stats, max, already)
+}
+
+// planBudget is PlanBudget on stats already measured (Prune's).
+func planBudget(ctx context.Context, st *snapshot.Store, stats snapshot.StoreStats, max int64, already []retain.Drop) (BudgetPlan, error) {
+	p := BudgetPlan{Max: max, Before: stats.Bytes}
+	var err error
 	without := map[string]bool{}
 	for _, d := range already {
 		without[d.Ref] = true
@@ -313,19 +318,10 @@ func Prune(ctx context.Context, st *snapshot.Store, opts PruneOptions, now time.
 	if opts.MaxTotalSize > 0 {
 		max = effectiveBudget(Settings{MaxStoreSize: Size(opts.MaxStoreSize), MaxTotalSize: Size(opts.MaxTotalSize)}, st.GitDir(), stats.Bytes)
 	}
-	bp, err := PlanBudget(ctx, st, max, drops)
+	// With no budget drops, bp.Projected is already what retention alone frees.
+	bp, err := planBudget(ctx, st, stats, max, drops)
 	if err != nil {
 		return res, err
-	}
-	if max <= 0 || len(drops) > 0 && len(bp.Drops) == 0 {
-		// No budget pass dropped: project what retention alone frees.
-		w := map[string]bool{}
-		for _, d := range drops {
-			w[d.Ref] = true
-		}
-		if bp.Projected, err = st.ProjectedBytes(ctx, stats, w); err != nil {
-			return res, err
-		}
 	}
 	drops = append(drops, bp.Drops...)
 	res.BytesBefore, res.Projected, res.MaxStoreBytes, res.ProtectedOver = bp.Before, bp.Projected, max, bp.ProtectedOver
@@ -396,7 +392,10 @@ func (w *workspace) budgetMaintain(opts *snapshot.MaintainOptions) {
 	w.mu.Lock()
 	b := w.status.Budget
 	w.mu.Unlock()
-	if b == nil || b.Dropped == 0 && b.ProtectedOver == "" {
+	// Only a pass that dropped something leaves bytes for a full repack to
+	// free; over budget with nothing droppable, a full repack every idle
+	// pass would cost much and free nothing.
+	if b == nil || b.Dropped == 0 {
 		return
 	}
 	opts.Full = true

@@ -2,8 +2,6 @@ package agent
 
 import (
 	"encoding/json"
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -78,15 +76,6 @@ keep_monthly = 6
 		{"unknown key", "[defaults.retention]\nkeep_yearly = 2\n", 2, "unknown key"},
 		{"in a watch", "[[watch]]\npath = \"/srv/*\"\n[watch.retention]\nkeep_last = 0\n", 4, "keeps nothing"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseConfig("cairn.toml", tc.src)
-			var ce *ConfigError
-			if !errors.As(err, &ce) {
-				t.Fatalf("want a ConfigError, got %v", err)
-			}
-			if ce.Line != tc.line || !strings.Contains(ce.Error(), tc.reason) {
-				t.Errorf("got %q (line %d), want line %d mentioning %q", ce.Error(), ce.Line, tc.line, tc.reason)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantConfigError(t, tc.src, tc.line, tc.reason) })
 	}
 }

@@ -67,15 +67,20 @@ cross_mounts = true
 		{"quiet over max", "[defaults]\nautosave_quiet = \"2m\"\nautosave_max_wait = \"1m\"\n", 2, "longer"},
 		{"bad level", "log_level = \"loud\"\n", 1, "log_level"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseConfig("cairn.toml", tc.src)
-			var ce *ConfigError
-			if !errors.As(err, &ce) {
-				t.Fatalf("want a ConfigError, got %v", err)
-			}
-			if ce.File != "cairn.toml" || ce.Line != tc.line || !strings.Contains(ce.Error(), tc.reason) {
-				t.Errorf("got %q (line %d), want line %d mentioning %q", ce.Error(), ce.Line, tc.line, tc.reason)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantConfigError(t, tc.src, tc.line, tc.reason) })
+	}
+}
+
+// wantConfigError checks that parsing src as cairn.toml fails with a
+// ConfigError naming that file, line and (in its message) reason.
+func wantConfigError(t *testing.T, src string, line int, reason string) {
+	t.Helper()
+	_, err := ParseConfig("cairn.toml", src)
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		t.Fatalf("want a ConfigError, got %v", err)
+	}
+	if ce.File != "cairn.toml" || ce.Line != line || !strings.Contains(ce.Error(), reason) {
+		t.Errorf("got %q (%s line %d), want line %d mentioning %q", ce.Error(), ce.File, ce.Line, line, reason)
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -282,23 +284,15 @@ func sameSettings(a, b Settings) bool { return reflect.DeepEqual(a, b) }
 
 func (d *Daemon) stopAll() {
 	d.mu.Lock()
-	wss := make([]*workspace, 0, len(d.workspaces))
-	for _, ws := range d.workspaces {
-		wss = append(wss, ws)
-	}
+	wss := slices.Collect(maps.Values(d.workspaces))
 	clear(d.workspaces)
-	wks := make([]*worker, 0, len(d.workers))
-	for _, wk := range d.workers {
-		wks = append(wks, wk)
-	}
+	wks := slices.Collect(maps.Values(d.workers))
 	clear(d.workers)
 	d.mu.Unlock()
 	var wg sync.WaitGroup
-	for _, wk := range wks {
-		wg.Add(1)
-		go func() { defer wg.Done(); wk.stop() }()
-	}
-	stopWorkspaces(wss)
+	wg.Add(1)
+	go func() { defer wg.Done(); stopEach(wks) }()
+	stopEach(wss)
 	wg.Wait()
 }
 

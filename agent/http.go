@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,19 +57,11 @@ func (d *Daemon) authorize(r *http.Request, dir string) bool {
 
 func (d *Daemon) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 	var req api.CheckpointRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, "BAD_REQUEST", "request body is not a valid checkpoint request: "+err.Error())
+	if !decode(w, r, &req) {
 		return
 	}
-	if err := checkPath(req.Workspace); err != nil {
-		writeError(w, http.StatusBadRequest, "BAD_WORKSPACE", err.Error())
-		return
-	}
-	ws := d.lookup(req.Workspace)
-	if ws == nil || !d.authorize(r, ws.dir) {
-		writeError(w, http.StatusForbidden, "FORBIDDEN", "not a workspace you may act on: "+req.Workspace)
+	ws, ok := d.servedFor(w, r, req.Workspace)
+	if !ok {
 		return
 	}
 	if ws.rolling.Load() {
@@ -180,15 +173,8 @@ func checkPath(p string) error {
 // may; it answers the refusal itself. A workspace that is not watched and
 // one the peer may not act on get the same answer.
 func (d *Daemon) workspaceFor(w http.ResponseWriter, r *http.Request, dir string) (*workspace, *snapshot.Store, bool) {
-	if err := checkPath(dir); err != nil {
-		writeError(w, http.StatusBadRequest, "BAD_WORKSPACE", err.Error())
-		return nil, nil, false
-	}
-	d.mu.Lock()
-	ws := d.workspaces[dir]
-	d.mu.Unlock()
-	if ws == nil || !d.authorize(r, ws.dir) {
-		writeError(w, http.StatusForbidden, "FORBIDDEN", "not a workspace you may act on: "+dir)
+	ws, ok := d.servedFor(w, r, dir)
+	if !ok {
 		return nil, nil, false
 	}
 	st := ws.openStore()
@@ -197,6 +183,21 @@ func (d *Daemon) workspaceFor(w http.ResponseWriter, r *http.Request, dir string
 		return nil, nil, false
 	}
 	return ws, st, true
+}
+
+// servedFor is workspaceFor without the store: the checked, authorised
+// workspace this process serves at dir, or the refusal answered.
+func (d *Daemon) servedFor(w http.ResponseWriter, r *http.Request, dir string) (*workspace, bool) {
+	if err := checkPath(dir); err != nil {
+		writeError(w, http.StatusBadRequest, "BAD_WORKSPACE", err.Error())
+		return nil, false
+	}
+	ws := d.lookup(dir)
+	if ws == nil || !d.authorize(r, ws.dir) {
+		writeError(w, http.StatusForbidden, "FORBIDDEN", "not a workspace you may act on: "+dir)
+		return nil, false
+	}
+	return ws, true
 }
 
 func writeBlocked(w http.ResponseWriter, cmdType string) {
@@ -211,7 +212,7 @@ func (d *Daemon) handleCommand(w http.ResponseWriter, r *http.Request) {
 	var data api.RollbackData
 	var list api.CheckpointListData
 	if len(cmd.Data) > 0 && string(cmd.Data) != "null" {
-		dec := json.NewDecoder(strings.NewReader(string(cmd.Data)))
+		dec := json.NewDecoder(bytes.NewReader(cmd.Data))
 		dec.DisallowUnknownFields()
 		var err error
 		if cmd.Type == api.CmdCheckpointList {
@@ -471,7 +472,7 @@ func (d *Daemon) watchChange(w http.ResponseWriter, r *http.Request, add bool) {
 }
 
 func (d *Daemon) handleEvents(w http.ResponseWriter, r *http.Request) {
-	uid, ok := r.Context().Value(peerKey{}).(uint32)
+	uid, ok := peerOf(r)
 	if !ok {
 		writeError(w, http.StatusForbidden, "FORBIDDEN", "unknown peer credentials")
 		return

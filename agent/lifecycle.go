@@ -187,7 +187,7 @@ func (l *hankLayout) lifecycle(ctx context.Context, wt *watcher.Watcher, startup
 	// The file's own mtime says when the newest transition landed, on the
 	// same clock as the agent's files.
 	h.stateTime = time.Time{}
-	if fi, err := os.Stat(filepath.Join(w.dir, ".hankweave", "state.json")); err == nil {
+	if fi, err := os.Stat(hankweave.StatePath(w.dir)); err == nil {
 		h.stateTime = fi.ModTime()
 	}
 	alive := lockErr == nil && lock != nil && lock.Alive(time.Now())

@@ -154,7 +154,12 @@ func (w *workspace) startMaintenance(ctx context.Context, full bool, reply chan 
 		defer cancel()
 		res, err := st.Maintain(mctx, opts)
 		ar := maintenanceResult(w.dir, res, err)
-		stats, serr := st.Stats(context.WithoutCancel(mctx))
+		// A run that ended without error measured the store last (res.After);
+		// only a failed or cancelled one leaves it to measure again.
+		stats, serr := res.After, error(nil)
+		if err != nil || stats == (snapshot.StoreStats{}) {
+			stats, serr = st.Stats(context.WithoutCancel(mctx))
+		}
 		log := w.log.With().Strs("steps", ar.Steps).Int64("duration_ms", ar.DurationMS).
 			Int64("bytes_before", ar.Before.Bytes).Int64("bytes_after", ar.After.Bytes).
 			Int64("loose_before", ar.Before.LooseObjects).Int64("loose_after", ar.After.LooseObjects).Logger()

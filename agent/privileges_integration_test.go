@@ -6,12 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"math/rand"
 	"os"
-	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,32 +25,9 @@ import (
 // The simulated runtime writes as root, so its files are given to the user
 // after each step; anything root-owned left afterwards is cairn's.
 func TestRootDaemonWritesAsWorkspaceOwner(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	if _, err := exec.LookPath("useradd"); err != nil {
-		t.Skip("no useradd")
-	}
-	name := fmt.Sprintf("cairntest%d", rand.Intn(1_000_000))
-	if out, err := exec.Command("useradd", "-M", "-N", "-s", "/usr/sbin/nologin", name).CombinedOutput(); err != nil {
-		t.Skipf("useradd: %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("userdel", name).Run() })
-	u, err := user.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-
-	base, err := os.MkdirTemp("", "cairn-owner-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	alice := newUser(t)
+	name, uid, gid := alice.name, alice.uid, alice.gid
+	base := openBase(t)
 	execDir := filepath.Join(base, "exec")
 	plan := hwsim.Plan(
 		hwsim.Codon{ID: "a", Name: "Codon A", Files: []string{"**"}},

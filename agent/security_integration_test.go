@@ -65,6 +65,27 @@ func newUser(t testing.TB) testUser {
 	return testUser{name: name, uid: uid, gid: gid}
 }
 
+// exchangeLoop swaps a and b (renameat2 RENAME_EXCHANGE) in a loop, as a
+// user racing the daemon would, until the returned stop is called; stop
+// returns once the loop has ended.
+func exchangeLoop(a, b string) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			_ = unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE)
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
 // openBase is a folder every user may enter (t.TempDir's parents are
 // root's 0700), removed when the test ends.
 func openBase(t testing.TB) string {
@@ -772,20 +793,7 @@ func TestSecurityPathRestoreRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = os.Lchown(link, alice.uid, alice.gid)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			_ = unix.Renameat2(unix.AT_FDCWD, filepath.Join(ws, "d"), unix.AT_FDCWD, link, unix.RENAME_EXCHANGE)
-		}
-	}()
+	stopExchange := exchangeLoop(filepath.Join(ws, "d"), link)
 	end := time.Now().Add(4 * time.Second)
 	restores := 0
 	for time.Now().Before(end) {
@@ -794,8 +802,7 @@ func TestSecurityPathRestoreRace(t *testing.T) {
 			restores++
 		}
 	}
-	close(stop)
-	wg.Wait()
+	stopExchange()
 	t.Logf("%d path restores under the exchange loop", restores)
 	for name, want := range map[string]string{"victim.txt": "root's\n", "keep.txt": "root's keep\n"} {
 		p := filepath.Join(rootDir, name)
@@ -1056,20 +1063,7 @@ func TestSecurityArchiveRestoreRace(t *testing.T) {
 	}
 	_ = os.Lchown(link, alice.uid, alice.gid)
 
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			_ = unix.Renameat2(unix.AT_FDCWD, filepath.Join(root, "dir"), unix.AT_FDCWD, link, unix.RENAME_EXCHANGE)
-		}
-	}()
+	stopExchange := exchangeLoop(filepath.Join(root, "dir"), link)
 	end := time.Now().Add(5 * time.Second)
 	rounds := 0
 	for time.Now().Before(end) {
@@ -1086,8 +1080,7 @@ func TestSecurityArchiveRestoreRace(t *testing.T) {
 		call(t, d.socket, "POST", "/v1/undo", api.WorkspaceRequest{Workspace: execDir})
 		rounds++
 	}
-	close(stop)
-	wg.Wait()
+	stopExchange()
 	t.Logf("%d rollbacks with archive restores under the exchange loop", rounds)
 	entries, err := os.ReadDir(rootDir)
 	if err != nil {

@@ -41,6 +41,7 @@ var discoveryLimits = discoverLimits{MaxMatches: 1000, MaxDirs: 100000}
 func (d *Daemon) find(ctx context.Context, roots []WatchRoot) (map[string]placement, []api.RefusedWorkspace) {
 	want := map[string]placement{}
 	var refused []api.RefusedWorkspace
+	users := map[string]actUser{} // one NSS lookup per configured user, not per workspace
 	for _, r := range roots {
 		if err := wholeDisk(r.Path); err != nil {
 			d.log.Warn().Err(err).Str("root", r.Path).Msg("watch root refused")
@@ -70,7 +71,12 @@ func (d *Daemon) find(ctx context.Context, roots []WatchRoot) (map[string]placem
 			if _, ok := want[f.Path]; ok {
 				continue
 			}
-			p, why := place(f, r.Settings)
+			u, ok := users[r.Settings.User]
+			if !ok && r.Settings.User != "" && selfUID() == 0 {
+				u = lookupActUser(r.Settings.User)
+				users[r.Settings.User] = u
+			}
+			p, why := place(f, r.Settings, u)
 			if why != "" {
 				refused = append(refused, api.RefusedWorkspace{Dir: f.Path, Reason: why})
 				continue
@@ -91,10 +97,30 @@ func wholeDisk(pattern string) error {
 	return nil
 }
 
+// actUser is the user a `user = "name"` setting names, or why it is refused.
+type actUser struct {
+	uid, gid uint32
+	why      string
+}
+
+func lookupActUser(name string) actUser {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return actUser{why: fmt.Sprintf("user %q: %v", name, err)}
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err1 != nil || err2 != nil {
+		return actUser{why: fmt.Sprintf("user %q has no numeric uid", name)}
+	}
+	return actUser{uid: uint32(uid), gid: uint32(gid)}
+}
+
 // place decides who a workspace's work runs as. A daemon that is not root
 // does everything itself; a root daemon acts as the owner (or the
-// configured user), and serves in its own process only what root owns.
-func place(f found, set Settings) (placement, string) {
+// configured user, u: lookupActUser(set.User)), and serves in its own
+// process only what root owns.
+func place(f found, set Settings, u actUser) (placement, string) {
 	p := placement{set: set, owner: f.UID, act: f.UID, actGID: f.GID}
 	self := selfUID()
 	if self != 0 {
@@ -102,16 +128,10 @@ func place(f found, set Settings) (placement, string) {
 		return p, ""
 	}
 	if set.User != "" {
-		u, err := user.Lookup(set.User)
-		if err != nil {
-			return p, fmt.Sprintf("user %q: %v", set.User, err)
+		if u.why != "" {
+			return p, u.why
 		}
-		uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
-		gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
-		if err1 != nil || err2 != nil {
-			return p, fmt.Sprintf("user %q has no numeric uid", set.User)
-		}
-		p.act, p.actGID = uint32(uid), uint32(gid)
+		p.act, p.actGID = u.uid, u.gid
 	}
 	if p.act == 0 && f.Mode.Perm()&0o002 != 0 {
 		return p, "a folder every user may write is never served as root; give it to its user"
@@ -134,7 +154,7 @@ func (d *Daemon) apply(want map[string]placement, refused []api.RefusedWorkspace
 	}
 	d.mu.Unlock()
 	// Stopping waits for a seal in progress: never under the daemon's lock.
-	stopWorkspaces(stop)
+	stopEach(stop)
 
 	d.mu.Lock()
 	byUID := map[uint32]map[string]Settings{}
@@ -168,28 +188,28 @@ func (d *Daemon) apply(want map[string]placement, refused []api.RefusedWorkspace
 	state := d.stateDirLocked()
 	for uid, m := range byUID {
 		wk := d.workers[uid]
-		if wk == nil {
+		isNew := wk == nil
+		if isNew {
 			wk = d.newWorker(uid, gids[uid], state)
 			d.workers[uid] = wk
-			d.migrateStores(wk, m)
-			wk.start(d.runCtx)
 		}
 		wk.assign(m)
+		if isNew {
+			// Its owner's lookup and store hand-over run in its own
+			// goroutine: no I/O or NSS lookup under the daemon's lock.
+			wk.start(d.runCtx)
+		}
 	}
 	d.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, wk := range stopW {
-		wg.Add(1)
-		go func() { defer wg.Done(); wk.stop() }()
-	}
-	wg.Wait()
+	stopEach(stopW)
 }
 
-func stopWorkspaces(wss []*workspace) {
+// stopEach stops every workspace or worker at once and waits for them all.
+func stopEach[T interface{ stop() }](xs []T) {
 	var wg sync.WaitGroup
-	for _, ws := range wss {
+	for _, x := range xs {
 		wg.Add(1)
-		go func() { defer wg.Done(); ws.stop() }()
+		go func() { defer wg.Done(); x.stop() }()
 	}
 	wg.Wait()
 }
@@ -202,33 +222,32 @@ const migratePrefix = ".cairn-migrated-"
 // stores folder to their owner: each is renamed, relative to both open
 // folders, into the owner's folder, whose parent is root's, so no link the
 // owner plants can redirect it. The worker, as the owner, finishes the move.
-func (d *Daemon) migrateStores(wk *worker, dirs map[string]Settings) {
+// It runs in the worker's goroutine after prepare, before the process starts.
+func (wk *worker) migrateStores() {
 	if selfUID() != 0 {
 		return
 	}
-	old, err := os.Open(filepath.Join(d.stateDirLocked(), "stores"))
+	// wk.state is <state>/users/<uid>.
+	old, err := os.Open(filepath.Join(filepath.Dir(filepath.Dir(wk.state)), "stores"))
 	if err != nil {
 		return
 	}
 	defer old.Close()
-	if err := wk.prepare(); err != nil {
-		return
-	}
 	own, err := platform.OpenDirNoFollow(wk.state)
 	if err != nil {
 		return
 	}
 	defer own.Close()
-	for dir := range dirs {
+	for _, dir := range wk.dirs() {
 		name := snapshot.PlainStoreName(dir)
 		if fi, err := os.Lstat(filepath.Join(old.Name(), name)); err != nil || !fi.IsDir() {
 			continue
 		}
 		if err := platform.RenameAt(old, name, own, migratePrefix+name); err != nil {
-			d.log.Warn().Err(err).Str("store", name).Msg("could not hand a store to its owner")
+			wk.log.Warn().Err(err).Str("store", name).Msg("could not hand a store to its owner")
 			continue
 		}
-		d.log.Info().Str("store", name).Uint32("uid", wk.uid).Msg("store handed to its owner's private folder")
+		wk.log.Info().Str("store", name).Uint32("uid", wk.uid).Msg("store handed to its owner's private folder")
 	}
 }
 

@@ -92,24 +92,6 @@ func (d *Daemon) newWorker(uid, gid uint32, state string) *worker {
 		sock:   filepath.Join(state, "workers", strconv.FormatUint(uint64(uid), 10)+".sock"),
 		log:    d.log.With().Uint32("worker_uid", uid).Logger(),
 		status: workerStarting, kick: make(chan struct{}, 1), home: "/"}
-	if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil {
-		wk.name, wk.home = u.Username, u.HomeDir
-		// The user's own primary group, as a login would have: never a group
-		// the folder happens to carry.
-		if g, err := strconv.ParseUint(u.Gid, 10, 32); err == nil {
-			wk.gid = uint32(g)
-		}
-		if ids, err := u.GroupIds(); err == nil {
-			for _, s := range ids {
-				if g, err := strconv.ParseUint(s, 10, 32); err == nil {
-					wk.groups = append(wk.groups, uint32(g))
-				}
-			}
-		}
-	}
-	if len(wk.groups) == 0 {
-		wk.groups = []uint32{wk.gid}
-	}
 	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var dd net.Dialer
 		return dd.DialContext(ctx, "unix", wk.sock)
@@ -130,6 +112,33 @@ func (d *Daemon) newWorker(uid, gid uint32, state string) *worker {
 		},
 	}
 	return wk
+}
+
+// identify reads the owner's name, home, primary group and groups. It is an
+// NSS lookup (maybe LDAP, maybe slow), so it runs in the worker's own
+// goroutine, never under the daemon's lock.
+func (wk *worker) identify() {
+	if u, err := user.LookupId(strconv.FormatUint(uint64(wk.uid), 10)); err == nil {
+		wk.mu.Lock()
+		wk.name = u.Username
+		wk.mu.Unlock()
+		wk.home = u.HomeDir
+		// The user's own primary group, as a login would have: never a group
+		// the folder happens to carry.
+		if g, err := strconv.ParseUint(u.Gid, 10, 32); err == nil {
+			wk.gid = uint32(g)
+		}
+		if ids, err := u.GroupIds(); err == nil {
+			for _, s := range ids {
+				if g, err := strconv.ParseUint(s, 10, 32); err == nil {
+					wk.groups = append(wk.groups, uint32(g))
+				}
+			}
+		}
+	}
+	if len(wk.groups) == 0 {
+		wk.groups = []uint32{wk.gid}
+	}
 }
 
 // assign sets the workspaces the worker serves.
@@ -183,10 +192,13 @@ func (wk *worker) dirs() []string {
 
 // run keeps one worker process alive until ctx ends.
 func (wk *worker) run(ctx context.Context) {
+	wk.identify()
 	backoff := time.Second
+	migrated := false
 	for ctx.Err() == nil {
 		began := time.Now()
-		err := wk.life(ctx)
+		err := wk.life(ctx, !migrated)
+		migrated = true
 		if ctx.Err() != nil {
 			return
 		}
@@ -208,9 +220,14 @@ func (wk *worker) run(ctx context.Context) {
 }
 
 // life starts one worker process and serves it until it exits or ctx ends.
-func (wk *worker) life(ctx context.Context) error {
+// The first life hands the owner the stores an earlier cairn kept in the
+// shared folder before the process starts (migrateStores).
+func (wk *worker) life(ctx context.Context, first bool) error {
 	if err := wk.prepare(); err != nil {
 		return err
+	}
+	if first {
+		wk.migrateStores()
 	}
 	cmd, err := wk.spawn()
 	if err != nil {
@@ -389,17 +406,22 @@ func mkdirExact(dir string, mode os.FileMode, uid, gid int) error {
 	if err := os.Mkdir(dir, mode); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
-	fi, err := os.Lstat(dir)
+	// Owner and mode are set through a descriptor opened without following a
+	// link (and never blocking on a FIFO: O_DIRECTORY), not by path.
+	parent, err := os.Open(filepath.Dir(dir))
 	if err != nil {
 		return err
 	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a folder; not using it", dir)
+	defer parent.Close()
+	f, err := platform.OpenDirAt(parent, filepath.Base(dir))
+	if err != nil {
+		return fmt.Errorf("%s is not a folder; not using it: %w", dir, err)
 	}
-	if err := os.Lchown(dir, uid, gid); err != nil {
+	defer f.Close()
+	if err := f.Chown(uid, gid); err != nil {
 		return fmt.Errorf("chown %s: %w", dir, err)
 	}
-	return os.Chmod(dir, mode)
+	return f.Chmod(mode)
 }
 
 // spawn starts the worker process as the owner. It inherits a listener on

@@ -3,7 +3,6 @@ package restore
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -397,19 +396,10 @@ func order(cps []ckpt.Record) []ckpt.Record {
 }
 
 func older(a, b ckpt.Record) bool {
-	na, oka := ledgerNum(a.ID)
-	nb, okb := ledgerNum(b.ID)
+	na, oka := ckpt.LedgerNum(a.ID)
+	nb, okb := ckpt.LedgerNum(b.ID)
 	if oka && okb && na != nb {
 		return na < nb
 	}
 	return a.Time.Before(b.Time)
-}
-
-// ledgerNum is the number of a ledger id ("c12" → 12).
-func ledgerNum(id string) (int, bool) {
-	if !isLedgerID(id) {
-		return 0, false
-	}
-	n, err := strconv.Atoi(id[1:])
-	return n, err == nil
 }

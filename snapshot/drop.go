@@ -287,7 +287,7 @@ func (s *Store) pinsPath() string { return filepath.Join(s.gitDir, cairnSubdir, 
 // readPins reads the pin file; none is no pins. Callers hold the lock or
 // accept a racy read.
 func (s *Store) readPins() ([]string, error) {
-	b, err := readNoFollow(s.pinsPath())
+	b, err := readNoFollow(s.pinsPath(), maxSmallFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

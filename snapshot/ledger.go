@@ -53,7 +53,7 @@ func (s *Store) Reload(ctx context.Context) error {
 // ref update and the ledger append loses nothing, nor does a lost ledger.
 // Callers hold the lock.
 func (s *Store) loadLedger(ctx context.Context) error {
-	data, err := readNoFollow(s.ledger)
+	data, err := readNoFollow(s.ledger, maxLedgerFile)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("read ledger: %w", err)
 	}
@@ -129,18 +129,26 @@ func (s *Store) recoverFromGit(ctx context.Context) error {
 	// The tips' names are cheap (packed-refs, once maintenance packed them);
 	// only tips the ledger lacks are read, so an open does not grow with the
 	// number of checkpoints (one ref each outside runs).
-	out, err := s.git.Run(ctx, nil, "for-each-ref", "--format=%(objectname)", "refs/heads", "refs/cairn")
+	tips, err := s.refTips(ctx)
 	if err != nil {
 		return err
 	}
 	var unknown []string
-	seen := map[string]bool{}
-	for _, sha := range strings.Fields(string(out)) {
-		if !known[sha] && !seen[sha] {
-			seen[sha] = true
+	refAt := map[string]string{} // tip → the first ref (by name) on it, for a recovered record
+	for ref, sha := range tips {
+		if !strings.HasPrefix(ref, "refs/heads/") && !strings.HasPrefix(ref, "refs/cairn/") {
+			continue
+		}
+		if prev, ok := refAt[sha]; ok {
+			refAt[sha] = min(prev, ref)
+			continue
+		}
+		refAt[sha] = ref
+		if !known[sha] {
 			unknown = append(unknown, sha)
 		}
 	}
+	sort.Strings(unknown)
 	missing := false
 	if len(unknown) > 0 {
 		// %x1e separates commits; the sha is on the first line of each.
@@ -171,7 +179,7 @@ func (s *Store) recoverFromGit(ctx context.Context) error {
 	}
 	// %x1e separates commits; %x1f fields. Bodies never hold those bytes since
 	// cairn strips control characters from what it writes.
-	out, err = s.git.Run(ctx, nil, "log", "--branches", "--glob=refs/cairn/*",
+	out, err := s.git.Run(ctx, nil, "log", "--branches", "--glob=refs/cairn/*",
 		"--format=%H%x1f%P%x1f%cI%x1f%B%x1e")
 	if err != nil {
 		return err
@@ -192,7 +200,7 @@ func (s *Store) recoverFromGit(ctx context.Context) error {
 			r.Time = t.UTC()
 		}
 		r.State, r.Recovered = ckpt.StateOK, true
-		r.Ref = s.refOf(ctx, r.SHA)
+		r.Ref = refAt[r.SHA]
 		found = append(found, r)
 		known[r.SHA] = true
 	}
@@ -205,15 +213,6 @@ func (s *Store) recoverFromGit(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// refOf names a ref whose tip is sha, for a recovered record.
-func (s *Store) refOf(ctx context.Context, sha string) string {
-	out, err := s.git.Run(ctx, nil, "for-each-ref", "--points-at", sha, "--format=%(refname)", "refs/heads", "refs/cairn")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
 }
 
 // recordFromMessage reads cairn's trailers (and the runtime's lines) from a commit message.
@@ -252,7 +251,7 @@ func recordFromMessage(msg string) (ckpt.Record, bool) {
 
 // idNum is the number of a ledger id ("c12" → 12).
 func idNum(id string) int {
-	n, _ := strconv.Atoi(strings.TrimPrefix(id, "c"))
+	n, _ := ckpt.LedgerNum(id)
 	return n
 }
 
@@ -261,18 +260,11 @@ func idNum(id string) int {
 // never reached the ledger (a full disk) is never handed out again. Callers
 // hold the lock.
 func (s *Store) nextID() string {
-	max := maxInt(s.issued, s.readIDCounter())
+	n := max(s.issued, s.readIDCounter())
 	for _, r := range s.records {
-		max = maxInt(max, idNum(r.ID))
+		n = max(n, idNum(r.ID))
 	}
-	return "c" + strconv.Itoa(max+1)
-}
-
-func maxInt(a, b int) int {
-	if a > b {
-		return a
-	}
-	return b
+	return "c" + strconv.Itoa(n+1)
 }
 
 // idCounterWidth is the counter file's fixed size: rewritten in place, it
@@ -283,7 +275,7 @@ func (s *Store) idCounterPath() string { return filepath.Join(s.gitDir, cairnSub
 
 // readIDCounter is the highest id recorded in the counter file; 0 without one.
 func (s *Store) readIDCounter() int {
-	b, err := readNoFollow(s.idCounterPath())
+	b, err := readNoFollow(s.idCounterPath(), maxSmallFile)
 	if err != nil {
 		return 0
 	}
@@ -310,7 +302,7 @@ func idCounterBytes(n int) []byte {
 // place) in the counter file; sync when the ledger could not carry the id.
 func (s *Store) noteIssued(id string, sync bool) {
 	n := idNum(id)
-	s.issued = maxInt(s.issued, n)
+	s.issued = max(s.issued, n)
 	if n <= s.readIDCounter() {
 		return
 	}

@@ -33,14 +33,31 @@ func (s *Store) checkLinks() error {
 	return nil
 }
 
-// readNoFollow reads a file cairn owns, refusing a symbolic link.
-func readNoFollow(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|platform.NoFollow, 0)
+// Size bounds for the store's own files read whole: a file planted or grown
+// there must not exhaust the daemon's memory.
+const (
+	maxSmallFile  = 1 << 20 // last-id, position, pins, maintenance.json, index.json, a loose ref
+	maxLedgerFile = 1 << 30 // the ledger: one line per checkpoint and prune
+)
+
+// readNoFollow reads a file cairn owns, refusing a symbolic link, anything
+// but a regular file, and a file over max bytes (platform.ReadFileCapped).
+func readNoFollow(path string, max int64) ([]byte, error) {
+	return platform.ReadFileCapped(path, max)
+}
+
+// copyNoFollow copies in (opened by platform.OpenRegular) to dst, created
+// or truncated, refusing a symbolic link; it streams, so it needs no bound.
+func copyNoFollow(in *os.File, dst string) error {
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|platform.NoFollow, 0o644)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer f.Close()
-	return io.ReadAll(f)
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // createNoFollow creates (or truncates) a file cairn owns, refusing a

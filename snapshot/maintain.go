@@ -234,7 +234,7 @@ type LastMaintenance struct {
 // process), and when the last full one ran.
 func (s *Store) LastMaintenance() (LastMaintenance, bool) {
 	var lm LastMaintenance
-	b, err := readNoFollow(filepath.Join(s.gitDir, cairnSubdir, "maintenance.json"))
+	b, err := readNoFollow(filepath.Join(s.gitDir, cairnSubdir, "maintenance.json"), maxSmallFile)
 	if err != nil || json.Unmarshal(b, &lm) != nil {
 		return lm, false
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -52,7 +51,7 @@ func (s *Store) target(ctx context.Context, req SealRequest, id string) (ref, pa
 // position is the checkpoint the work tree was last sealed from or restored
 // to: the parent of a checkpoint outside runs, and `← HEAD` in the listing.
 func (s *Store) position() string {
-	if b, err := os.ReadFile(filepath.Join(s.gitDir, cairnSubdir, "position")); err == nil {
+	if b, err := readNoFollow(filepath.Join(s.gitDir, cairnSubdir, "position"), maxSmallFile); err == nil {
 		if sha := strings.TrimSpace(string(b)); isHexSHA(sha) {
 			return sha
 		}
@@ -80,7 +79,7 @@ func (s *Store) setPosition(sha string) {
 // packed-refs) without starting git: it is on the path of every seal. The
 // compare-and-swap in update-ref still guards the write.
 func (s *Store) refTip(ctx context.Context, ref string) (string, bool) {
-	if b, err := os.ReadFile(filepath.Join(s.gitDir, filepath.FromSlash(ref))); err == nil {
+	if b, err := readNoFollow(filepath.Join(s.gitDir, filepath.FromSlash(ref)), maxSmallFile); err == nil {
 		if sha := strings.TrimSpace(string(b)); isHexSHA(sha) {
 			return sha, true
 		}
@@ -88,9 +87,11 @@ func (s *Store) refTip(ctx context.Context, ref string) (string, bool) {
 	} else if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 		return s.resolve(ctx, ref)
 	}
-	packed, err := os.ReadFile(filepath.Join(s.gitDir, "packed-refs"))
-	if err != nil {
+	packed, err := readNoFollow(filepath.Join(s.gitDir, "packed-refs"), platform.MaxRuntimeFile)
+	if errors.Is(err, fs.ErrNotExist) {
 		return "", false
+	} else if err != nil {
+		return s.resolve(ctx, ref) // a link, or huge: let git say
 	}
 	for _, line := range strings.Split(string(packed), "\n") {
 		if sha, name, ok := strings.Cut(line, " "); ok && name == ref && isHexSHA(sha) {

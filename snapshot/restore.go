@@ -199,11 +199,13 @@ func (s *Store) dryTree(ctx context.Context, target string) (string, error) {
 	tmp := s.git.Index + ".dry-" + strconv.Itoa(os.Getpid())
 	defer os.Remove(tmp)
 	defer os.Remove(tmp + ".json")
-	if b, err := readNoFollow(s.git.Index); err == nil {
-		if err := createNoFollow(tmp, b); err != nil {
+	if idx, err := platform.OpenRegular(s.git.Index); err == nil {
+		err := copyNoFollow(idx, tmp)
+		idx.Close()
+		if err != nil {
 			return "", err
 		}
-		if m, err := readNoFollow(s.git.Index + ".json"); err == nil {
+		if m, err := readNoFollow(s.git.Index+".json", maxSmallFile); err == nil {
 			_ = createNoFollow(tmp+".json", m)
 		}
 	}

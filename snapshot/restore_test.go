@@ -160,26 +160,23 @@ func TestRestoreFileFolderSwap(t *testing.T) {
 			mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "start"})
 			wantStart := hashTree(t, ws)
 
-			res, err := st.Restore(ctx, ckpt.Request{Target: target.SHA, Label: target.ID, Paths: tc.paths})
-			if err != nil {
-				t.Fatal(err)
+			// restoreTo restores req and checks the work tree came out as want.
+			restoreTo := func(what string, req ckpt.Request, want, wantDesc string) ckpt.Outcome {
+				t.Helper()
+				res, err := st.Restore(ctx, req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(res.Diff) != 0 {
+					t.Errorf("%s reports differences %v", what, res.Diff)
+				}
+				if hashTree(t, ws) != want {
+					t.Errorf("%s: tree is not %s: %v", what, wantDesc, regularFiles(t, ws))
+				}
+				return res
 			}
-			if len(res.Diff) != 0 {
-				t.Errorf("restore reports differences %v", res.Diff)
-			}
-			if hashTree(t, ws) != wantTarget {
-				t.Errorf("restore: tree is not the target's: %v", regularFiles(t, ws))
-			}
-			undo, err := st.Restore(ctx, ckpt.Request{Target: res.PreRestore.SHA, Label: res.PreRestore.ID})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(undo.Diff) != 0 {
-				t.Errorf("undo reports differences %v", undo.Diff)
-			}
-			if hashTree(t, ws) != wantStart {
-				t.Errorf("undo: tree is not the one before the restore: %v", regularFiles(t, ws))
-			}
+			res := restoreTo("restore", ckpt.Request{Target: target.SHA, Label: target.ID, Paths: tc.paths}, wantTarget, "the target's")
+			restoreTo("undo", ckpt.Request{Target: res.PreRestore.SHA, Label: res.PreRestore.ID}, wantStart, "the one before the restore")
 		})
 	}
 }

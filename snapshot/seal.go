@@ -79,12 +79,21 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 	rec.Ref = ref
 	// Objects another program deleted must not be sealed on top of: the
 	// parent and its tree are checked while the paths are staged.
-	damaged := make(chan error, 1)
-	go func() { damaged <- s.checkParent(ctx, parent) }()
+	type parentCheck struct {
+		tree string
+		err  error
+	}
+	damaged := make(chan parentCheck, 1)
+	go func() {
+		var c parentCheck
+		c.tree, c.err = s.checkParent(ctx, parent)
+		damaged <- c
+	}()
 
 	st, err := s.stage(ctx, s.git, sel, req.Changed)
-	if derr := <-damaged; derr != nil {
-		return fail(derr)
+	pc := <-damaged
+	if pc.err != nil {
+		return fail(pc.err)
 	}
 	if err != nil {
 		return fail(fmt.Errorf("stage: %w", err))
@@ -104,7 +113,11 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 	tree := strings.TrimSpace(string(treeOut))
 	faultPoint("write-tree")
 	if req.SkipUnchanged {
-		if ptree, ok := s.resolve(ctx, parent+"^{tree}"); ok && ptree == tree && len(rec.Issues) == 0 {
+		ptree, ok := pc.tree, pc.tree != ""
+		if !ok { // the damage check could not say: ask git
+			ptree, ok = s.resolve(ctx, parent+"^{tree}")
+		}
+		if ok && ptree == tree && len(rec.Issues) == 0 {
 			return ckpt.Record{}, nil
 		}
 	}
@@ -209,11 +222,12 @@ func validRefPart(s string) bool {
 var ErrDamaged = errors.New("the store is damaged")
 
 // checkParent fails with ErrDamaged when the parent commit or its tree is
-// missing from the store.
-func (s *Store) checkParent(ctx context.Context, parent string) error {
+// missing from the store. Otherwise it returns the parent's tree ("" when
+// git could not say), which spares SkipUnchanged a rev-parse.
+func (s *Store) checkParent(ctx context.Context, parent string) (tree string, err error) {
 	out, err := s.git.Run(ctx, strings.NewReader(parent+"\n"+parent+"^{tree}\n"), "cat-file", "--batch-check")
 	if err != nil {
-		return nil // git itself failed: the seal's own steps say why
+		return "", nil // git itself failed: the seal's own steps say why
 	}
 	for i, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		if strings.HasSuffix(line, " missing") {
@@ -221,10 +235,13 @@ func (s *Store) checkParent(ctx context.Context, parent string) error {
 			if i == 1 {
 				what = "the tree of the parent checkpoint " + parent
 			}
-			return s.damaged(what)
+			return "", s.damaged(what)
+		}
+		if f := strings.Fields(line); i == 1 && len(f) == 3 && f[1] == "tree" && isHexSHA(f[0]) {
+			tree = f[0]
 		}
 	}
-	return nil
+	return tree, nil
 }
 
 // damaged is the error of a seal that found objects missing.

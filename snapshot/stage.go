@@ -45,7 +45,7 @@ func (s *Store) stage(ctx context.Context, g *Git, sel *Selector, changed []stri
 	meta := indexMeta{Selection: sel.Key(), MaxSize: s.opts.MaxFileSize}
 	var prev indexMeta
 	metaPath := g.Index + ".json" // cairn/index.json beside cairn/index
-	if b, err := os.ReadFile(metaPath); err == nil {
+	if b, err := readNoFollow(metaPath, maxSmallFile); err == nil {
 		_ = json.Unmarshal(b, &prev)
 	}
 	// Under the store lock no other cairn runs: an index.lock is a killed seal's.

@@ -24,8 +24,7 @@ type Debouncer struct {
 	c              chan struct{}
 
 	mu          sync.Mutex
-	pending     bool      // a change came since the last Take
-	first, last time.Time // first and latest Add since the last Take
+	first, last time.Time // first and latest Add since the last Take; first is zero when none came
 	timer       *time.Timer
 	armed       bool // timer set and not yet fired
 	due         bool // a flush was signalled and not yet taken
@@ -53,8 +52,8 @@ func (d *Debouncer) Add() {
 	now := time.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if !d.pending {
-		d.first, d.pending = now, true
+	if d.first.IsZero() {
+		d.first = now
 	}
 	d.last = now
 	if !d.armed && !d.due && !d.stopped {
@@ -71,7 +70,7 @@ func (d *Debouncer) C() <-chan struct{} { return d.c }
 func (d *Debouncer) Take() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.pending, d.due = false, false
+	d.first, d.due = time.Time{}, false
 	select {
 	case <-d.c:
 	default:
@@ -108,7 +107,7 @@ func (d *Debouncer) fire() {
 		return // stopped, or a stale expiry racing a Reset
 	}
 	d.armed = false
-	if d.due || !d.pending {
+	if d.due || d.first.IsZero() {
 		return // taken early
 	}
 	due := d.last.Add(d.quiet)

@@ -5,7 +5,10 @@
 // and the CLI print them. It imports nothing of cairn.
 package ckpt
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // Kind is why a checkpoint was sealed.
 type Kind string
@@ -97,6 +100,22 @@ func (r Record) Usable() bool { return r.SHA != "" && r.State != StateFailed && 
 // InLedger reports whether r is a ledger record; a commit the runtime
 // recorded, or one only git knows, has no ledger id.
 func (r Record) InLedger() bool { return r.ID != "" }
+
+// LedgerNum is the number of a ledger id ("c12" → 12): c and digits only,
+// else false. The one parser of ids: the store, retention and the resolver
+// all order records by it.
+func LedgerNum(id string) (int, bool) {
+	if len(id) < 2 || id[0] != 'c' {
+		return 0, false
+	}
+	for i := 1; i < len(id); i++ {
+		if id[i] < '0' || id[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.Atoi(id[1:])
+	return n, err == nil
+}
 
 // Name is how messages name r: its ledger id, else its short SHA.
 func (r Record) Name() string {

@@ -314,7 +314,7 @@ func newer(a, b ckpt.Record) bool {
 }
 
 func idNum(id string) int {
-	n, _ := strconv.Atoi(strings.TrimPrefix(id, "c"))
+	n, _ := ckpt.LedgerNum(id)
 	return n
 }
 

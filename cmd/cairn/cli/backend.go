@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/agent/api"
@@ -125,6 +126,8 @@ type backend interface {
 	pin(ctx context.Context, target string, unpin bool) (api.PinResult, error)
 	// prune applies retention and the size budget now (prune.go).
 	prune(ctx context.Context, req api.PruneRequest) (api.PruneResult, error)
+	// gc maintains the store now; grace is the direct path's only (gc.go).
+	gc(ctx context.Context, full bool, grace time.Duration) (api.MaintenanceResult, error)
 }
 
 // via runs op on the command's backend, chosen here and only here: the daemon

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -481,7 +482,17 @@ func (d *doctor) checkStore(ctx context.Context, gitPath string, ver snapshot.Ve
 // checkLock reports a lock file naming a process that no longer runs. The
 // lock itself (flock) died with it; the file only misleads.
 func (d *doctor) checkLock(path string) {
-	b, err := os.ReadFile(path)
+	// A lock holds a pid: read a regular file's first bytes, never a FIFO
+	// (which would block) or a file of any size.
+	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 64))
+	f.Close()
 	if err != nil {
 		return
 	}

@@ -36,15 +36,8 @@ func runGC(ctx context.Context, e *env, args []string) error {
 	if *grace != 0 && *grace < time.Minute {
 		return usageErr("--prune-grace %s is too short (at least 1m)", *grace)
 	}
-	res, err := via(ctx, &sf, pos[0], *grace == 0, func(b backend) (api.MaintenanceResult, error) {
-		switch b := b.(type) {
-		case daemonBackend:
-			return b.c.GC(ctx, api.GCRequest{Workspace: b.real, Full: *full})
-		case localBackend:
-			return gcLocal(ctx, &sf, b.dir, *full, *grace)
-		}
-		return api.MaintenanceResult{}, fmt.Errorf("no backend for gc")
-	})
+	// A --prune-grace is the direct path's alone: the daemon uses its own.
+	res, err := via(ctx, &sf, pos[0], *grace == 0, func(b backend) (api.MaintenanceResult, error) { return b.gc(ctx, *full, *grace) })
 	if err != nil {
 		return err
 	}
@@ -60,10 +53,14 @@ func runGC(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// gcLocal maintains the store directly, as the daemon would: never while a
+func (b daemonBackend) gc(ctx context.Context, full bool, _ time.Duration) (api.MaintenanceResult, error) {
+	return b.c.GC(ctx, api.GCRequest{Workspace: b.real, Full: full})
+}
+
+// gc maintains the store directly, as the daemon would: never while a
 // Hankweave runtime holds its lock.
-func gcLocal(ctx context.Context, sf *storeFlags, dir string, full bool, grace time.Duration) (api.MaintenanceResult, error) {
-	st, err := sf.openExisting(ctx, dir)
+func (b localBackend) gc(ctx context.Context, full bool, grace time.Duration) (api.MaintenanceResult, error) {
+	st, err := b.f.openExisting(ctx, b.real)
 	if err != nil {
 		return api.MaintenanceResult{}, err
 	}

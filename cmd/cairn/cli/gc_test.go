@@ -44,3 +44,26 @@ func TestGCAndDamagedStore(t *testing.T) {
 		t.Fatalf("doctor --fsck on a damaged store: exit %d\n%s%s", code, out, se)
 	}
 }
+
+// TestRootLeavesUsersStores: as root, without a daemon, gc, prune and pin on
+// a workspace another user owns are refused (exit 5, naming the owner's way)
+// and touch nothing: root never acts on a user's files itself.
+func TestRootLeavesUsersStores(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	ws, state := t.TempDir(), t.TempDir()
+	if err := os.Chown(ws, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"CAIRN_STATE_DIR=" + state, "CAIRN_SOCKET=" + filepath.Join(state, "none.sock")}
+	for _, args := range [][]string{{"gc", ws}, {"prune", ws}, {"pin", ws, "c1"}, {"unpin", ws, "c1"}} {
+		out, se, code := cairn(t, env, args...)
+		if code != 5 || !strings.Contains(se, "as root, cairn does not work on a user's files itself") {
+			t.Errorf("cairn %v as root on another user's workspace: exit %d\n%s%s", args, code, out, se)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(state, "*")); len(left) != 0 {
+		t.Errorf("the refused commands left %v in the state directory", left)
+	}
+}
