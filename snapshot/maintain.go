@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -153,6 +154,7 @@ func (s *Store) maintainLocked(ctx context.Context, opts MaintainOptions, res Ma
 		return res, nil
 	}
 
+	s.clearStalePackedRefsLock()
 	if _, err := s.git.Run(ctx, nil, "pack-refs", "--all", "--prune"); err != nil {
 		return res, fmt.Errorf("pack-refs: %w", err)
 	}
@@ -317,3 +319,19 @@ func humanBytes(n int64) string {
 
 // HumanBytes writes n as 1.5 MiB (for status and cairn gc).
 func HumanBytes(n int64) string { return humanBytes(n) }
+
+// clearStalePackedRefsLock removes the packed-refs.lock a killed pack-refs
+// left (else every later pack-refs and ref deletion fails). Called under the
+// store lock: in a plain store only cairn writes refs, so any such lock is
+// stale; in a Hankweave store the runtime may be writing, so only one older
+// than a minute counts as stale.
+func (s *Store) clearStalePackedRefsLock() {
+	p := filepath.Join(s.gitDir, "packed-refs.lock")
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	if s.layout == LayoutPlain || time.Since(fi.ModTime()) > time.Minute {
+		_ = os.Remove(p)
+	}
+}

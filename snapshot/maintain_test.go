@@ -360,3 +360,20 @@ func BenchmarkOpen2000Refs(b *testing.B) {
 	}
 	b.Run("packed-refs", open)
 }
+
+// TestMaintainAfterKilledPackRefs: a pack-refs killed mid-way leaves
+// packed-refs.lock; the next maintenance (under the store lock, in a plain
+// store only cairn writes refs) clears it instead of failing for ever.
+func TestMaintainAfterKilledPackRefs(t *testing.T) {
+	_, _, st := maintStore(t, 3)
+	lock := filepath.Join(st.GitDir(), "packed-refs.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Maintain(context.Background(), MaintainOptions{}); err != nil {
+		t.Fatalf("maintenance after a killed pack-refs: %v", err)
+	}
+	if _, err := os.Lstat(lock); err == nil {
+		t.Fatal("packed-refs.lock still there")
+	}
+}
