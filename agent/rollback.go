@@ -242,7 +242,8 @@ func describe(c ckpt.Record) string {
 }
 
 // restoreArchive brings back files the runtime archived on the line the
-// restore abandons (target..position), or as orphans.
+// restore abandons (what position descends from and target does not, by
+// git's parents and the ledger's), or as orphans.
 func restoreArchive(ctx context.Context, st *snapshot.Store, dir, target, position string) (*restore.Archive, error) {
 	shas, err := st.Abandoned(ctx, target, position)
 	if err != nil {

@@ -28,6 +28,7 @@ const (
 	trailerRun     = "Cairn-Run"
 	trailerCodon   = "Cairn-Codon"
 	trailerAttempt = "Cairn-Attempt"
+	trailerParent  = "Cairn-Parent"
 )
 
 // Records returns the ledger, oldest first.
@@ -195,7 +196,10 @@ func (s *Store) recoverFromGit(ctx context.Context) error {
 		if !ok {
 			continue
 		}
-		r.SHA, r.Parent = f[0], strings.Fields(f[1] + " ")[0]
+		r.SHA = f[0]
+		if ps := strings.Fields(f[1]); len(ps) > 0 {
+			r.Parent = ps[0] // a root commit keeps the trailer's parent
+		}
 		if t, err := time.Parse(time.RFC3339, f[2]); err == nil {
 			r.Time = t.UTC()
 		}
@@ -237,6 +241,10 @@ func recordFromMessage(msg string) (ckpt.Record, bool) {
 			r.CodonID = v
 		case trailerAttempt:
 			r.Attempt, _ = strconv.Atoi(v)
+		case trailerParent:
+			if isHexSHA(v) {
+				r.Parent = v
+			}
 		case "Codon":
 			r.CodonName = v
 		case "Duration":

@@ -11,7 +11,9 @@ import (
 
 // message is the runtime's commit message, then cairn's trailers
 // (docs/cairn-formats.md, "Commit messages").
-func message(req SealRequest, rec ckpt.Record, now time.Time) string {
+// parent, when not empty, is written as the Cairn-Parent trailer: the
+// logical parent of a checkpoint sealed as a root commit.
+func message(req SealRequest, rec ckpt.Record, parent string, now time.Time) string {
 	status := req.Status
 	if status == "" {
 		status = string(req.Kind)
@@ -48,6 +50,9 @@ func message(req SealRequest, rec ckpt.Record, now time.Time) string {
 	}
 	if rec.Attempt > 0 {
 		fmt.Fprintf(&b, "%s: %d\n", trailerAttempt, rec.Attempt)
+	}
+	if parent != "" {
+		fmt.Fprintf(&b, "%s: %s\n", trailerParent, parent)
 	}
 	return b.String()
 }

@@ -48,6 +48,12 @@ func (s *Store) target(ctx context.Context, req SealRequest, id string) (ref, pa
 	return ref, parent, zeroSHA, nil
 }
 
+// ownRef reports whether ref holds one checkpoint outside runs
+// (refs/cairn/<kind>/<id>). Such a checkpoint is sealed as a root commit so
+// that dropping its ref frees what only it holds; its parent is in the
+// ledger and the Cairn-Parent trailer.
+func ownRef(ref string) bool { return strings.HasPrefix(ref, "refs/cairn/") }
+
 // position is the checkpoint the work tree was last sealed from or restored
 // to: the parent of a checkpoint outside runs, and `← HEAD` in the listing.
 func (s *Store) position() string {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -498,14 +499,25 @@ func (s *Store) Commits(ctx context.Context, prefix string) []ckpt.Record {
 }
 
 // Describe completes a record of a commit the ledger lacks with what git
-// knows: its parent and what it changed, for results and `cairn show`.
+// knows: its parent (git's, or the Cairn-Parent trailer of a root commit)
+// and what it changed, for results and `cairn show`.
 func (s *Store) Describe(ctx context.Context, rec ckpt.Record) (ckpt.Record, error) {
-	out, err := s.git.Run(ctx, nil, "show", "-s", "--format=%P", "--end-of-options", rec.SHA)
+	out, err := s.git.Run(ctx, nil, "show", "-s", "--format=%P%x00%B", "--end-of-options", rec.SHA)
 	if err != nil {
 		return rec, fmt.Errorf("read commit %s: %w", short7(rec.SHA), err)
 	}
-	if ps := strings.Fields(string(out)); len(ps) > 0 {
+	parents, body, _ := strings.Cut(string(out), "\x00")
+	if ps := strings.Fields(parents); len(ps) > 0 {
 		rec.Parent = ps[0]
+	} else if r, _ := recordFromMessage(body); r.Parent != "" {
+		rec.Parent = r.Parent
+	}
+	if rec.Parent != "" && s.HasCommit(ctx, rec.Parent) {
+		rec.Added, rec.Changed, rec.Removed, err = s.diffCounts(ctx, rec.Parent, rec.SHA)
+		if err != nil {
+			return rec, fmt.Errorf("diff commit %s: %w", short7(rec.SHA), err)
+		}
+		return rec, nil
 	}
 	out, err = s.git.Run(ctx, nil, "diff-tree", "-r", "--root", "--no-commit-id", "--no-renames", "--name-status", "-z", "--end-of-options", rec.SHA)
 	if err != nil {
@@ -526,15 +538,53 @@ func (s *Store) Describe(ctx context.Context, rec ckpt.Record) (ckpt.Record, err
 }
 
 // Abandoned lists the commits a restore from position to target leaves
-// behind (target..position), lowercase; none when they are the same or
-// there is no position.
+// behind, lowercase: those position descends from and target does not,
+// following git's parents and, for checkpoints sealed as root commits, the
+// ledger's. None when they are the same or there is no position.
 func (s *Store) Abandoned(ctx context.Context, target, position string) ([]string, error) {
 	if position == "" || position == target {
 		return nil, nil
 	}
-	out, err := s.git.Run(ctx, nil, "rev-list", target+".."+position)
+	s.mu.Lock()
+	recs := append([]ckpt.Record(nil), s.records...)
+	s.mu.Unlock()
+	out, err := s.git.Run(ctx, nil, "rev-list", "--parents", "--branches", "--glob=refs/cairn/*", "--end-of-options", target, position)
 	if err != nil {
 		return nil, err
 	}
-	return strings.Fields(strings.ToLower(string(out))), nil
+	parents := map[string][]string{}
+	for _, l := range strings.Split(strings.ToLower(string(out)), "\n") {
+		if f := strings.Fields(l); len(f) > 0 {
+			parents[f[0]] = f[1:]
+		}
+	}
+	for _, r := range recs {
+		sha, p := strings.ToLower(r.SHA), strings.ToLower(r.Parent)
+		if sha == "" || p == "" || slices.Contains(parents[sha], p) {
+			continue
+		}
+		parents[sha] = append(parents[sha], p)
+	}
+	ancestors := func(from string) map[string]bool {
+		seen := map[string]bool{}
+		for todo := []string{from}; len(todo) > 0; {
+			c := todo[len(todo)-1]
+			todo = todo[:len(todo)-1]
+			if seen[c] {
+				continue
+			}
+			seen[c] = true
+			todo = append(todo, parents[c]...)
+		}
+		return seen
+	}
+	kept := ancestors(strings.ToLower(target))
+	var left []string
+	for c := range ancestors(strings.ToLower(position)) {
+		if !kept[c] {
+			left = append(left, c)
+		}
+	}
+	sort.Strings(left)
+	return left, nil
 }

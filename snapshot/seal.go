@@ -122,10 +122,20 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 		}
 	}
 
-	msg := message(req, rec, now)
+	// A checkpoint on its own ref is a root commit that names its parent in
+	// a trailer: an autosave kept must not keep every older one reachable,
+	// or dropping them would free nothing (docs/cairn-formats.md, "Refs").
+	args := []string{"commit-tree", tree, "-F", "-"}
+	logical := ""
+	if ownRef(ref) {
+		logical = parent
+	} else {
+		args = append(args, "-p", parent)
+	}
+	msg := message(req, rec, logical, now)
 	ts := isoTime(now)
 	commitOut, err := s.git.withEnv("GIT_AUTHOR_DATE="+ts, "GIT_COMMITTER_DATE="+ts).
-		Run(ctx, strings.NewReader(msg), "commit-tree", tree, "-p", parent, "-F", "-")
+		Run(ctx, strings.NewReader(msg), args...)
 	if err != nil {
 		return fail(err)
 	}

@@ -25,6 +25,7 @@ type daemon struct {
 	cmd     *exec.Cmd
 	started time.Time
 	state   string // its state directory
+	sock    string
 	logPath string
 	http    *http.Client
 	exited  chan struct{}
@@ -49,7 +50,7 @@ func (b *bench) startDaemon(name, dir, config string) (*daemon, error) {
 	}
 	cmd := exec.Command(b.cfg.Bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	d := &daemon{cmd: cmd, state: state, logPath: logPath, exited: make(chan struct{}),
+	d := &daemon{cmd: cmd, state: state, sock: sock, logPath: logPath, exited: make(chan struct{}),
 		http: &http.Client{
 			Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 				var dl net.Dialer

@@ -54,8 +54,8 @@ type Config struct {
 	Samples int
 	// Changed is the files changed before each marker; default 20.
 	Changed int
-	// DuringGC adds a latency run timed while the store's maintenance
-	// (`cairn gc`) runs back to back.
+	// DuringGC adds, after the latency part, the daemon's seal latency
+	// while its own maintenance runs (GCResult).
 	DuringGC bool
 
 	// WatchFiles is the size of the watch tree (20 files a folder); default 100,000.
@@ -141,6 +141,7 @@ type Report struct {
 	LoadBefore string         `json:"loadBefore,omitempty"`
 	LoadAfter  string         `json:"loadAfter,omitempty"`
 	Latency    *LatencyResult `json:"latency,omitempty"`
+	GC         *GCResult      `json:"duringGc,omitempty"`
 	Watch      *WatchResult   `json:"watch,omitempty"`
 	Storm      *StormResult   `json:"storm,omitempty"`
 }
@@ -198,6 +199,12 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 			}
 			if err == nil {
 				verdict = rep.Latency.check()
+			}
+			if err == nil && cfg.DuringGC {
+				rep.GC, err = b.duringGC(ctx)
+				if err == nil && !cfg.JSON {
+					err = writeGC(w, rep.GC)
+				}
 			}
 		case PartWatch:
 			rep.Watch, err = b.watch(ctx)

@@ -52,12 +52,6 @@ type LatencyResult struct {
 	HWMMiB      float64  `json:"hwmMiB"` // peak RSS
 	// Idle is the daemon doing nothing with the runtime's lock held.
 	Idle IdleResult `json:"idle"`
-	// DuringGC (Config.DuringGC) is one more run of samples timed while the
-	// store's maintenance runs back to back (GCRounds of them), and its p99
-	// over the idle runs' median p99 (the target is at most 2).
-	DuringGC    *LatencyRun `json:"duringGc,omitempty"`
-	GCRounds    int         `json:"gcRounds,omitempty"`
-	GCP99Factor float64     `json:"gcP99Factor,omitempty"`
 }
 
 // LatencyRun is one run's samples.
@@ -97,18 +91,7 @@ func (b *bench) latency(ctx context.Context) (*LatencyResult, error) {
 		return nil, err
 	}
 
-	gcRuns := 0
-	if cfg.DuringGC {
-		gcRuns = 1
-		res.DuringGC = &LatencyRun{}
-	}
-	total := latencyWarmup + (cfg.Runs+gcRuns)*cfg.Samples
-	var stopGC func() int
-	defer func() {
-		if stopGC != nil {
-			stopGC()
-		}
-	}()
+	total := latencyWarmup + cfg.Runs*cfg.Samples
 	codon := func(i int) string { return fmt.Sprintf("c%03d", i) }
 	parts := make([]hwsim.Part, total)
 	for i := range parts {
@@ -168,12 +151,6 @@ func (b *bench) latency(ctx context.Context) (*LatencyResult, error) {
 			}
 			heartbeat = time.Now()
 		}
-		if run == cfg.Runs && stopGC == nil && i >= latencyWarmup {
-			b.logf("latency: maintenance of the daemon's store back to back from here on")
-			if stopGC, err = maintainLoop(ctx, execDir); err != nil {
-				return nil, err
-			}
-		}
 		c := codon(i)
 		if err := sim.StartCodon(c); err != nil {
 			return nil, err
@@ -223,10 +200,7 @@ func (b *bench) latency(ctx context.Context) (*LatencyResult, error) {
 			return nil, fmt.Errorf("engine seal of %s: state %s", c, rec.State)
 		}
 		if i >= latencyWarmup {
-			r := res.DuringGC
-			if run < cfg.Runs {
-				r = &res.Runs[run]
-			}
+			r := &res.Runs[run]
 			r.SamplesMS = append(r.SamplesMS, ms(lat))
 			r.EngineMS = append(r.EngineMS, ms(eng))
 		}
@@ -235,10 +209,6 @@ func (b *bench) latency(ctx context.Context) (*LatencyResult, error) {
 		}
 	}
 
-	if stopGC != nil {
-		res.GCRounds = stopGC()
-		stopGC = nil
-	}
 	var all, p50s, p99s, eng []float64
 	for i := range res.Runs {
 		r := &res.Runs[i]
@@ -251,13 +221,6 @@ func (b *bench) latency(ctx context.Context) (*LatencyResult, error) {
 	res.AllP99MS, res.AllMaxMS = percentile(all, 99), percentile(all, 100)
 	if res.EngineP50MS > 0 {
 		res.Ratio = res.P50MS / res.EngineP50MS
-	}
-	if r := res.DuringGC; r != nil {
-		r.P50MS, r.P99MS, r.MaxMS = percentile(r.SamplesMS, 50), percentile(r.SamplesMS, 99), percentile(r.SamplesMS, 100)
-		r.EngineP50MS = median(r.EngineMS)
-		if res.P99MS > 0 {
-			res.GCP99Factor = r.P99MS / res.P99MS
-		}
 	}
 
 	b.logf("latency: measuring %s of idle with the runtime's lock held", cfg.Idle)
@@ -353,32 +316,3 @@ func waitRefMove(ctx context.Context, gitDir, ref, prev string, t0 time.Time, wi
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
-
-// maintainLoop runs the store's maintenance back to back, as `cairn gc`
-// does, in this process until the returned stop is called (which returns how
-// many rounds ran). It bypasses the daemon's own rule (no maintenance while
-// the runtime's lock is live) on purpose: it measures what a seal meets when
-// a marker arrives in the middle of a maintenance run.
-func maintainLoop(ctx context.Context, execDir string) (stop func() int, err error) {
-	st, err := snapshot.Open(ctx, execDir, snapshot.Options{Layout: snapshot.LayoutHankweave, NoCreate: true})
-	if err != nil {
-		return nil, err
-	}
-	lctx, cancel := context.WithCancel(ctx)
-	done := make(chan int, 1)
-	go func() {
-		n := 0
-		for lctx.Err() == nil {
-			if _, err := st.Maintain(lctx, snapshot.MaintainOptions{}); err == nil {
-				n++
-			}
-		}
-		done <- n
-	}()
-	return func() int {
-		cancel()
-		n := <-done
-		st.Close()
-		return n
-	}, nil
-}
