@@ -2,6 +2,7 @@ package agent
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/cairn-dev/cairn/agent/api"
 )
@@ -9,8 +10,9 @@ import (
 // bus fans events out to subscribers; a subscriber whose buffer is full is
 // dropped, never waited for.
 type bus struct {
-	mu   sync.Mutex
-	subs map[*subscriber]struct{}
+	mu      sync.Mutex
+	subs    map[*subscriber]struct{}
+	dropped atomic.Int64 // subscribers dropped for being slow (cairn_event_clients_dropped_total)
 }
 
 type subscriber struct {
@@ -48,6 +50,7 @@ func (b *bus) publish(ev api.Event) {
 		select {
 		case s.ch <- ev:
 		default: // too slow: dropped
+			b.dropped.Add(1)
 			delete(b.subs, s)
 			close(s.ch)
 		}

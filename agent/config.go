@@ -41,10 +41,17 @@ type Config struct {
 	// stores one daemon process serves (a root daemon: per owner's worker),
 	// and disk_floor, the free space under which autosaves pause ("5%" or
 	// "1GiB"; default the smaller of 5 % and 1 GiB). Carried in Settings.
-	MaxTotalSize Size        `toml:"max_total_size"`
-	DiskFloor    DiskFloor   `toml:"disk_floor"`
-	Defaults     Settings    `toml:"defaults"`
-	Watch        []WatchRoot `toml:"watch"`
+	MaxTotalSize Size      `toml:"max_total_size"`
+	DiskFloor    DiskFloor `toml:"disk_floor"`
+	// Metrics (README, "Metrics"): GET /metrics also on metrics_listen
+	// (host:port, read at start), a loopback address unless
+	// metrics_allow_remote; per_workspace_metrics adds series labelled with
+	// each workspace's folder.
+	MetricsListen       string      `toml:"metrics_listen"`
+	MetricsAllowRemote  bool        `toml:"metrics_allow_remote"`
+	PerWorkspaceMetrics bool        `toml:"per_workspace_metrics"`
+	Defaults            Settings    `toml:"defaults"`
+	Watch               []WatchRoot `toml:"watch"`
 
 	path string // the file it came from, if any
 }
@@ -330,6 +337,11 @@ func (c *Config) validate(src string) error {
 	}
 	if d := c.GCPruneGrace.Duration; d != 0 && d < time.Minute {
 		return bad("gc_prune_grace", "gc_prune_grace %s is too short (at least 1m: a seal's fresh objects must not be pruned)", d)
+	}
+	if c.MetricsListen != "" {
+		if err := checkMetricsListen(c.MetricsListen, c.MetricsAllowRemote); err != nil {
+			return bad("metrics_listen", "%v", err)
+		}
 	}
 	switch strings.ToLower(c.LogLevel) {
 	case "", "debug", "info", "warn", "error":

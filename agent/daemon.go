@@ -65,7 +65,8 @@ type Daemon struct {
 	workers  map[uint32]*worker     // root: one worker process per owner
 	assigned map[string]Settings    // worker: the workspaces its supervisor gave it
 
-	bus *bus // events for GET /v1/events
+	bus *bus     // events for GET /v1/events
+	met *metrics // GET /metrics (metrics.go)
 }
 
 // New makes a daemon from a loaded config (nil: defaults).
@@ -73,8 +74,10 @@ func New(cfg *Config, opts Options, log zerolog.Logger) *Daemon {
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	return &Daemon{opts: opts, log: log, cfg: cfg, workspaces: map[string]*workspace{}, started: time.Now(), bus: newBus(),
+	d := &Daemon{opts: opts, log: log, cfg: cfg, workspaces: map[string]*workspace{}, started: time.Now(), bus: newBus(),
 		runCtx: context.Background(), owners: map[string]placement{}, workers: map[uint32]*worker{}}
+	d.met = newMetrics(d)
+	return d
 }
 
 // ctx is what workspaces and workers started now run under.
@@ -190,6 +193,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer srv.close()
+	stopMetrics := d.listenMetrics(ctx)
+	defer stopMetrics()
 	if d.opts.Ready != nil {
 		d.opts.Ready()
 	}

@@ -112,6 +112,7 @@ func (d *Daemon) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/gc", d.handleGC)
 	mux.HandleFunc("POST /v1/prune", d.handlePrune)
 	mux.HandleFunc("GET /v1/events", d.handleEvents)
+	mux.HandleFunc("GET /metrics", d.handleMetrics)
 	if d.opts.Worker {
 		mux.HandleFunc("POST "+assignPath, d.handleAssign)
 	}

@@ -349,6 +349,7 @@ func (w *workspace) sealMarker(ctx context.Context, wt *watcher.Watcher, st *han
 			CodonName: m.CodonName, RunID: m.RunID, Attempt: m.Attempt})
 		if err == nil {
 			w.log.Info().Str("id", rec.ID).Str("sha", rec.SHA).Str("codon", m.CodonID).Msg("adopted the runtime's checkpoint")
+			w.met.checkpoint(rec)
 			return
 		}
 		w.log.Warn().Err(err).Str("codon", m.CodonID).Msg("runtime checkpoint not confirmed by git; sealing one")
@@ -366,7 +367,15 @@ func (w *workspace) sealMarker(ctx context.Context, wt *watcher.Watcher, st *han
 	} else {
 		req.Racy = w.changedAfter(m, s)
 	}
-	w.seal(ctx, wt, req, true)
+	rec, err := w.seal(ctx, wt, req, true)
+	if err == nil && rec.ID != "" && !s.late {
+		// From the state.json that showed the marker (the agent's clock), else from first sight.
+		marked := s.stateTime
+		if marked.IsZero() {
+			marked = s.seen
+		}
+		w.met.markerSealed(marked)
+	}
 }
 
 // changedAfter names the pending paths changed after the marker. The watch's

@@ -154,6 +154,7 @@ func (w *workspace) startMaintenance(ctx context.Context, full bool, reply chan 
 		defer cancel()
 		res, err := st.Maintain(mctx, opts)
 		ar := maintenanceResult(w.dir, res, err)
+		w.met.maintained(err, ar.Skipped)
 		// A run that ended without error measured the store last (res.After);
 		// only a failed or cancelled one leaves it to measure again.
 		stats, serr := res.After, error(nil)

@@ -109,6 +109,16 @@ func checkpointList(ws *workspace, st *snapshot.Store, runID string) api.Checkpo
 // workspace's goroutine. It refuses while another runs (*busyError), and
 // answers errNotServing when the workspace stops serving first.
 func (d *Daemon) restoreOn(ws *workspace, st *snapshot.Store, cmdType string, op restore.Op, autoRestart bool) (api.RestoreResult, error) {
+	began := time.Now()
+	res, err := d.restoreRun(ws, st, cmdType, op, autoRestart)
+	if !op.DryRun {
+		d.met.restored(cmdType, time.Since(began), res, err)
+	}
+	return res, err
+}
+
+// restoreRun is restoreOn without the counting.
+func (d *Daemon) restoreRun(ws *workspace, st *snapshot.Store, cmdType string, op restore.Op, autoRestart bool) (api.RestoreResult, error) {
 	undo := cmdType == "undo"
 	if !op.DryRun {
 		if !ws.rolling.CompareAndSwap(false, true) {

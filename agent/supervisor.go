@@ -172,7 +172,7 @@ func (d *Daemon) apply(want map[string]placement, refused []api.RefusedWorkspace
 			continue
 		}
 		ws := newWorkspace(dir, p.set, d.stateDirLocked(), d.log)
-		ws.emit = d.bus.publish
+		ws.emit, ws.met = d.bus.publish, d.met
 		d.workspaces[dir] = ws
 		ws.start(d.runCtx)
 		d.log.Info().Str("workspace", dir).Msg("workspace watched")

@@ -107,6 +107,7 @@ type workspace struct {
 	snap    atomic.Pointer[listSnap] // the ledger as a rollback found it: listings answer from it meanwhile
 	// emit publishes an event (nil: nobody listens).
 	emit func(api.Event)
+	met  *metrics // counts seals and overflows (nil: nothing counts)
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -414,6 +415,7 @@ func (w *workspace) serve(ctx context.Context) error {
 				lifecycleTimer = w.lay.pass(ctx, wt, false)
 			}
 		case <-wt.Overflow():
+			w.met.overflow()
 			w.needFull = true
 			w.watchChanged(wt)
 			if w.checkGone() {
@@ -764,6 +766,7 @@ func (w *workspace) drain(wt *watcher.Watcher, barrier bool) (moved []string, co
 			select {
 			case c, open = <-wt.Changes():
 			case <-wt.Overflow():
+				w.met.overflow()
 				w.needFull = true
 				continue
 			case <-timeout:
@@ -773,6 +776,7 @@ func (w *workspace) drain(wt *watcher.Watcher, barrier bool) (moved []string, co
 			select {
 			case c, open = <-wt.Changes():
 			case <-wt.Overflow():
+				w.met.overflow()
 				w.needFull = true
 				continue
 			default:
@@ -841,7 +845,9 @@ func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 		}
 	})
 	defer stopOnCancel()
+	began := time.Now()
 	rec, err := w.store.Seal(sctx, req)
+	w.met.sealed(req.Kind, rec, err, time.Since(began))
 	log := w.log.With().Str("kind", string(req.Kind)).Str("codon", req.CodonID).Str("run", req.RunID).Logger()
 	if err != nil {
 		log.Error().Err(err).Str("id", rec.ID).Bool("full", full).Msg("seal failed; its changes are kept")
