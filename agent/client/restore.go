@@ -1,10 +1,8 @@
 package client
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 
@@ -78,37 +76,4 @@ func (c *Client) Watch(ctx context.Context, workspace string, unwatch bool) erro
 	}
 	var out map[string]any
 	return c.do(ctx, http.MethodPost, path, api.WorkspaceRequest{Workspace: workspace}, &out)
-}
-
-// Events streams events until ctx ends or the daemon closes the stream,
-// calling fn for each.
-func (c *Client) Events(ctx context.Context, workspace string, fn func(api.Event)) error {
-	path := "http://cairn" + api.PathPrefix + "events"
-	if workspace != "" {
-		path += "?workspace=" + url.QueryEscape(workspace)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, path, nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set(api.VersionHeader, api.Version)
-	hc := *c.http
-	hc.Timeout = 0
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("daemon answered %s", resp.Status)
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		var ev api.Event
-		if json.Unmarshal(sc.Bytes(), &ev) == nil {
-			fn(ev)
-		}
-	}
-	return sc.Err()
 }
