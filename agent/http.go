@@ -492,6 +492,13 @@ func (d *Daemon) handleEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// A daemon that is stopping still accepts connections until its
+	// listener closes; a stream opened then would end at once, and a
+	// client that reconnects would spin. Say so instead.
+	if r.Context().Err() != nil {
+		writeError(w, http.StatusServiceUnavailable, "STOPPING", "the daemon is stopping")
+		return
+	}
 	allow := func(dir string) bool { return d.mayAct(uid, dir) }
 	sub := d.bus.subscribe(allow, only)
 	defer d.bus.unsubscribe(sub)
