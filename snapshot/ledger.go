@@ -9,9 +9,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cairn-dev/cairn/platform"
@@ -58,34 +60,7 @@ func (s *Store) loadLedger(ctx context.Context) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("read ledger: %w", err)
 	}
-	var recs []ckpt.Record
-	var marks []pruneLine
-	good := 0
-	for off := 0; off < len(data); {
-		nl := bytes.IndexByte(data[off:], '\n')
-		if nl < 0 {
-			break // torn tail: truncated below, rebuilt from git if it was a checkpoint
-		}
-		line := data[off : off+nl]
-		off += nl + 1
-		var r ckpt.Record
-		if len(bytes.TrimSpace(line)) == 0 {
-			good = off
-			continue
-		}
-		if m, ok := parsePruneLine(line); ok {
-			marks = append(marks, m)
-			good = off
-			continue
-		}
-		if err := json.Unmarshal(line, &r); err != nil || r.ID == "" {
-			// A bad line in the middle is kept on disk and skipped.
-			good = off
-			continue
-		}
-		recs = append(recs, r)
-		good = off
-	}
+	recs, marks, good := parseLedger(data)
 	if good < len(data) {
 		if err := truncateNoFollow(s.ledger, int64(good)); err != nil {
 			return fmt.Errorf("drop torn ledger line: %w", err)
@@ -115,6 +90,63 @@ func (s *Store) loadLedger(ctx context.Context) error {
 	// A prune line folds into the record it names, wherever it stands.
 	s.applyMarks(append(marks, s.unwrittenMarks...))
 	return nil
+}
+
+// parseLedger reads the ledger's complete lines (a torn tail after the last
+// newline is left out: good is where it starts): records, and prune lines.
+// A bad line in the middle is kept on disk and skipped. Decoding JSON is
+// most of an open's time at thousands of records, so the lines are decoded
+// in chunks on every core, then joined in file order.
+func parseLedger(data []byte) (recs []ckpt.Record, marks []pruneLine, good int) {
+	good = bytes.LastIndexByte(data, '\n') + 1
+	data = data[:good]
+	type chunk struct {
+		recs  []ckpt.Record
+		marks []pruneLine
+	}
+	parts := max(1, min(runtime.GOMAXPROCS(0), len(data)/(256<<10)))
+	chunks := make([]chunk, parts)
+	var wg sync.WaitGroup
+	start := 0
+	for i := range parts {
+		end := len(data)
+		if i < parts-1 {
+			end = max(start, len(data)*(i+1)/parts)
+			if nl := bytes.IndexByte(data[end:], '\n'); nl >= 0 {
+				end += nl + 1
+			} else {
+				end = len(data)
+			}
+		}
+		part := data[start:end]
+		wg.Go(func() {
+			c := &chunks[i]
+			for _, line := range bytes.Split(part, []byte{'\n'}) {
+				if len(bytes.TrimSpace(line)) == 0 {
+					continue
+				}
+				if m, ok := parsePruneLine(line); ok {
+					c.marks = append(c.marks, m)
+					continue
+				}
+				var r ckpt.Record
+				if json.Unmarshal(line, &r) == nil && r.ID != "" {
+					c.recs = append(c.recs, r)
+				}
+			}
+		})
+		start = end
+	}
+	wg.Wait()
+	n := 0
+	for _, c := range chunks {
+		n += len(c.recs)
+	}
+	recs = make([]ckpt.Record, 0, n)
+	for _, c := range chunks {
+		recs, marks = append(recs, c.recs...), append(marks, c.marks...)
+	}
+	return recs, marks, good
 }
 
 // recoverFromGit appends records for cairn commits on refs the ledger does not know.
