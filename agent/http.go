@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/ui"
 	"github.com/cairn-dev/cairn/restore"
 	"github.com/cairn-dev/cairn/restore/ckpt"
 	"github.com/cairn-dev/cairn/snapshot"
@@ -112,6 +113,7 @@ func (d *Daemon) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/gc", d.handleGC)
 	mux.HandleFunc("POST /v1/prune", d.handlePrune)
 	mux.HandleFunc("GET /v1/events", d.handleEvents)
+	mux.Handle("GET "+ui.Prefix, ui.Handler(d.route(mux))) // the panel (README.md, "The panel")
 	mux.HandleFunc("GET /metrics", d.handleMetrics)
 	if d.opts.Worker {
 		mux.HandleFunc("POST "+assignPath, d.handleAssign)
@@ -390,7 +392,8 @@ func (d *Daemon) handleDiff(w http.ResponseWriter, r *http.Request) {
 		}
 		out.B = rb.SHA
 	}
-	out.Stat, out.Patch, err = st.Diff(r.Context(), out.A, out.B, q.Get("patch") != "")
+	res, err := st.DiffWith(r.Context(), out.A, out.B, diffOptions(q))
+	out.Stat, out.Patch, out.Files = res.Stat, res.Patch, res.Files
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "DIFF_FAILED", err.Error())
 		return
@@ -409,7 +412,7 @@ func (d *Daemon) handleShow(w http.ResponseWriter, r *http.Request) {
 		answerError(w, err, codeRestoreFailed)
 		return
 	}
-	out, err := Show(r.Context(), st, rec)
+	out, err := ShowWith(r.Context(), st, rec, diffOptions(q))
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "DIFF_FAILED", err.Error())
 		return

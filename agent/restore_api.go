@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -113,6 +114,8 @@ func (d *Daemon) restoreOn(ws *workspace, st *snapshot.Store, cmdType string, op
 	res, err := d.restoreRun(ws, st, cmdType, op, autoRestart)
 	if !op.DryRun {
 		d.met.restored(cmdType, time.Since(began), res, err)
+		k := kept(st) // the pre-restore checkpoint counts too
+		ws.setStatus(func(s *api.WorkspaceStatus) { s.Kept = k })
 	}
 	return res, err
 }
@@ -202,11 +205,22 @@ func resolveArg(ctx context.Context, st *snapshot.Store, arg string) (ckpt.Recor
 
 // Show is a record and the files it changed from its parent, with a diffstat.
 func Show(ctx context.Context, st *snapshot.Store, rec ckpt.Record) (api.Diff, error) {
+	return ShowWith(ctx, st, rec, snapshot.DiffOptions{})
+}
+
+// ShowWith is Show with the diff's options: the files, a patch, some paths.
+func ShowWith(ctx context.Context, st *snapshot.Store, rec ckpt.Record, o snapshot.DiffOptions) (api.Diff, error) {
 	ar := rec
 	out := api.Diff{A: rec.Parent, B: rec.SHA, Record: &ar}
-	var err error
-	out.Stat, _, err = st.Diff(ctx, rec.Parent, rec.SHA, false)
+	res, err := st.DiffWith(ctx, rec.Parent, rec.SHA, o)
+	out.Stat, out.Patch, out.Files = res.Stat, res.Patch, res.Files
 	return out, err
+}
+
+// diffOptions reads a diff's options from its query: patch=1, files=1,
+// path=P (repeatable).
+func diffOptions(q url.Values) snapshot.DiffOptions {
+	return snapshot.DiffOptions{Patch: q.Get("patch") != "", Files: q.Get("files") != "", Paths: q["path"]}
 }
 
 // mayWatch answers whether uid may add or remove dir as a watch root: root,

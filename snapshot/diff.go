@@ -3,7 +3,10 @@ package snapshot
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // maxPatch caps the patch a Diff returns.
@@ -15,7 +18,28 @@ const maxPatch = 8 << 20
 // of the index: nothing is sealed, no ref moves). It returns git's diffstat
 // and, when patch is set, the patch (cut at 8 MiB).
 func (s *Store) Diff(ctx context.Context, a, b string, patch bool) (stat, body string, err error) {
-	err = s.withLock(ctx, func() error {
+	res, err := s.DiffWith(ctx, a, b, DiffOptions{Patch: patch})
+	return res.Stat, res.Patch, err
+}
+
+// DiffOptions narrow and extend a Diff.
+type DiffOptions struct {
+	Patch bool     // the patch too (binary files are named, never dumped)
+	Files bool     // each file changed, with its status
+	Paths []string // only these files (literal, slash-separated paths)
+}
+
+// DiffResult is what DiffWith found.
+type DiffResult struct {
+	Stat  string
+	Patch string
+	Files []ckpt.FileChange
+}
+
+// DiffWith is Diff with options: the files changed, and only some paths.
+func (s *Store) DiffWith(ctx context.Context, a, b string, o DiffOptions) (DiffResult, error) {
+	var res DiffResult
+	err := s.withLock(ctx, func() error {
 		ta, tb := emptyTreeOf(s), ""
 		if a != "" {
 			t, ok := s.resolve(ctx, a+"^{tree}")
@@ -37,22 +61,83 @@ func (s *Store) Diff(ctx context.Context, a, b string, patch bool) (stat, body s
 			}
 			tb = t
 		}
-		out, err := s.git.Run(ctx, nil, "diff-tree", "-r", "--stat=200", "--no-renames", "--no-color", ta, tb)
+		var spec []string
+		if len(o.Paths) > 0 {
+			spec = append(spec, "--")
+			for _, p := range o.Paths {
+				spec = append(spec, ":(literal)"+p)
+			}
+		}
+		run := func(args ...string) ([]byte, error) {
+			return s.git.Run(ctx, nil, append(append(args, ta, tb), spec...)...)
+		}
+		out, err := run("diff-tree", "-r", "--stat=200", "--no-renames", "--no-color")
 		if err != nil {
 			return err
 		}
-		stat = string(out)
-		if patch {
-			var w strings.Builder
-			lw := &limitedWriter{w: &w, n: maxPatch}
-			if err := s.git.RunTo(ctx, lw, nil, "diff-tree", "-r", "-p", "--no-renames", "--no-color", "--no-ext-diff", ta, tb); err != nil {
+		res.Stat = string(out)
+		if o.Files {
+			status, err := run("diff-tree", "-r", "-z", "--no-renames", "--name-status")
+			if err != nil {
 				return err
 			}
-			body = w.String()
+			counts, err := run("diff-tree", "-r", "-z", "--no-renames", "--numstat")
+			if err != nil {
+				return err
+			}
+			res.Files = fileChanges(status, counts)
+		}
+		if o.Patch {
+			var w strings.Builder
+			lw := &limitedWriter{w: &w, n: maxPatch}
+			args := append([]string{"diff-tree", "-r", "-p", "--no-renames", "--no-color", "--no-ext-diff", ta, tb}, spec...)
+			if err := s.git.RunTo(ctx, lw, nil, args...); err != nil {
+				return err
+			}
+			res.Patch = w.String()
 		}
 		return nil
 	})
-	return stat, body, err
+	return res, err
+}
+
+// fileChanges reads `diff-tree -z --name-status` and `-z --numstat`: a
+// file git counts as "-\t-" lines is binary.
+func fileChanges(status, counts []byte) []ckpt.FileChange {
+	type count struct {
+		added, removed int
+		binary         bool
+	}
+	byPath := map[string]count{}
+	for _, f := range strings.Split(strings.TrimSuffix(string(counts), "\x00"), "\x00") {
+		n := strings.SplitN(f, "\t", 3)
+		if len(n) != 3 {
+			continue
+		}
+		var c count
+		if n[0] == "-" && n[1] == "-" {
+			c.binary = true
+		} else {
+			c.added, _ = strconv.Atoi(n[0])
+			c.removed, _ = strconv.Atoi(n[1])
+		}
+		byPath[n[2]] = c
+	}
+	var out []ckpt.FileChange
+	f := strings.Split(strings.TrimSuffix(string(status), "\x00"), "\x00")
+	for i := 0; i+1 < len(f); i += 2 {
+		fc := ckpt.FileChange{Path: f[i+1], Status: ckpt.FileChanged}
+		switch f[i] {
+		case "A":
+			fc.Status = ckpt.FileAdded
+		case "D":
+			fc.Status = ckpt.FileRemoved
+		}
+		c := byPath[fc.Path]
+		fc.Binary, fc.Added, fc.Removed = c.binary, c.added, c.removed
+		out = append(out, fc)
+	}
+	return out
 }
 
 // emptyTreeOf is the empty tree in the store's object format.

@@ -143,7 +143,13 @@ type Diff struct {
 	Record *Record `json:"record,omitempty"`
 	Stat   string  `json:"stat"`
 	Patch  string  `json:"patch,omitempty"`
+	// Files lists each file changed (query files=1); path=P (repeatable)
+	// narrows the whole answer to those files.
+	Files []FileChange `json:"files,omitempty"`
 }
+
+// FileChange is one file a diff lists (restore/ckpt's).
+type FileChange = ckpt.FileChange
 
 // Event is one line of GET /v1/events (newline-delimited JSON).
 type Event struct {

@@ -11,9 +11,9 @@ import (
 
 	"github.com/mattn/go-isatty"
 
-	"github.com/cairn-dev/cairn/cmd/cairn/cli/timeline"
 	"github.com/cairn-dev/cairn/restore"
 	"github.com/cairn-dev/cairn/restore/ckpt"
+	"github.com/cairn-dev/cairn/restore/timeline"
 )
 
 func init() {

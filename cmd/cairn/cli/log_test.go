@@ -18,9 +18,9 @@ import (
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/hankweave/hwsim"
 	"github.com/cairn-dev/cairn/agent/hankweave/hwsim/hwsimtest"
-	"github.com/cairn-dev/cairn/cmd/cairn/cli/timeline"
 	"github.com/cairn-dev/cairn/restore"
 	"github.com/cairn-dev/cairn/restore/ckpt"
+	"github.com/cairn-dev/cairn/restore/timeline"
 	"github.com/cairn-dev/cairn/snapshot"
 	"github.com/cairn-dev/cairn/snapshot/retain"
 )

@@ -1,5 +1,5 @@
 // Package timeline lays out a workspace's checkpoints as a graph for
-// `cairn log`: one row per checkpoint, newest first, and a lane (a column)
+// `cairn log` and the panel: one row per checkpoint, newest first, and a lane (a column)
 // per open line of history. Pure: ledger records in, rows out.
 //
 // An edge is a record's ledger parent (docs/cairn-formats.md, "The ledger"),

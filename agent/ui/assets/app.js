@@ -1,0 +1,425 @@
+// The cairn panel (README.md, "The panel"). Everything it shows comes from
+// the daemon's socket API through `cairn ui`; every state-changing request
+// carries the session's CSRF token. Text from the daemon is only ever set as
+// textContent, never parsed as HTML.
+'use strict';
+
+const S = {
+  csrf: '',
+  ws: '',            // the workspace shown
+  tl: null,          // its timeline (/ui/timeline)
+  sel: '',           // the checkpoint shown
+  cmp: 'parent',     // what its files are compared with: parent, worktree, or a ledger id
+  files: [],
+  seq: 0,            // the newest showCheckpoint: only it draws
+};
+
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') e.className = v;
+    else if (k === 'text') e.textContent = v;
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? '' : v);
+  }
+  for (const k of kids.flat(Infinity)) {
+    if (k === null || k === undefined || k === false) continue;
+    e.append(k instanceof Node ? k : document.createTextNode(String(k)));
+  }
+  return e;
+}
+const $ = (id) => document.getElementById(id);
+// fill replaces an element's children; arrays are flattened, empty slots skipped.
+function fill(e, ...kids) {
+  e.replaceChildren(...kids.flat(Infinity).filter((k) => k !== null && k !== undefined && k !== false));
+}
+
+async function call(path, opts) {
+  opts = opts || {};
+  const init = { method: opts.method || 'GET', headers: {}, credentials: 'same-origin', cache: 'no-store' };
+  if (opts.body !== undefined) {
+    init.headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(opts.body);
+  }
+  if (init.method !== 'GET') init.headers['X-Cairn-Csrf'] = S.csrf;
+  const res = await fetch(path, init);
+  let data = null;
+  try { data = await res.json(); } catch (e) { /* no body */ }
+  if (!res.ok) {
+    const err = new Error((data && data.message) || res.status + ' ' + res.statusText);
+    err.code = data && data.code;
+    throw err;
+  }
+  return data;
+}
+const q = (o) => new URLSearchParams(o).toString();
+
+function age(t) {
+  const s = Math.max(0, (Date.now() - new Date(t).getTime()) / 1000);
+  if (s < 60) return Math.floor(s) + 's ago';
+  if (s < 3600) return Math.floor(s / 60) + 'm ago';
+  if (s < 86400) return Math.floor(s / 3600) + 'h ago';
+  return Math.floor(s / 86400) + 'd ago';
+}
+function bytes(n) {
+  if (!n) return '0 B';
+  const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
+  return (i ? n.toFixed(1) : n) + ' ' + u[i];
+}
+const short = (sha) => (sha ? sha.slice(0, 7) : '—');
+const node = (id) => (S.tl ? S.tl.nodes.find((n) => n.id === id) : null);
+const label = (rec) => rec.label || rec.codonName || rec.id;
+
+// Workspaces.
+
+async function loadWorkspaces() {
+  let st;
+  try {
+    st = await call('/v1/status');
+  } catch (e) {
+    fill($('workspaces'), el('li', { class: 'st-failed', text: 'status: ' + e.message }));
+    return;
+  }
+  $('daemon').textContent = 'daemon ' + st.version + ', pid ' + st.pid;
+  const list = st.workspaces || [];
+  if (!list.length) {
+    fill($('workspaces'), el('li', { class: 'dim', text: 'no workspaces you may see' }));
+    return;
+  }
+  fill($('workspaces'), ...list.map((w) => {
+    const state = w.rollingBack ? 'rollback in progress' : w.state;
+    const cls = w.rollingBack ? 'st-rolling' : 'st-' + w.state;
+    const name = w.dir.split('/').filter(Boolean).pop() || w.dir;
+    return el('li', { 'data-dir': w.dir, class: w.dir === S.ws ? 'selected' : '', onclick: () => chooseWorkspace(w.dir) },
+      el('div', { class: 'ws-name', text: name }),
+      el('div', { class: 'ws-dir', text: w.dir }),
+      el('div', { class: 'ws-facts' },
+        el('span', { class: 'badge ' + cls, text: state }),
+        el('span', { class: 'ws-count', text: w.kept + ' checkpoint' + (w.kept === 1 ? '' : 's') }),
+        ' · ' + bytes(w.storeBytes),
+        w.lastCheckpoint ? ' · last ' + w.lastCheckpoint + ' ' + age(w.lastTime) : ''),
+      w.error ? el('div', { class: 'st-failed ws-facts', text: w.error }) : null);
+  }));
+  if (!S.ws) {
+    const want = new URLSearchParams(location.hash.slice(1)).get('ws');
+    const pick = list.find((w) => w.dir === want) || (list.length === 1 ? list[0] : null);
+    if (pick) chooseWorkspace(pick.dir);
+  }
+}
+
+function chooseWorkspace(dir) {
+  if (S.ws !== dir) {
+    S.ws = dir;
+    S.tlKey = '';
+    S.sel = '';
+    S.cmp = 'parent';
+    $('result').hidden = true;
+    $('plan').hidden = true;
+    $('diff-box').hidden = true;
+    fill($('detail'), el('p', { class: 'dim', text: 'Choose a checkpoint in the timeline.' }));
+    history.replaceState(null, '', '#' + q({ ws: dir }));
+  }
+  for (const li of $('workspaces').children) li.classList.toggle('selected', li.dataset.dir === dir);
+  loadTimeline();
+}
+
+// The timeline: the rows `cairn log` draws, laid out by the daemon.
+
+async function loadTimeline() {
+  if (!S.ws) return;
+  const ws = S.ws;
+  let tl;
+  try {
+    tl = await call('/ui/timeline?' + q({ workspace: ws, limit: 500 }));
+  } catch (e) {
+    fill($('timeline'), el('p', { class: 'st-failed', text: 'timeline: ' + e.message }));
+    return;
+  }
+  if (ws !== S.ws) return;
+  // Redraw only what changed: a row under the pointer stays put.
+  const key = JSON.stringify(tl);
+  if (key === S.tlKey) return;
+  S.tl = tl;
+  S.tlKey = key;
+  $('timeline-title').textContent = 'Timeline · ' + (ws.split('/').filter(Boolean).pop() || ws);
+  drawTimeline();
+}
+
+function metaOf(n) {
+  return [n.where, short(n.sha), n.kind, age(n.time)].join(' · ');
+}
+
+// tick refreshes the ages in place.
+function tick() {
+  if (!S.tl) return;
+  for (const m of $('timeline').querySelectorAll('.meta[data-node]')) m.textContent = metaOf(S.tl.nodes[+m.dataset.node]);
+}
+
+function drawTimeline() {
+  const tl = S.tl;
+  if (!tl.nodes.length) {
+    fill($('timeline'), el('p', { class: 'dim', text: 'no checkpoints yet' }));
+    return;
+  }
+  fill($('timeline'), ...tl.rows.map((r) => {
+    if (r.node < 0) return el('div', { class: 'row' }, el('span', { class: 'lanes', text: r.lanes }));
+    const n = tl.nodes[r.node];
+    const k = 'k-' + n.kind;
+    const meta = metaOf(n);
+    let state = null;
+    if (n.state !== 'ok') state = el('span', { class: 'state-' + n.state, text: ' · ' + n.state + (n.error ? ': ' + n.error : '') });
+    return el('div', { class: 'row node' + (n.id === S.sel ? ' selected' : ''), 'data-id': n.id, title: n.sha || '', onclick: () => chooseCheckpoint(n.id) },
+      el('span', { class: 'lanes', text: r.lanes }), el('span', { class: k, text: r.sign }), el('span', { class: 'lanes', text: r.after }),
+      ' ', el('span', { class: k, text: n.mark }), ' ', el('span', { class: 'id', text: n.id.padEnd(4) }), ' ',
+      el('span', { class: 'title', text: n.title }), '   ', el('span', { class: 'meta', 'data-node': r.node, text: meta }), state,
+      n.head ? el('span', { class: 'head', text: '  ← HEAD' }) : null);
+  }));
+}
+
+// A checkpoint: its record, its files, their diffs.
+
+async function chooseCheckpoint(id) {
+  S.sel = id;
+  S.cmp = 'parent';
+  $('plan').hidden = true;
+  $('diff-box').hidden = true;
+  for (const r of $('timeline').querySelectorAll('.row.node')) r.classList.toggle('selected', r.dataset.id === id);
+  fill($('detail'), el('p', { class: 'dim', text: 'loading ' + id + '…' }));
+  await showCheckpoint();
+}
+
+async function showCheckpoint() {
+  const id = S.sel, ws = S.ws, seq = ++S.seq;
+  const n = node(id);
+  if (!n) return;
+  let files = [];
+  let err = null;
+  try {
+    if (!n.usable) files = [];
+    else if (S.cmp === 'parent') files = (await call('/v1/show?' + q({ workspace: ws, id, files: 1 }))).files || [];
+    else if (S.cmp === 'worktree') files = (await call('/v1/diff?' + q({ workspace: ws, a: id, files: 1 }))).files || [];
+    else files = (await call('/v1/diff?' + q({ workspace: ws, a: S.cmp, b: id, files: 1 }))).files || [];
+  } catch (e) {
+    err = e.message;
+  }
+  if (seq !== S.seq) return; // a newer choice is on its way
+  S.files = files;
+  S.selKey = JSON.stringify(n);
+  const rows = [
+    ['kind', el('span', { class: 'k-' + n.kind, text: n.mark + ' ' + n.kind })],
+    ['state', n.state + (n.error ? ': ' + n.error : '')],
+    ['codon / run', n.where],
+    ['sha', el('span', { class: 'mono', text: n.sha || '—' })],
+    ['parent', el('span', { class: 'mono', text: n.parent || '—' })],
+    ['sealed', new Date(n.time).toLocaleString() + ' (' + age(n.time) + ')' + (n.durationMs ? ', in ' + n.durationMs + ' ms' : '')],
+    ['changes', '+' + n.added + ' ~' + n.changed + ' −' + n.removed],
+    ['ref', n.ref || '—'],
+  ];
+  for (const i of n.issues || []) rows.push(['issue', i.path + ': ' + i.reason]);
+  for (const i of n.skipped || []) rows.push(['skipped', i.path + ': ' + i.reason]);
+  const others = S.tl.nodes.filter((o) => o.usable && o.id !== id);
+  const cmp = el('select', { id: 'compare', onchange: (ev) => { S.cmp = ev.target.value; showCheckpoint(); } },
+    el('option', { value: 'parent', text: 'its parent' }),
+    el('option', { value: 'worktree', text: 'the work tree now' }),
+    others.map((o) => el('option', { value: o.id, text: o.id + ' ' + o.title })));
+  cmp.value = S.cmp;
+  fill($('detail'), 
+    el('h2', { text: 'Checkpoint' }),
+    el('h3', {}, el('span', { class: 'k-' + n.kind, text: n.mark }), ' ', el('span', { class: 'id', text: n.id }), ' ', n.title,
+      n.head ? el('span', { class: 'head', text: '  ← HEAD' }) : null),
+    el('table', { id: 'record' }, rows.map(([k, v]) => el('tr', {}, el('th', { text: k }), el('td', {}, v)))),
+    el('div', { class: 'actions' },
+      el('button', { id: 'restore-btn', class: 'primary', disabled: !n.usable, onclick: planRestore }, 'Restore…'),
+      el('span', { class: 'dim', text: 'files compared with' }), cmp),
+    err ? el('p', { class: 'st-failed', text: 'files: ' + err }) : null,
+    !n.usable ? el('p', { class: 'dim', text: 'this checkpoint holds no commit a restore may use' }) : null,
+    files.length ? el('p', { class: 'dim', text: 'Check files to restore only those; none checked restores everything.' }) : null,
+    el('ul', { id: 'files' }, files.length || !n.usable || err ? files.map(fileRow) : el('li', { class: 'dim', text: 'no files differ' })));
+}
+
+function fileRow(f) {
+  const sign = { added: 'A', changed: 'M', removed: 'D' }[f.status] || '?';
+  const counts = f.binary ? 'binary' : '+' + (f.linesAdded || 0) + ' −' + (f.linesRemoved || 0);
+  return el('li', { 'data-path': f.path },
+    el('input', { type: 'checkbox', class: 'pick', title: 'restore only the checked files', 'aria-label': 'restore ' + f.path }),
+    el('span', { class: 'fs fs-' + f.status, title: f.status, text: sign }),
+    el('span', { class: 'path', text: f.path }),
+    el('span', { class: 'dim num', text: counts }),
+    el('button', { class: 'diff-btn', onclick: () => showDiff(f) }, 'diff'));
+}
+
+async function showDiff(f) {
+  const id = S.sel, ws = S.ws;
+  let d, what;
+  try {
+    if (S.cmp === 'parent') {
+      d = await call('/v1/show?' + q({ workspace: ws, id, path: f.path, patch: 1 }));
+      what = 'its parent → ' + id;
+    } else if (S.cmp === 'worktree') {
+      d = await call('/v1/diff?' + q({ workspace: ws, a: id, path: f.path, patch: 1 }));
+      what = id + ' → the work tree';
+    } else {
+      d = await call('/v1/diff?' + q({ workspace: ws, a: S.cmp, b: id, path: f.path, patch: 1 }));
+      what = S.cmp + ' → ' + id;
+    }
+  } catch (e) {
+    d = { patch: 'diff: ' + e.message };
+  }
+  $('diff-title').textContent = f.path + ' (' + what + ')';
+  const lines = (d.patch || '').split('\n');
+  const out = lines.map((l) => {
+    let c = '';
+    if (l.startsWith('+++') || l.startsWith('---') || l.startsWith('diff ') || l.startsWith('index ') || l.startsWith('new file') || l.startsWith('deleted file')) c = 'd-meta';
+    else if (l.startsWith('@@')) c = 'd-hunk';
+    else if (l.startsWith('+')) c = 'd-add';
+    else if (l.startsWith('-')) c = 'd-del';
+    else if (l.startsWith('Binary files')) c = 'd-meta';
+    return el('span', { class: c, text: l + '\n' });
+  });
+  if (f.binary) out.push(el('span', { class: 'dim binary-note', text: '(binary file: its content is not shown)\n' }));
+  fill($('diff'), ...out);
+  $('diff-box').hidden = false;
+}
+
+// Restore: the dry-run plan first, then the restore, then Undo.
+
+function pickedPaths() {
+  return [...document.querySelectorAll('#files li')].filter((li) => li.querySelector('.pick').checked).map((li) => li.dataset.path);
+}
+
+async function planRestore() {
+  const id = S.sel, ws = S.ws, paths = pickedPaths();
+  const n = node(id);
+  const body = { workspace: ws, target: id, dryRun: true };
+  if (paths.length) body.paths = paths;
+  let plan;
+  try {
+    plan = await call('/v1/restore', { method: 'POST', body });
+  } catch (e) {
+    showResult(false, 'Restore: ' + e.message);
+    return;
+  }
+  const total = (fs) => fs.reduce((s, f) => s + f.size, 0);
+  const table = (fs, cls) => el('table', { class: cls }, fs.map((f) =>
+    el('tr', {}, el('td', { class: 'mono', text: f.path }), el('td', { class: 'dim', text: f.action }), el('td', { class: 'num', text: bytes(f.size) }))));
+  fill($('plan'), 
+    el('h3', { text: 'Restore plan: to ' + id + ' "' + label(n) + '"' + (paths.length ? ', ' + paths.length + ' file(s) only' : '') }),
+    el('p', { id: 'plan-summary' }, 'Writes ' + plan.write.length + ' file(s) (' + bytes(total(plan.write)) + '), deletes ' +
+      plan.delete.length + ' file(s) (' + bytes(total(plan.delete)) + '); ' + plan.kept + ' file(s) cairn does not track stay as they are.'),
+    plan.write.length ? el('h3', { text: 'Write' }) : null, plan.write.length ? table(plan.write, 'plan-write') : null,
+    plan.delete.length ? el('h3', { text: 'Delete' }) : null, plan.delete.length ? table(plan.delete, 'plan-delete') : null,
+    el('p', { class: 'dim', text: 'Before anything changes, cairn saves the work tree as a pre-restore checkpoint: Undo brings it back.' }),
+    el('div', { class: 'actions' },
+      el('button', { id: 'confirm-btn', class: 'danger', onclick: () => doRestore(ws, id, paths) }, 'Restore'),
+      el('button', { id: 'cancel-btn', onclick: () => { $('plan').hidden = true; } }, 'Cancel')));
+  $('plan').hidden = false;
+  $('plan').scrollIntoView({ block: 'nearest' });
+}
+
+async function doRestore(ws, id, paths) {
+  const body = { workspace: ws, target: id };
+  if (paths.length) body.paths = paths;
+  const confirm = $('confirm-btn');
+  if (confirm) confirm.disabled = true;
+  try {
+    const res = await call('/v1/restore', { method: 'POST', body });
+    $('plan').hidden = true;
+    restored(res);
+  } catch (e) {
+    $('plan').hidden = true;
+    showResult(false, 'Restore: ' + e.message);
+  }
+  refresh();
+}
+
+function restored(res) {
+  const extra = [];
+  if (res.preRestore) extra.push(el('span', { class: 'dim' }, ' · the work before it is saved as ', el('span', { class: 'id', text: res.preRestore.id }), ' (pre-restore)'));
+  for (const d of res.differences || []) extra.push(el('div', { class: 'state-partial', text: 'differs after the restore: ' + d.path + ': ' + d.reason }));
+  showResult(true, 'Restored to "' + label(res.target) + '"', extra,
+    res.preRestore ? el('button', { id: 'undo-btn', onclick: undo }, 'Undo') : null);
+}
+
+async function undo() {
+  const ws = S.ws;
+  $('undo-btn').disabled = true;
+  try {
+    restored(await call('/v1/undo', { method: 'POST', body: { workspace: ws } }));
+  } catch (e) {
+    showResult(false, 'Restore: ' + e.message);
+  }
+  refresh();
+}
+
+function showResult(ok, msg, extra, button) {
+  const r = $('result');
+  r.className = ok ? 'ok' : 'err';
+  fill(r, el('span', { class: 'msg', text: msg }), extra || [], button ? el('div', { class: 'actions' }, button) : null);
+  r.hidden = false;
+}
+
+// Live: the daemon's event stream (newline-delimited JSON).
+
+let pending = null;
+function refresh() {
+  clearTimeout(pending);
+  pending = setTimeout(async () => {
+    await loadWorkspaces();
+    await loadTimeline();
+    if (S.sel && node(S.sel) && JSON.stringify(node(S.sel)) !== S.selKey) showCheckpointIfIdle();
+  }, 150);
+}
+function showCheckpointIfIdle() {
+  // Keep a plan on screen and the files the user checked.
+  if ($('plan').hidden && !document.querySelector('#files .pick:checked')) showCheckpoint();
+}
+
+async function events() {
+  for (;;) {
+    try {
+      const res = await fetch('/v1/events', { credentials: 'same-origin', cache: 'no-store' });
+      if (!res.ok || !res.body) throw new Error('events: ' + res.status);
+      $('live').className = 'live on';
+      $('live').textContent = 'live';
+      refresh(); // what happened while the stream was down
+      const reader = res.body.getReader();
+      const dec = new TextDecoder();
+      let buf = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += dec.decode(value, { stream: true });
+        let i;
+        while ((i = buf.indexOf('\n')) >= 0) {
+          const line = buf.slice(0, i);
+          buf = buf.slice(i + 1);
+          if (!line.trim()) continue;
+          let ev;
+          try { ev = JSON.parse(line); } catch (e) { continue; }
+          if (!ev.workspace || ev.workspace === S.ws || ev.type !== 'error') refresh();
+        }
+      }
+    } catch (e) {
+      /* reconnect below */
+    }
+    $('live').className = 'live off';
+    $('live').textContent = 'offline';
+    await new Promise((r) => setTimeout(r, 2000));
+  }
+}
+
+async function start() {
+  try {
+    S.csrf = (await call('/ui/session')).csrf;
+  } catch (e) {
+    // Served straight from the socket, there is no session.
+  }
+  await loadWorkspaces();
+  setInterval(tick, 30000);
+  setInterval(loadWorkspaces, 30000);
+  events();
+}
+start();
