@@ -112,9 +112,15 @@ func checkpointList(ws *workspace, st *snapshot.Store, runID string) api.Checkpo
 func (d *Daemon) restoreOn(ws *workspace, st *snapshot.Store, cmdType string, op restore.Op, autoRestart bool) (api.RestoreResult, error) {
 	began := time.Now()
 	res, err := d.restoreRun(ws, st, cmdType, op, autoRestart)
-	if !op.DryRun {
-		d.met.restored(cmdType, time.Since(began), res, err)
-		k := kept(st) // the pre-restore checkpoint counts too
+	if op.DryRun {
+		return res, err
+	}
+	d.met.restored(cmdType, time.Since(began), res, err)
+	// The pre-restore checkpoint counts too. Not after a refusal because a
+	// restore is under way: that one holds the store, and reading the
+	// ledger here would wait for it.
+	if _, busy := err.(*busyError); !busy {
+		k := kept(st)
 		ws.setStatus(func(s *api.WorkspaceStatus) { s.Kept = k })
 	}
 	return res, err
