@@ -83,6 +83,8 @@ type Settings struct {
 	Retention Retention `toml:"retention"`
 	// MaxStoreSize is this workspace's store budget (0: none).
 	MaxStoreSize Size `toml:"max_store_size"`
+	// Replicate is [replicate]: the fleet remote (config_replicate.go).
+	Replicate Replicate `toml:"replicate"`
 	// MaxTotalSize and DiskFloor are the config's top-level keys, carried
 	// like ReconcileInterval.
 	MaxTotalSize Size      `toml:"-"`
@@ -214,6 +216,7 @@ func (s Settings) merge(d Settings) Settings {
 		s.GCPruneGrace = d.GCPruneGrace
 	}
 	s.Retention = s.Retention.merge(d.Retention)
+	s.Replicate = s.Replicate.merge(d.Replicate)
 	if s.MaxStoreSize == 0 {
 		s.MaxStoreSize = d.MaxStoreSize
 	}
@@ -306,6 +309,9 @@ func (c *Config) validate(src string) error {
 			if !doublestar.ValidatePattern(strings.TrimPrefix(e, "!")) {
 				return bad("excludes", "excludes: invalid pattern %q", e)
 			}
+		}
+		if key, reason := s.Replicate.merge(c.Defaults.Replicate).check(); key != "" {
+			return &ConfigError{File: c.path, Line: lineFrom(src, key, lineOf(src, "replicate")), Reason: reason}
 		}
 		if s.AutosaveMaxWait.Duration > 0 && s.AutosaveQuiet.Duration > s.AutosaveMaxWait.Duration {
 			return bad("autosave_quiet", "autosave_quiet (%s) is longer than autosave_max_wait (%s)", s.AutosaveQuiet, s.AutosaveMaxWait)

@@ -350,6 +350,7 @@ func (w *workspace) sealMarker(ctx context.Context, wt *watcher.Watcher, st *han
 		if err == nil {
 			w.log.Info().Str("id", rec.ID).Str("sha", rec.SHA).Str("codon", m.CodonID).Msg("adopted the runtime's checkpoint")
 			w.met.checkpoint(rec)
+			w.replicateSoon(rec.Kind)
 			return
 		}
 		w.log.Warn().Err(err).Str("codon", m.CodonID).Msg("runtime checkpoint not confirmed by git; sealing one")

@@ -154,6 +154,7 @@ func (w *workspace) applyRetention(ctx context.Context) {
 		w.log.Info().Int("checkpoints", len(res.Pruned)).Int("refs", len(res.Refs)).Msg("retention: pruned")
 	}
 	w.applyBudget(ctx, st) // budget.go: max_store_size, max_total_size
+	w.replicateSoon("")    // replication.go: push the deletions
 }
 
 // Pin pins (or, unpin, unpins) the checkpoint target names in st. An unpin

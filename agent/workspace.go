@@ -101,6 +101,7 @@ type workspace struct {
 	restores chan restoreJob // restores and rollbacks asked for over the socket (restore_api.go)
 	gcs      chan gcJob      // maintenance asked for over the socket (maintenance.go)
 	maint    maintState      // maintenance in idle time (maintenance.go)
+	repl     replState       // pushes to the fleet remote (replication.go)
 	// rolling is set while a restore or rollback is under way: other
 	// state-changing requests are refused with ROLLBACK_IN_PROGRESS.
 	rolling atomic.Bool
@@ -229,6 +230,7 @@ func (w *workspace) snapshotStatus() api.WorkspaceStatus {
 	}
 	st.Skipped = append([]api.PathIssue(nil), st.Skipped...)
 	st.UnwatchedDirs = append([]string(nil), st.UnwatchedDirs...)
+	st.Replication = w.replicationStatus()
 	return st
 }
 
@@ -401,6 +403,8 @@ func (w *workspace) serve(ctx context.Context) error {
 
 	w.watchChanged(wt)
 	w.initialSeal(ctx)
+	// Replication (replication.go) starts after the first seal; it is stopped and waited for at the end.
+	defer w.startReplication(ctx)()
 	lifecycleTimer := w.lay.pass(ctx, wt, true)
 
 	for {
@@ -897,6 +901,7 @@ func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 	if w.emit != nil {
 		w.emit(api.Event{Type: api.EvCheckpointSealed, Workspace: w.dir, Time: time.Now(), Data: rec})
 	}
+	w.replicateSoon(rec.Kind)
 	k := kept(w.store)
 	w.setStatus(func(s *api.WorkspaceStatus) {
 		s.Seals++

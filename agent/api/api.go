@@ -114,6 +114,8 @@ type WorkspaceStatus struct {
 	// AutosavePaused says why autosaves are paused: "disk almost full: N
 	// free, floor M". Lifecycle and manual checkpoints still seal.
 	AutosavePaused string `json:"autosavePaused,omitempty"`
+	// Replication is the push to the fleet remote; nil when not configured.
+	Replication *ReplicationStatus `json:"replication,omitempty"`
 }
 
 // CheckpointRequest is POST /v1/checkpoint: seal one checkpoint now.

@@ -21,6 +21,9 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if len(args) > 0 && args[0] == "daemon" {
 		return runBenchDaemon(ctx, e, args[1:])
 	}
+	if len(args) > 0 && args[0] == "replicate" {
+		return runBenchReplicate(ctx, e, args[1:])
+	}
 	if len(args) > 0 && args[0] == "store" {
 		return runBenchStore(ctx, e, args[1:])
 	}
@@ -30,7 +33,8 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 || args[0] != "seal" {
 		return usageErr("usage: cairn bench seal [--sizes 1k,10k,100k] [--runs 5] [--skip-slow] [--dir D] [--json]\n" +
 			"       cairn bench restore [--files 100000] [--changed 1000] [--runs 5] [--json]\n" +
-			"       cairn bench daemon [--files 10000] [--watch-files 100000] [--runs 3] [--json]")
+			"       cairn bench daemon [--files 10000] [--watch-files 100000] [--runs 3] [--json]\n" +
+			"       cairn bench replicate [--files 10000] [--samples 30] [--backlog 1000] [--runs 3] [--json]")
 	}
 	fs := newFlags("bench seal", "bench seal [--sizes 1k,10k,100k] [--runs N] [--skip-slow] [--dir D] [--keep] [--json]", e)
 	sizes := fs.String("sizes", "1k,10k,100k", "tree sizes in files, comma-separated (k = thousand)")

@@ -65,6 +65,9 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		if w.Notice != "" {
 			fmt.Fprintf(e.stdout, "  note: %s\n", w.Notice)
 		}
+		if printReplication(e, w.Replication) {
+			bad = true
+		}
 		for _, is := range w.Skipped {
 			fmt.Fprintf(e.stdout, "  not checkpointed: %q: %s\n", is.Path, is.Reason)
 		}
@@ -120,4 +123,30 @@ func printDegraded(e *env, w api.WorkspaceStatus) {
 // until is the time left before t, rounded, never negative.
 func until(t time.Time) time.Duration {
 	return max(time.Until(t), 0).Round(time.Second)
+}
+
+// printReplication shows the push to the fleet remote; it reports whether
+// the push is failing.
+func printReplication(e *env, r *api.ReplicationStatus) bool {
+	if r == nil {
+		return false
+	}
+	line := fmt.Sprintf("  replication to %s as %s/%s: %s", r.Remote, r.Host, r.Key, r.State)
+	if r.LastPushed != "" {
+		line += fmt.Sprintf(", last pushed %s %s", r.LastPushed, age(time.Since(r.LastPushedTime)))
+	}
+	if r.LagCheckpoints > 0 {
+		line += fmt.Sprintf(", lag %d checkpoints (%s)", r.LagCheckpoints, (time.Duration(r.LagSeconds) * time.Second).String())
+	} else {
+		line += ", up to date"
+	}
+	fmt.Fprintln(e.stdout, line)
+	if r.LastError != "" {
+		msg := "  replication error: " + r.LastError
+		if !r.NextRetry.IsZero() {
+			msg += fmt.Sprintf(" (retrying in %s)", until(r.NextRetry))
+		}
+		fmt.Fprintln(e.stdout, msg)
+	}
+	return r.State == "failing" || r.State == "off"
 }
