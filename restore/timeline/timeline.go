@@ -114,6 +114,12 @@ func Layout(recs []ckpt.Record, opts Options) Graph {
 		g.Nodes = append(g.Nodes, Node{Record: r, Head: opts.Head != "" && r.ID == opts.Head})
 	}
 
+	bySHA := map[string][]ckpt.Record{} // records of each commit, newest first
+	for _, r := range all {
+		if r.SHA != "" && r.ID != "" {
+			bySHA[r.SHA] = append(bySHA[r.SHA], r)
+		}
+	}
 	parent := make([]int, len(g.Nodes)) // node index of each node's parent, or free
 	leaves := make([]bool, len(g.Nodes))
 	for i, n := range g.Nodes {
@@ -122,7 +128,7 @@ func Layout(recs []ckpt.Record, opts Options) Graph {
 			continue
 		}
 		e := Edge{From: n.ID, Parent: n.Parent}
-		p, ok := parentOf(all, n.Record)
+		p, ok := parentOf(bySHA, n.Record)
 		switch j, shown := index[p.ID]; {
 		case !ok:
 			e.Hidden = HiddenOutside
@@ -240,10 +246,10 @@ func (r Row) trim() Row {
 // parentOf finds the ledger record of r's parent commit: of the records of
 // that commit older than r, the newest (restore.HeadMarker also prefers the
 // newest). Older only, so a parent is always drawn below its child.
-func parentOf(all []ckpt.Record, r ckpt.Record) (ckpt.Record, bool) {
+func parentOf(bySHA map[string][]ckpt.Record, r ckpt.Record) (ckpt.Record, bool) {
 	n := num(r)
-	for _, p := range all { // newest first
-		if p.SHA == r.Parent && p.ID != "" && num(p) < n {
+	for _, p := range bySHA[r.Parent] { // newest first
+		if num(p) < n {
 			return p, true
 		}
 	}

@@ -1,6 +1,7 @@
 package timeline
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -200,5 +201,22 @@ func TestTimelineEdges(t *testing.T) {
 	g = Layout(recs, Options{All: true})
 	if e := g.Edges[len(g.Edges)-1]; e != (Edge{From: "c1", Parent: "s0", Hidden: HiddenOutside}) {
 		t.Errorf("edge to a commit the ledger lacks: %+v", e)
+	}
+}
+
+// BenchmarkLayout10k lays out 10,000 chained autosaves, the shape a store
+// that autosaves all week has (parents were once found by a scan per node).
+func BenchmarkLayout10k(b *testing.B) {
+	recs := make([]ckpt.Record, 10000)
+	for i := range recs {
+		recs[i] = ckpt.Record{ID: fmt.Sprintf("c%d", i+1), SHA: fmt.Sprintf("%040x", i+1), Kind: ckpt.KindAutosave}
+		if i > 0 {
+			recs[i].Parent = recs[i-1].SHA
+		}
+	}
+	for b.Loop() {
+		if g := Layout(recs, Options{}); len(g.Nodes) != len(recs) {
+			b.Fatal(len(g.Nodes))
+		}
 	}
 }
