@@ -53,6 +53,7 @@ type metrics struct {
 	restoreSeconds *prometheus.HistogramVec
 	overflows      prometheus.Counter
 	maintenance    *prometheus.CounterVec
+	replPushes     *prometheus.CounterVec
 	scrapeErrors   prometheus.Counter // supervisor: workers that did not answer a scrape
 }
 
@@ -62,6 +63,9 @@ var (
 	restoreKinds   = []string{"restore", "undo", "rollback"}
 	restoreResults = []string{"ok", "refused", "failed"}
 	maintResults   = []string{"ok", "skipped", "failed", "cancelled"}
+	replResults    = []string{"ok", "failed"}
+	// replStates are the states cairn_replication_workspaces always has a series for.
+	replStates = []string{replIdle, replPushing, replFailing, replOff}
 	// workspaceStates are the states cairn_workspaces always has a series for.
 	workspaceStates = []string{stateStarting, stateWatching, stateDegraded, stateFailed, stateGone}
 	workerStates    = []string{workerStarting, workerRunning, workerRestarting}
@@ -85,6 +89,9 @@ func newMetrics(d *Daemon) *metrics {
 		Help: "Times a watch lost events (inotify's queue or cairn's overflowed), each answered by a full reconcile."})
 	m.maintenance = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cairn_maintenance_runs_total",
 		Help: "Store maintenance runs, by result."}, []string{"result"})
+	m.replPushes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cairn_replication_pushes_total",
+		Help: "Pushes to the fleet remote, as status counts them: ok, git pushes that succeeded; failed, attempts that failed (each retried with backoff)."},
+		[]string{"result"})
 	for _, k := range ckpt.Kinds {
 		for _, s := range sealStates {
 			m.checkpoints.WithLabelValues(string(k), string(s))
@@ -99,8 +106,11 @@ func newMetrics(d *Daemon) *metrics {
 	for _, r := range maintResults {
 		m.maintenance.WithLabelValues(r)
 	}
+	for _, r := range replResults {
+		m.replPushes.WithLabelValues(r)
+	}
 	m.reg.MustRegister(m.checkpoints, m.sealSeconds, m.markerSeconds, m.restores, m.restoreSeconds, m.overflows,
-		m.maintenance, totalsCollector{d})
+		m.maintenance, m.replPushes, totalsCollector{d})
 	m.perWS.MustRegister(workspaceCollector{d})
 	if !d.opts.Worker {
 		// A worker's own process is no one's concern but its supervisor's.
@@ -192,6 +202,18 @@ func (m *metrics) overflow() {
 	}
 }
 
+// replicated counts the end of one replication attempt: the git pushes that
+// succeeded in it, and whether it failed.
+func (m *metrics) replicated(pushes int, failed bool) {
+	if m == nil {
+		return
+	}
+	m.replPushes.WithLabelValues("ok").Add(float64(pushes))
+	if failed {
+		m.replPushes.WithLabelValues("failed").Inc()
+	}
+}
+
 // Gauges read at scrape time.
 var (
 	descWorkspaces     = prometheus.NewDesc("cairn_workspaces", "Workspaces served, by state.", []string{"state"}, nil)
@@ -206,6 +228,14 @@ var (
 	descEventsDropped  = prometheus.NewDesc("cairn_event_clients_dropped_total", "Clients of /v1/events dropped for reading too slowly.", nil, nil)
 	descWorkers        = prometheus.NewDesc("cairn_workers", "Worker processes (a root daemon's, one per workspace owner), by state.", []string{"state"}, nil)
 	descBuildInfo      = prometheus.NewDesc("cairn_build_info", "The daemon's version and the Go it was built with; always 1.", []string{"version", "goversion"}, nil)
+	descReplWorkspaces = prometheus.NewDesc("cairn_replication_workspaces",
+		"Workspaces that replicate to a fleet remote, by replication state (off: refused by its configuration, nothing is pushed).", []string{"state"}, nil)
+	descReplLag = prometheus.NewDesc("cairn_replication_lag_checkpoints",
+		"Checkpoints sealed and not yet pushed to the fleet remote, over all workspaces.", nil, nil)
+	// A largest value, not a total: the root supervisor takes the largest
+	// of its workers' (maxFamilies), never their sum.
+	descReplLagSeconds = prometheus.NewDesc("cairn_replication_lag_seconds",
+		"Age of the oldest checkpoint not yet pushed to the fleet remote, over all workspaces (0: none waits).", nil, nil)
 
 	descWSState   = prometheus.NewDesc("cairn_workspace_state", "The workspace's state; always 1.", []string{"workspace", "state"}, nil)
 	descWSPending = prometheus.NewDesc("cairn_workspace_dirty_paths_pending", "The workspace's changed paths not sealed yet.", []string{"workspace"}, nil)
@@ -215,6 +245,7 @@ var (
 	descWSKept    = prometheus.NewDesc("cairn_workspace_checkpoints_kept", "Checkpoints the workspace's store keeps.", []string{"workspace"}, nil)
 	descWSSeals   = prometheus.NewDesc("cairn_workspace_seals_total", "Checkpoints sealed since the workspace was last (re)started.", []string{"workspace"}, nil)
 	descWSFails   = prometheus.NewDesc("cairn_workspace_seal_failures_total", "Seals failed since the workspace was last (re)started.", []string{"workspace"}, nil)
+	descWSReplLag = prometheus.NewDesc("cairn_workspace_replication_lag_checkpoints", "The workspace's checkpoints not yet pushed to its fleet remote.", []string{"workspace"}, nil)
 )
 
 // servedStatus is the status of every workspace this process serves.
@@ -241,7 +272,13 @@ func (c totalsCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range workspaceStates {
 		states[s] = 0
 	}
-	var pending, watches, bytes, loose, kept, over, paused int64
+	var pending, watches, bytes, loose, kept, over, paused, replLag int64
+	byRepl := map[string]int{}
+	for _, s := range replStates {
+		byRepl[s] = 0
+	}
+	var replLagSeconds float64
+	now := time.Now()
 	for _, s := range d.servedStatus() {
 		states[s.State]++
 		pending += int64(s.Pending)
@@ -255,7 +292,18 @@ func (c totalsCollector) Collect(ch chan<- prometheus.Metric) {
 		if s.AutosavePaused != "" {
 			paused++
 		}
+		if r := s.Replication; r != nil {
+			byRepl[r.State]++
+			replLag += int64(r.LagCheckpoints)
+			if r.LagCheckpoints > 0 && !r.OldestUnpushed.IsZero() {
+				replLagSeconds = max(replLagSeconds, now.Sub(r.OldestUnpushed).Seconds())
+			}
+		}
 	}
+	for s, n := range byRepl {
+		ch <- prometheus.MustNewConstMetric(descReplWorkspaces, prometheus.GaugeValue, float64(n), s)
+	}
+	ch <- prometheus.MustNewConstMetric(descReplLagSeconds, prometheus.GaugeValue, replLagSeconds)
 	for s, n := range states {
 		ch <- prometheus.MustNewConstMetric(descWorkspaces, prometheus.GaugeValue, float64(n), s)
 	}
@@ -269,6 +317,7 @@ func (c totalsCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descKept, kept)
 	gauge(descProtectedOver, over)
 	gauge(descAutosavePaused, paused)
+	gauge(descReplLag, replLag)
 	ch <- prometheus.MustNewConstMetric(descEventsDropped, prometheus.CounterValue, float64(d.bus.dropped.Load()))
 	if d.opts.Worker {
 		return // the rest is the supervisor's to say, once
@@ -323,6 +372,9 @@ func (c workspaceCollector) Collect(ch chan<- prometheus.Metric) {
 		g(descWSKept, int64(s.Kept))
 		ch <- prometheus.MustNewConstMetric(descWSSeals, prometheus.CounterValue, float64(s.Seals), s.Dir)
 		ch <- prometheus.MustNewConstMetric(descWSFails, prometheus.CounterValue, float64(s.Failures), s.Dir)
+		if s.Replication != nil {
+			g(descWSReplLag, int64(s.Replication.LagCheckpoints))
+		}
 	}
 }
 
@@ -421,10 +473,16 @@ func (wk *worker) metrics(ctx context.Context, perWS bool) ([]*dto.MetricFamily,
 	}
 }
 
+// maxFamilies are the gauges that hold a largest value, not a total: merged,
+// the largest value of any process is kept. Summed, two workers each 60 s
+// behind would read as one 120 s behind.
+var maxFamilies = map[string]bool{"cairn_replication_lag_seconds": true}
+
 // mergeFamilies adds the families of more into base: a family new by name
 // is taken whole; a sample whose labels match one already there adds its
 // value to it (counters, gauges and histogram buckets, sums and counts are
-// all totals over processes here). A family whose type differs is dropped.
+// all totals over processes here), or in maxFamilies keeps the larger. A
+// family whose type differs is dropped.
 func mergeFamilies(base []*dto.MetricFamily, more ...[]*dto.MetricFamily) []*dto.MetricFamily {
 	byName := map[string]*dto.MetricFamily{}
 	for _, f := range base {
@@ -446,6 +504,10 @@ func mergeFamilies(base []*dto.MetricFamily, more ...[]*dto.MetricFamily) []*dto
 			}
 			for _, m := range f.Metric {
 				if into, ok := idx[labelKey(m)]; ok {
+					if maxFamilies[f.GetName()] && into.Gauge != nil && m.Gauge != nil {
+						into.Gauge.Value = dtoPtr(max(into.Gauge.GetValue(), m.Gauge.GetValue()))
+						continue
+					}
 					addMetric(into, m)
 					continue
 				}

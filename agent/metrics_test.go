@@ -201,4 +201,5 @@ func TestMetricsNilHooks(t *testing.T) {
 	m.markerSealed(time.Time{})
 	m.sealed(ckpt.KindManual, ckpt.Record{ID: "1"}, nil, time.Second)
 	m.restored("undo", time.Second, api.RestoreResult{}, nil)
+	m.replicated(1, true)
 }

@@ -254,6 +254,7 @@ func (w *workspace) pushReplica(ctx context.Context, p *replicate.Pusher, st *sn
 	w.setRepl(func(s *api.ReplicationStatus) { s.State = replPushing })
 	began := time.Now()
 	res, err := p.Sync(ctx, m)
+	w.met.replicated(res.Pushes, err != nil && ctx.Err() == nil)
 	conflicts := make([]string, 0, len(res.Conflicts))
 	for _, c := range res.Conflicts {
 		conflicts = append(conflicts, c.String())

@@ -486,9 +486,10 @@ func TestFleetFetchOverGitDaemon(t *testing.T) {
 	}
 }
 
-// startGitDaemon serves base read-only on a free loopback port until the
-// test ends, and returns its git:// URL once it answers.
-func startGitDaemon(t *testing.T, base string) string {
+// startGitDaemon serves base on a free loopback port until the test ends
+// (read-only unless extra says otherwise, e.g. --enable=receive-pack), and
+// returns its git:// URL once it answers.
+func startGitDaemon(t *testing.T, base string, extra ...string) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -496,8 +497,9 @@ func startGitDaemon(t *testing.T, base string) string {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	cmd := exec.Command("git", "daemon", "--export-all", "--reuseaddr", "--base-path="+base,
-		"--listen=127.0.0.1", "--port="+strconv.Itoa(port), base)
+	args := append([]string{"daemon", "--export-all", "--reuseaddr", "--informative-errors", "--base-path=" + base,
+		"--listen=127.0.0.1", "--port=" + strconv.Itoa(port)}, extra...)
+	cmd := exec.Command("git", append(args, base)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "GIT_CONFIG_NOSYSTEM=1"}
 	// git starts git-daemon as a child: the group is killed, and its log is
 	// a file, which no child can hold Wait on.
