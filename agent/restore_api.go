@@ -171,6 +171,11 @@ func (d *Daemon) restoreRun(ws *workspace, st *snapshot.Store, cmdType string, o
 		} else {
 			res, err = RunRestore(ctx, st, ws.dir, op)
 		}
+		// The pre-restore checkpoint is the newest, as a seal's would be;
+		// set here, on the workspace's goroutine, so no later seal is undone.
+		if p := res.PreRestore; p != nil && p.ID != "" {
+			ws.setStatus(func(s *api.WorkspaceStatus) { s.Last, s.LastState, s.LastTime = p.ID, string(p.State), p.Time })
+		}
 	}}
 	select {
 	case ws.restores <- job:

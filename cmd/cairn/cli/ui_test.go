@@ -473,7 +473,10 @@ func TestPanelInBrowser(t *testing.T) {
 	if got, want := diskSums(t, ws), treeSums(t, gitDir, shaOf(t, ws, sock, "c2")); !sameSums(got, want) {
 		t.Errorf("after the restore the work tree is\n%v\nwant c2's\n%v", got, want)
 	}
-	do("the pre-restore checkpoint arrives", visible(`#timeline .row[data-id="c5"]`))
+	// The page reloads the workspaces once the restore answers: the card's
+	// last checkpoint is the pre-restore one.
+	do("the pre-restore checkpoint arrives", visible(`#timeline .row[data-id="c5"]`),
+		until(`document.getElementById('workspaces').textContent.includes('last c5 ')`))
 
 	// Undo: back to the work tree as it was (c4's files).
 	do("undo",
