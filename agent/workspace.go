@@ -438,12 +438,10 @@ func (w *workspace) serve(ctx context.Context) error {
 		case job := <-w.restores:
 			w.stopMaintenance() // never beside a restore
 			w.drain(wt, false)
-			// The pre-restore checkpoint stages only what the watch saw change.
-			var changed []string
-			if !w.needFull && !w.incomplete() {
-				changed = w.changed()
-			}
-			job.run(ctx, changed)
+			// The pre-restore checkpoint reconciles the whole work tree: a
+			// file written an instant ago may not be reported by the watch
+			// yet, and the restore would overwrite it with nothing holding it.
+			job.run(ctx, nil)
 			// The checkout rewrote files: the next seal reconciles everything.
 			w.needFull = true
 		case <-w.reconcile.C():

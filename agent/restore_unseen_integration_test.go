@@ -1,0 +1,88 @@
+//go:build linux
+
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/client"
+)
+
+// TestRestoreRightAfterWritesLosesNothing: files rewritten an instant before
+// a restore, before the watch has reported them, are in the pre-restore
+// checkpoint, so the undo brings every one back. The pre-restore checkpoint
+// once staged only what the watch had reported: the restore then overwrote
+// the unreported writes with no checkpoint holding them.
+func TestRestoreRightAfterWritesLosesNothing(t *testing.T) {
+	ws := t.TempDir()
+	const n = 200
+	name := func(i int) string { return filepath.Join(ws, "d"+fmt.Sprint(i%20), fmt.Sprintf("f%04d.txt", i)) }
+	for i := range n {
+		if err := os.MkdirAll(filepath.Dir(name(i)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		write(t, name(i), "old\n")
+	}
+	d := startDaemon(t, "", "--config", configFile(t, noAutosave), "--watch", ws)
+	var base api.WorkspaceStatus
+	waitFor(t, 60*time.Second, "a baseline", func() bool {
+		var ok bool
+		base, ok = d.workspace(ws)
+		return ok && base.Last != "" && base.State == "watching"
+	})
+	ctx := context.Background()
+	c := client.New(d.socket)
+	defer c.Close()
+
+	// A checkpoint first: the next pre-restore stages only what the watch
+	// reports (a restore makes the one after it reconcile everything).
+	if _, err := c.Checkpoint(ctx, api.CheckpointRequest{Workspace: ws}); err != nil {
+		t.Fatal(err)
+	}
+	// Rewrite every file and ask for the restore at once: the watch cannot
+	// have reported 200 writes yet.
+	for i := range n {
+		write(t, name(i), "new, never sealed\n")
+	}
+	if _, err := c.Restore(ctx, api.RestoreRequest{Workspace: ws, Target: base.Last}); err != nil {
+		t.Fatal(err)
+	}
+	fileIs(t, name(0), "old\n")
+	if _, err := c.Undo(ctx, ws); err != nil {
+		t.Fatal(err)
+	}
+	lost := 0
+	for i := range n {
+		if b, err := os.ReadFile(name(i)); err != nil || string(b) != "new, never sealed\n" {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("after the undo %d of %d files written just before the restore are not as they were", lost, n)
+	}
+
+	// One file written and the restore asked for within microseconds, many
+	// times: the window between the write and the watch reporting it.
+	for round := range 30 {
+		if _, err := c.Checkpoint(ctx, api.CheckpointRequest{Workspace: ws}); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("round %d, never sealed\n", round)
+		write(t, name(7), want)
+		if _, err := c.Restore(ctx, api.RestoreRequest{Workspace: ws, Target: base.Last}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Undo(ctx, ws); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(name(7)); string(b) != want {
+			t.Fatalf("round %d: after the undo the file written just before the restore reads %q, want %q", round, b, want)
+		}
+	}
+}
