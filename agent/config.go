@@ -59,7 +59,7 @@ type Config struct {
 // Settings apply to a workspace; [defaults] sets them for all, a [[watch]]
 // entry overrides them for the workspaces it finds.
 type Settings struct {
-	Layout          string   `toml:"layout"`   // auto, hankweave, plain
+	Layout          string   `toml:"layout"`   // auto, hankweave, plain, or autodev (opt-in only: the user's own repository)
 	Patterns        []string `toml:"patterns"` // plain layout: what a checkpoint holds
 	Excludes        []string `toml:"excludes"` // never checkpointed nor watched
 	MaxFileSize     Size     `toml:"max_file_size"`
@@ -298,9 +298,9 @@ func (c *Config) validate(src string) error {
 	}
 	check := func(s Settings) error {
 		switch snapshot.Layout(s.Layout) {
-		case "", snapshot.LayoutAuto, snapshot.LayoutHankweave, snapshot.LayoutPlain:
+		case "", snapshot.LayoutAuto, snapshot.LayoutHankweave, snapshot.LayoutPlain, layoutAutodev:
 		default:
-			return bad("layout", "layout %q: want auto, hankweave or plain", s.Layout)
+			return bad("layout", "layout %q: want auto, hankweave, plain or autodev", s.Layout)
 		}
 		if _, err := snapshot.NewSelector(s.Patterns); err != nil {
 			return bad("patterns", "patterns: %v", err)

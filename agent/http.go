@@ -180,6 +180,10 @@ func (d *Daemon) workspaceFor(w http.ResponseWriter, r *http.Request, dir string
 	if !ok {
 		return nil, nil, false
 	}
+	if ws.set.Layout == layoutAutodev {
+		answerError(w, errAutodevLayout, codeRestoreFailed)
+		return nil, nil, false
+	}
 	st := ws.openStore()
 	if st == nil {
 		writeError(w, http.StatusServiceUnavailable, "NOT_READY", "the workspace's store is not open yet; see cairn status")
@@ -279,6 +283,9 @@ func (d *Daemon) handleRestore(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
+	if d.autodevRestore(w, r, req.Workspace, req.Target, req.DryRun) {
+		return
+	}
 	ws, st, ok := d.workspaceFor(w, r, req.Workspace)
 	if !ok {
 		return
@@ -299,6 +306,9 @@ func (d *Daemon) handleRestore(w http.ResponseWriter, r *http.Request) {
 func (d *Daemon) handleUndo(w http.ResponseWriter, r *http.Request) {
 	var req api.UndoRequest
 	if !decode(w, r, &req) {
+		return
+	}
+	if d.autodevRestore(w, r, req.Workspace, "", req.DryRun) {
 		return
 	}
 	ws, st, ok := d.workspaceFor(w, r, req.Workspace)
@@ -360,6 +370,9 @@ func (d *Daemon) handlePrune(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Daemon) handleList(w http.ResponseWriter, r *http.Request) {
+	if d.autodevList(w, r) {
+		return
+	}
 	ws, st, ok := d.workspaceFor(w, r, r.URL.Query().Get("workspace"))
 	if !ok {
 		return
@@ -554,6 +567,9 @@ func errorStatus(err error, fallback string) (int, string) {
 	var inv *restore.InvalidTargetError
 	var amb *restore.AmbiguousError
 	var unusable *restore.UnusableError
+	if code, errCode, ok := autodevStatus(err); ok {
+		return code, errCode
+	}
 	switch {
 	case errors.As(err, &busy):
 		return http.StatusConflict, restore.CodeRollbackInProgress

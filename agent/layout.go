@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairn-dev/cairn/agent/autodev"
 	"github.com/cairn-dev/cairn/agent/hankweave"
 	"github.com/cairn-dev/cairn/snapshot"
 	"github.com/cairn-dev/cairn/watcher"
@@ -149,3 +150,42 @@ func isControl(rel string) bool {
 	}
 	return false
 }
+
+// layoutAutodev is the in-repository layout: opted into by a [[watch]]
+// entry, never chosen by auto.
+const layoutAutodev = "autodev"
+
+// autodevLayout keeps checkpoints as commits in the user's own repository
+// (agent/autodev; served by serveAutodev, agent/autodev.go). Autosaves are
+// off, so it watches only the runtime's control files, whose completed
+// codons become checkpoints; git itself finds what changed when one is made.
+type autodevLayout struct {
+	w            *workspace
+	repo         *autodev.Repo
+	since        time.Time // markers that ended before watching began predate it
+	baselineDue  bool      // no baseline decided yet (the repository was not ready)
+	lifecycleDue bool      // a marker's checkpoint failed: try again at the next poll
+	noted        string    // what status and the log last said about the repository
+}
+
+func (l *autodevLayout) watch() (string, func(string, bool) bool) { return l.w.dir, l.skip }
+
+func (l *autodevLayout) skip(rel string, isDir bool) bool {
+	return rel != ".hankweave" && rel != ".hankweave/events" && !isControl(rel)
+}
+
+func (l *autodevLayout) take(c watcher.Change) (string, changeKind) {
+	if isControl(c.Path) {
+		return "", changeControl
+	}
+	return "", changeNone
+}
+
+func (l *autodevLayout) selection(bool) ([]string, bool) { return nil, false }
+
+func (l *autodevLayout) pass(ctx context.Context, _ *watcher.Watcher, _ bool) <-chan time.Time {
+	l.lifecycle(ctx)
+	return nil
+}
+
+func (l *autodevLayout) ownSeals() bool { return true }

@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/autodev"
 	"github.com/cairn-dev/cairn/restore/ckpt"
 	"github.com/cairn-dev/cairn/snapshot"
 	"github.com/cairn-dev/cairn/watcher"
@@ -72,7 +73,9 @@ type workspace struct {
 	log      zerolog.Logger
 
 	store *snapshot.Store
-	lay   layout // plain or Hankweave, chosen when the store opens
+	lay   layout // plain or Hankweave, chosen when the store opens; or autodev (no store)
+	// adRepo is the user's repository in the autodev layout (agent/autodev.go).
+	adRepo atomic.Pointer[autodev.Repo]
 
 	// What the next seal holds: the work-tree paths changed since the last
 	// seal (with their latest event time), or everything (needFull: events
@@ -303,6 +306,9 @@ func (w *workspace) storeOptions() snapshot.Options {
 }
 
 func (w *workspace) open(ctx context.Context) error {
+	if w.set.Layout == layoutAutodev {
+		return w.openAutodev(ctx)
+	}
 	w.adoptStore()
 	st, err := snapshot.Open(ctx, w.dir, w.storeOptions())
 	if err != nil {
@@ -374,6 +380,9 @@ func (w *workspace) skip(rel string, isDir bool) bool {
 }
 
 func (w *workspace) serve(ctx context.Context) error {
+	if w.autodevOf() != nil {
+		return w.serveAutodev(ctx)
+	}
 	root, skip := w.lay.watch()
 	opts := watcher.Options{Root: root, Skip: skip, MaxWatches: testMaxWatches()}
 	wt, err := watcher.Start(ctx, opts)

@@ -118,6 +118,11 @@ type RestoreResult struct {
 	StateNote string `json:"stateNote,omitempty"`
 	// Archive is what came back from rigArchive/ (Hankweave layout).
 	Archive *ArchiveRestore `json:"archive,omitempty"`
+	// Autodev layout: Message is the line to print, SavedOn the branch a
+	// dirty tree was parked on.
+	Layout  string `json:"layout,omitempty"`
+	Message string `json:"message,omitempty"`
+	SavedOn string `json:"savedOn,omitempty"`
 }
 
 // ArchiveRestore is the runtime's rollback.archiveRestore payload.
@@ -134,6 +139,10 @@ type List struct {
 	Position  string   `json:"position,omitempty"`
 	Head      string   `json:"head,omitempty"` // the id marked ← HEAD
 	Records   []Record `json:"records"`
+	// Layout is "autodev" for the in-repository layout; Off then says why
+	// checkpoints are off (no repository), and the list shows it instead.
+	Layout string `json:"layout,omitempty"`
+	Off    string `json:"off,omitempty"`
 }
 
 // Diff answers GET /v1/diff and GET /v1/show.

@@ -67,7 +67,7 @@ type storeFlags struct {
 
 func (f *storeFlags) register(fs *flag.FlagSet, a access) {
 	f.daemonFlags.register(fs)
-	fs.StringVar(&f.layout, "layout", "auto", "workspace layout: auto, hankweave or plain")
+	fs.StringVar(&f.layout, "layout", "auto", "workspace layout: auto, hankweave, plain, or autodev (commits in the folder's own repository)")
 	if a == writing {
 		fs.Int64Var(&f.maxSize, "max-file-size", 100<<20, "files larger than this many bytes are skipped and named")
 	}
@@ -105,6 +105,9 @@ type restoreOpts struct {
 type ledger struct {
 	recs []ckpt.Record
 	head string
+	// layout is "autodev" for the in-repository layout; off then says why
+	// checkpoints are off (no repository).
+	layout, off string
 }
 
 // backend does one command's work on one workspace: through a running daemon
@@ -148,6 +151,9 @@ func via[T any](ctx context.Context, f *storeFlags, dir string, daemonOK bool, o
 			}
 		}
 	}
+	if f.layout == layoutAutodev {
+		return op(autodevBackend{f: f, real: real})
+	}
 	return op(localBackend{f: f, dir: dir, real: real})
 }
 
@@ -183,7 +189,7 @@ func (b daemonBackend) list(ctx context.Context) (ledger, error) {
 	if err != nil {
 		return ledger{}, err
 	}
-	return ledger{head: l.Head, recs: l.Records}, nil
+	return ledger{head: l.Head, recs: l.Records, layout: l.Layout, off: l.Off}, nil
 }
 
 func (b daemonBackend) show(ctx context.Context, id string) (api.Diff, error) {
@@ -262,7 +268,7 @@ func (b localBackend) list(ctx context.Context) (ledger, error) {
 	recs := st.Records()
 	head := restore.HeadMarker(recs, st.Position())
 	slices.Reverse(recs)
-	return ledger{recs, head}, nil
+	return ledger{recs: recs, head: head}, nil
 }
 
 // resolve opens the store for reading and finds each ref's record.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cairn-dev/cairn/agent/autodev"
 	"github.com/cairn-dev/cairn/snapshot"
 
 	"github.com/cairn-dev/cairn/restore/ckpt"
@@ -71,6 +72,8 @@ func runCheckpoint(ctx context.Context, e *env, args []string) error {
 	if *asJSON && rec.ID != "" {
 		b, _ := json.MarshalIndent(rec, "", "  ")
 		fmt.Fprintln(e.stdout, string(b))
+	} else if err == nil && rec.Kind == autodev.KindTask {
+		fmt.Fprintf(e.stdout, "%s %s %s %s: %s\n", mark(rec.Kind), rec.ID, short(rec.SHA), rec.Kind, rec.Label)
 	} else if err == nil {
 		fmt.Fprintf(e.stdout, "%s %s %s %s (+%d ~%d -%d) %s\n", mark(rec.Kind), rec.ID, short(rec.SHA), rec.Kind,
 			rec.Added, rec.Changed, rec.Removed, rec.State)

@@ -86,7 +86,12 @@ func report(stderr io.Writer, err error) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return ExitOK
 	}
-	fmt.Fprintf(stderr, "cairn: %v\n", err)
+	var bare bareError
+	if errors.As(err, &bare) {
+		fmt.Fprintln(stderr, bare.msg)
+	} else {
+		fmt.Fprintf(stderr, "cairn: %v\n", err)
+	}
 	var ee *exitError
 	switch {
 	case errors.As(err, &ee):

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cairn-dev/cairn/agent/autodev"
 	"github.com/cairn-dev/cairn/restore"
 
 	"github.com/cairn-dev/cairn/restore/ckpt"
@@ -38,6 +39,8 @@ func mark(k ckpt.Kind) string {
 		return "⤿"
 	case ckpt.KindManual:
 		return "+"
+	case autodev.KindTask:
+		return "✔"
 	}
 	return "?"
 }
@@ -72,6 +75,10 @@ func runList(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(e.stdout, string(b))
 		return nil
 	}
+	if l.off != "" && len(recs) == 0 {
+		fmt.Fprintln(e.stdout, l.off) // the autodev layout without a repository
+		return nil
+	}
 	printList(e.stdout, recs, l.head, time.Now())
 	return nil
 }
@@ -91,6 +98,8 @@ func printList(w io.Writer, recs []ckpt.Record, head string, now time.Time) {
 		}
 		where := "—"
 		switch {
+		case r.CodonID != "" && r.RunID == "":
+			where = r.CodonID // an autodev task
 		case r.CodonID != "":
 			where = r.CodonID + "/" + r.RunID
 		case r.RunID != "":

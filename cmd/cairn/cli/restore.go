@@ -12,6 +12,7 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/autodev"
 	"github.com/cairn-dev/cairn/agent/client"
 	"github.com/cairn-dev/cairn/restore"
 	"github.com/cairn-dev/cairn/restore/ckpt"
@@ -27,6 +28,21 @@ func refusal(err error) error {
 		return nil
 	}
 	var ce *client.Error
+	if errors.As(err, &ce) && autodevWords(ce.Message) {
+		code := ExitFailure
+		if ce.Status == http.StatusConflict {
+			code = ExitRefused
+		}
+		return &exitError{code, bareError{ce.Message}}
+	}
+	var ae *autodev.RestoreError
+	if errors.As(err, &ae) {
+		code := ExitFailure
+		if ae.Live || errors.Is(err, autodev.ErrNotRepo) {
+			code = ExitRefused
+		}
+		return &exitError{code, bareError{ae.Error()}}
+	}
 	if errors.As(err, &ce) {
 		if ce.Status == http.StatusConflict {
 			return &exitError{ExitRefused, errors.New(ce.Message)}
@@ -105,6 +121,8 @@ func printRestore(e *env, dir string, res api.RestoreResult, asJSON bool) error 
 	if asJSON {
 		b, _ := json.MarshalIndent(res, "", "  ")
 		fmt.Fprintln(e.stdout, string(b))
+	} else if res.Layout == layoutAutodev {
+		fmt.Fprintln(e.stdout, res.Message)
 	} else {
 		p := ckpt.Plan{Target: res.Target, Write: res.Write, Delete: res.Delete, Kept: res.Kept}
 		if res.DryRun {

@@ -1,0 +1,361 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/autodev"
+	"github.com/cairn-dev/cairn/agent/hankweave"
+	"github.com/cairn-dev/cairn/restore"
+	"github.com/cairn-dev/cairn/restore/ckpt"
+	"github.com/cairn-dev/cairn/snapshot"
+	"github.com/cairn-dev/cairn/watcher"
+)
+
+// The workspace side of the autodev layout (README.md, "AutoDev's
+// in-repository mode"): no shadow store; checkpoints are commits in the
+// user's repository (agent/autodev), made on request, for the runtime's
+// completed codons, and as a baseline when watching begins on a dirty tree.
+// Autosaves are off in this layout: every commit lands on the user's branch.
+
+// autodevPoll is how often an autodev workspace looks again at a repository
+// that is not one yet, or is busy (a merge, a rebase …), and at its folder.
+var autodevPoll = 2 * time.Second
+
+// errAutodevLayout refuses what only the shadow store has (diff, show, pin,
+// prune, gc, the runtime's rollbacks) for an autodev workspace.
+var errAutodevLayout = errors.New("this workspace is in the autodev layout: its checkpoints are commits in its own repository; use cairn list, checkpoint, restore, undo (or git itself)")
+
+// openAutodev opens the repository side of an autodev workspace: cairn's
+// own index lives under the state directory, private to the owner.
+func (w *workspace) openAutodev(ctx context.Context) error {
+	repo, err := autodev.Open(ctx, w.dir, filepath.Join(w.stateDir, "autodev", snapshot.PlainStoreName(w.dir)))
+	if err != nil {
+		return err
+	}
+	// Markers that ended before the first checkpoint predate cairn; later
+	// ones missing from the list (made while no daemon ran) are made now.
+	since := time.Now()
+	if l, err := repo.List(ctx); err == nil && len(l.Entries) > 0 {
+		since = l.Entries[len(l.Entries)-1].Time
+	}
+	w.adRepo.Store(repo)
+	w.lay = &autodevLayout{w: w, repo: repo, since: since, baselineDue: true}
+	w.setStatus(func(s *api.WorkspaceStatus) { s.Layout, s.WorkTree, s.Error = layoutAutodev, w.dir, "" })
+	return nil
+}
+
+// serveAutodev is serve for the autodev layout: requests, the runtime's
+// markers, and a poll for the repository's state and the folder.
+func (w *workspace) serveAutodev(ctx context.Context) error {
+	l := w.lay.(*autodevLayout)
+	root, skip := l.watch()
+	wt, err := watcher.Start(ctx, watcher.Options{Root: root, Skip: skip, MaxWatches: testMaxWatches()})
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", root, err)
+	}
+	w.setStatus(func(*api.WorkspaceStatus) { w.wt = wt })
+	defer func() {
+		w.setStatus(func(*api.WorkspaceStatus) { w.wt = nil })
+		wt.Close()
+	}()
+	w.gone = false
+	poll := time.NewTicker(autodevPoll)
+	defer poll.Stop()
+	l.refresh(ctx)
+	l.lifecycle(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case c, open := <-wt.Changes():
+			if !open {
+				return nil
+			}
+			if _, k := l.take(c); k == changeControl {
+				l.lifecycle(ctx)
+			}
+		case <-wt.Overflow():
+			l.lifecycle(ctx)
+		case job := <-w.jobs:
+			rec, err := l.checkpoint(ctx, job.req)
+			job.reply <- sealResult{rec, err}
+		case job := <-w.restores:
+			job.run(ctx, nil)
+		case <-poll.C:
+			if w.gone {
+				if !folderMissing(w.dir) {
+					return errFolderBack
+				}
+				continue
+			}
+			if w.checkGone() {
+				continue
+			}
+			l.refresh(ctx)
+			if l.lifecycleDue {
+				l.lifecycle(ctx)
+			}
+		}
+	}
+}
+
+// note shows why checkpoints are off or paused (status and, once, the log).
+func (l *autodevLayout) note(msg string) {
+	if msg != "" && msg != l.noted {
+		l.w.log.Warn().Msg(msg)
+	}
+	l.noted = msg
+	l.w.setStatus(func(s *api.WorkspaceStatus) {
+		s.State, s.Notice = stateWatching, msg
+		if msg == "" || s.Error == msg {
+			s.Error = ""
+		}
+	})
+}
+
+// refresh reads the repository's state, and makes the baseline once it can.
+func (l *autodevLayout) refresh(ctx context.Context) {
+	err := l.repo.Check(ctx)
+	var blocked *autodev.BlockedError
+	switch {
+	case errors.Is(err, autodev.ErrNotRepo):
+		l.note(autodev.MsgNotRepo)
+		return
+	case errors.As(err, &blocked):
+		l.note(blocked.Error())
+		return
+	case err != nil:
+		l.note("")
+		l.w.log.Error().Err(err).Msg("repository unusable")
+		l.w.setStatus(func(s *api.WorkspaceStatus) { s.State, s.Error = stateFailed, err.Error() })
+		return
+	}
+	if l.baselineDue {
+		cctx, cancel := uninterrupted(ctx)
+		defer cancel()
+		e, made, err := l.repo.Checkpoint(cctx, autodev.Request{Kind: autodev.KindBaseline, Label: autodev.BaselineLabel})
+		switch {
+		case err != nil:
+			l.failed(autodev.KindBaseline, err)
+		case made:
+			l.baselineDue = false
+			l.sealed(e)
+		default:
+			l.baselineDue = false
+			l.w.log.Info().Msg("the tree is clean: no baseline")
+		}
+	}
+	if list, err := l.repo.List(ctx); err == nil {
+		l.w.setStatus(func(s *api.WorkspaceStatus) { s.Kept = len(list.Entries) })
+	}
+	l.note("") // after the baseline: watching means its decision is made
+}
+
+// uninterrupted is the context of one change to the repository: shutdown
+// does not cut it short (a branch moved but an index not yet following it
+// would show the checkpoint as staged reversals), a bound does.
+func uninterrupted(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), restoreTimeout)
+}
+
+// checkpoint makes a task checkpoint asked for over the socket.
+func (l *autodevLayout) checkpoint(ctx context.Context, req snapshot.SealRequest) (ckpt.Record, error) {
+	if l.w.checkGone() {
+		return ckpt.Record{}, errWorkspaceGone
+	}
+	label := req.Label
+	if label == "" {
+		label = req.CodonName
+	}
+	cctx, cancel := uninterrupted(ctx)
+	defer cancel()
+	e, _, err := l.repo.Checkpoint(cctx, autodev.Request{Kind: autodev.KindTask, Label: label, Task: req.CodonID})
+	if err != nil && e.ID == "" {
+		l.failed(autodev.KindTask, err)
+		return ckpt.Record{}, err
+	}
+	l.sealed(e)
+	return entryRecord(e), err
+}
+
+// lifecycle makes a task checkpoint for each codon the runtime completed
+// since watching began (markers exist only where a runtime writes
+// .hankweave/state.json); a failure is tried again at the next poll.
+func (l *autodevLayout) lifecycle(ctx context.Context) {
+	l.lifecycleDue = false
+	st, err := hankweave.ReadState(l.w.dir)
+	if err != nil {
+		return
+	}
+	for _, m := range hankweave.Due(st) {
+		if ctx.Err() != nil {
+			return // shutting down: the next start makes what is missing
+		}
+		if m.Kind != hankweave.KindCompleted || m.EndTime.IsZero() || m.EndTime.Before(l.since) {
+			continue
+		}
+		cctx, cancel := uninterrupted(ctx)
+		e, made, err := l.repo.Checkpoint(cctx, autodev.Request{Kind: autodev.KindTask, Label: m.CodonName, Task: m.CodonID, Marker: m.Key()})
+		cancel()
+		if err != nil {
+			l.failed(autodev.KindTask, err)
+			l.lifecycleDue = true
+			return
+		}
+		if made {
+			l.sealed(e)
+		}
+	}
+}
+
+func (l *autodevLayout) sealed(e autodev.Entry) {
+	rec := entryRecord(e)
+	l.w.met.sealed(rec.Kind, rec, nil, 0)
+	l.w.log.Info().Str("id", e.ID).Str("sha", e.Commit).Str("kind", e.Kind).Str("label", e.Label).Msg("checkpoint committed")
+	if l.w.emit != nil {
+		l.w.emit(api.Event{Type: api.EvCheckpointSealed, Workspace: l.w.dir, Time: time.Now(), Data: rec})
+	}
+	l.w.setStatus(func(s *api.WorkspaceStatus) {
+		s.Seals++
+		s.Last, s.LastState, s.LastTime = e.ID, string(ckpt.StateOK), e.Time
+	})
+}
+
+func (l *autodevLayout) failed(kind string, err error) {
+	var blocked *autodev.BlockedError
+	if errors.Is(err, autodev.ErrNotRepo) || errors.As(err, &blocked) {
+		l.w.log.Warn().Str("kind", kind).Err(err).Msg("no checkpoint")
+		return
+	}
+	l.w.log.Error().Str("kind", kind).Err(err).Msg("checkpoint failed")
+	l.w.publishError("SEAL_FAILED", err.Error())
+	l.w.setStatus(func(s *api.WorkspaceStatus) { s.Failures++ })
+}
+
+// entryRecord is an entry as the socket's records show it.
+func entryRecord(e autodev.Entry) ckpt.Record {
+	return ckpt.Record{ID: e.ID, SHA: e.Commit, Kind: ckpt.Kind(e.Kind), Label: e.Label, CodonID: e.Task,
+		Time: e.Time, State: ckpt.StateOK, Ref: e.Branch}
+}
+
+// autodevOf is the repository of an autodev workspace, or nil.
+func (w *workspace) autodevOf() *autodev.Repo { return w.adRepo.Load() }
+
+// autodevServed finds the workspace at dir for a request; for an autodev
+// workspace it runs fn and reports true (having answered), else false. A
+// refusal is answered here and reported true.
+func (d *Daemon) autodevServed(w http.ResponseWriter, r *http.Request, dir string, fn func(ws *workspace, repo *autodev.Repo)) bool {
+	ws, ok := d.servedFor(w, r, dir)
+	if !ok {
+		return true
+	}
+	repo := ws.autodevOf()
+	if repo == nil {
+		if ws.set.Layout != layoutAutodev {
+			return false
+		}
+		writeError(w, http.StatusServiceUnavailable, "NOT_READY", "the workspace is not open yet; see cairn status")
+		return true
+	}
+	fn(ws, repo)
+	return true
+}
+
+// autodevList answers GET /v1/list for an autodev workspace.
+func (d *Daemon) autodevList(w http.ResponseWriter, r *http.Request) bool {
+	return d.autodevServed(w, r, r.URL.Query().Get("workspace"), func(ws *workspace, repo *autodev.Repo) {
+		l, err := repo.List(r.Context())
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "LIST_FAILED", err.Error())
+			return
+		}
+		out := api.List{Workspace: ws.dir, Head: l.Head, Layout: layoutAutodev, Off: l.Off, Records: []api.Record{}}
+		for _, e := range l.Entries {
+			out.Records = append(out.Records, entryRecord(e))
+		}
+		writeJSON(w, http.StatusOK, out)
+	})
+}
+
+// autodevRestore answers POST /v1/restore and /v1/undo (target empty) for an
+// autodev workspace, on the workspace's goroutine.
+func (d *Daemon) autodevRestore(w http.ResponseWriter, r *http.Request, dir, target string, dry bool) bool {
+	return d.autodevServed(w, r, dir, func(ws *workspace, repo *autodev.Repo) {
+		if dry {
+			writeError(w, http.StatusBadRequest, "BAD_REQUEST", "the autodev layout has no dry run: a restore is git reset --hard, after parking a dirty tree")
+			return
+		}
+		if !ws.rolling.CompareAndSwap(false, true) {
+			answerError(w, &busyError{cmdType: "restore"}, codeRestoreFailed)
+			return
+		}
+		defer ws.rolling.Store(false)
+		began := time.Now()
+		var res autodev.Restored
+		var err error
+		undone := true
+		job := restoreJob{done: make(chan struct{}), fn: func(ctx context.Context, _ []string) {
+			if target == "" {
+				res, undone, err = repo.Undo(ctx)
+			} else {
+				res, err = repo.Restore(ctx, target)
+			}
+		}}
+		select {
+		case ws.restores <- job:
+		case <-ws.done:
+			answerError(w, errNotServing, codeRestoreFailed)
+			return
+		}
+		<-job.done
+		if err == nil && !undone {
+			err = restore.ErrNothingToUndo
+		}
+		out := api.RestoreResult{Target: entryRecord(res.Target), Layout: layoutAutodev, SavedOn: res.SavedOn,
+			Write: []api.PlanFile{}, Delete: []api.PlanFile{}}
+		if res.PreRestore.ID != "" {
+			pre := entryRecord(res.PreRestore)
+			out.PreRestore = &pre
+		}
+		if res.Target.ID != "" {
+			out.Message = res.Message()
+		}
+		kind := "restore"
+		if target == "" {
+			kind = "undo"
+		}
+		d.met.restored(kind, time.Since(began), out, err)
+		if err != nil {
+			d.log.Warn().Err(err).Str("workspace", ws.dir).Str("command", kind).Msg("restore refused or failed")
+			answerError(w, err, codeRestoreFailed)
+			return
+		}
+		d.log.Info().Str("workspace", ws.dir).Str("command", kind).Str("target", res.Target.ID).Str("saved_on", res.SavedOn).Msg("restored")
+		writeJSON(w, http.StatusOK, out)
+	})
+}
+
+// autodevStatus maps the autodev layout's errors to a status and code.
+func autodevStatus(err error) (int, string, bool) {
+	var re *autodev.RestoreError
+	var blocked *autodev.BlockedError
+	switch {
+	case errors.As(err, &re) && re.Unknown:
+		return http.StatusNotFound, "UNKNOWN_CHECKPOINT", true
+	case errors.As(err, &re) && re.Live:
+		return http.StatusConflict, "RUN_LIVE", true
+	case errors.Is(err, autodev.ErrNotRepo):
+		return http.StatusConflict, "CHECKPOINTS_OFF", true
+	case errors.As(err, &blocked):
+		return http.StatusConflict, "REPOSITORY_BUSY", true
+	case errors.Is(err, errAutodevLayout):
+		return http.StatusConflict, "AUTODEV_LAYOUT", true
+	}
+	return 0, "", false
+}

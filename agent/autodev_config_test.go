@@ -1,0 +1,25 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestAutodevLayoutConfig: layout = "autodev" is accepted where a layout is,
+// and auto stays auto (it never means autodev).
+func TestAutodevLayoutConfig(t *testing.T) {
+	c, err := ParseConfig("cairn.toml", "[[watch]]\npath = \"/srv/repo\"\nlayout = \"autodev\"\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Watch[0].Layout; got != layoutAutodev {
+		t.Fatalf("layout %q", got)
+	}
+	if DefaultSettings().Layout != "auto" {
+		t.Fatalf("default layout %q", DefaultSettings().Layout)
+	}
+	_, err = ParseConfig("cairn.toml", "[defaults]\nlayout = \"autodevx\"\n")
+	if err == nil || !strings.Contains(err.Error(), "want auto, hankweave, plain or autodev") {
+		t.Fatalf("a bad layout: %v", err)
+	}
+}

@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/autodev"
+	"github.com/cairn-dev/cairn/platform"
+	"github.com/cairn-dev/cairn/restore"
+	"github.com/cairn-dev/cairn/restore/ckpt"
+	"github.com/cairn-dev/cairn/snapshot"
+)
+
+// layoutAutodev is the in-repository layout (README.md, "AutoDev's
+// in-repository mode").
+const layoutAutodev = "autodev"
+
+// bareError is printed as it is, without "cairn: ": the seed's exact lines.
+type bareError struct{ msg string }
+
+func (e bareError) Error() string { return e.msg }
+
+// autodevWords reports whether a daemon's message is one of the autodev
+// layout's restore lines, printed as they are.
+func autodevWords(msg string) bool {
+	return strings.HasPrefix(msg, "Restore failed: ") || msg == autodev.MsgRunLive
+}
+
+// errNotAutodev refuses what the autodev layout does not have.
+var errNotAutodev = errors.New("not in the autodev layout: its checkpoints are commits in the folder's own repository (use list, checkpoint, restore, undo, or git itself)")
+
+// autodevBackend works on the repository itself (--layout autodev, no daemon
+// watching the folder), as the user running the command.
+type autodevBackend struct {
+	f    *storeFlags
+	real string
+}
+
+func (b autodevBackend) repo(ctx context.Context) (*autodev.Repo, error) {
+	if err := notAsRootFor(b.real); err != nil {
+		return nil, err
+	}
+	state := b.f.stateDir
+	if state == "" {
+		state = platform.DefaultStateDir()
+	}
+	return autodev.Open(ctx, b.real, filepath.Join(state, "autodev", snapshot.PlainStoreName(b.real)))
+}
+
+func (b autodevBackend) list(ctx context.Context) (ledger, error) {
+	r, err := b.repo(ctx)
+	if err != nil {
+		return ledger{}, err
+	}
+	l, err := r.List(ctx)
+	if err != nil {
+		return ledger{}, err
+	}
+	out := ledger{head: l.Head, layout: layoutAutodev, off: l.Off}
+	for _, e := range l.Entries {
+		out.recs = append(out.recs, recordOf(e))
+	}
+	return out, nil
+}
+
+func recordOf(e autodev.Entry) ckpt.Record {
+	return ckpt.Record{ID: e.ID, SHA: e.Commit, Kind: ckpt.Kind(e.Kind), Label: e.Label, CodonID: e.Task,
+		Time: e.Time, State: ckpt.StateOK, Ref: e.Branch}
+}
+
+func (b autodevBackend) checkpoint(ctx context.Context, req snapshot.SealRequest) (ckpt.Record, error) {
+	r, err := b.repo(ctx)
+	if err != nil {
+		return ckpt.Record{}, err
+	}
+	label := req.Label
+	if label == "" {
+		label = req.CodonName
+	}
+	e, _, err := r.Checkpoint(ctx, autodev.Request{Kind: autodev.KindTask, Label: label, Task: req.CodonID})
+	if e.ID == "" {
+		return ckpt.Record{}, err
+	}
+	return recordOf(e), err
+}
+
+func (b autodevBackend) restored(res autodev.Restored, err error) (api.RestoreResult, error) {
+	if err != nil {
+		return api.RestoreResult{}, err
+	}
+	out := api.RestoreResult{Target: recordOf(res.Target), Layout: layoutAutodev, Message: res.Message(), SavedOn: res.SavedOn}
+	if res.PreRestore.ID != "" {
+		pre := recordOf(res.PreRestore)
+		out.PreRestore = &pre
+	}
+	return out, nil
+}
+
+func (b autodevBackend) restore(ctx context.Context, raw string, _ restore.Target, o restoreOpts) (api.RestoreResult, error) {
+	if o.dry || len(o.paths) > 0 {
+		return api.RestoreResult{}, usageErr("the autodev layout restores the whole tree (git reset --hard): no --dry-run, no --path")
+	}
+	r, err := b.repo(ctx)
+	if err != nil {
+		return api.RestoreResult{}, err
+	}
+	return b.restored(r.Restore(ctx, raw))
+}
+
+func (b autodevBackend) undo(ctx context.Context, o restoreOpts) (api.RestoreResult, error) {
+	if o.dry || len(o.paths) > 0 {
+		return api.RestoreResult{}, usageErr("the autodev layout restores the whole tree (git reset --hard): no --dry-run, no --path")
+	}
+	r, err := b.repo(ctx)
+	if err != nil {
+		return api.RestoreResult{}, err
+	}
+	res, ok, err := r.Undo(ctx)
+	if err == nil && !ok {
+		err = restore.ErrNothingToUndo
+	}
+	return b.restored(res, err)
+}
+
+func (b autodevBackend) show(context.Context, string) (api.Diff, error) {
+	return api.Diff{}, errNotAutodev
+}
+
+func (b autodevBackend) diff(context.Context, []string, bool) (api.Diff, error) {
+	return api.Diff{}, errNotAutodev
+}
+
+func (b autodevBackend) rollback(context.Context, api.Command, restore.Target, restoreOpts) (api.RestoreResult, error) {
+	return api.RestoreResult{}, errNotAutodev
+}
+
+func (b autodevBackend) pin(context.Context, string, bool) (api.PinResult, error) {
+	return api.PinResult{}, errNotAutodev
+}
+
+func (b autodevBackend) prune(context.Context, api.PruneRequest) (api.PruneResult, error) {
+	return api.PruneResult{}, errNotAutodev
+}
+
+func (b autodevBackend) gc(context.Context, bool, time.Duration) (api.MaintenanceResult, error) {
+	return api.MaintenanceResult{}, errNotAutodev
+}
