@@ -59,10 +59,13 @@ type Config struct {
 // Settings apply to a workspace; [defaults] sets them for all, a [[watch]]
 // entry overrides them for the workspaces it finds.
 type Settings struct {
-	Layout          string   `toml:"layout"`   // auto, hankweave, plain, or autodev (opt-in only: the user's own repository)
-	Patterns        []string `toml:"patterns"` // plain layout: what a checkpoint holds
-	Excludes        []string `toml:"excludes"` // never checkpointed nor watched
-	MaxFileSize     Size     `toml:"max_file_size"`
+	Layout      string   `toml:"layout"`   // auto, hankweave, plain, or autodev (opt-in only: the user's own repository)
+	Patterns    []string `toml:"patterns"` // plain layout: what a checkpoint holds
+	Excludes    []string `toml:"excludes"` // never checkpointed nor watched
+	MaxFileSize Size     `toml:"max_file_size"`
+	// Engine seals incremental checkpoints: "git" (default) or "inproc"
+	// (docs/cairn-formats.md, "The in-process engine").
+	Engine          string   `toml:"engine"`
 	Autosave        *bool    `toml:"autosave"`
 	AutosaveQuiet   Duration `toml:"autosave_quiet"`
 	AutosaveMaxWait Duration `toml:"autosave_max_wait"`
@@ -191,6 +194,9 @@ func (s Settings) merge(d Settings) Settings {
 	if s.MaxFileSize == 0 {
 		s.MaxFileSize = d.MaxFileSize
 	}
+	if s.Engine == "" {
+		s.Engine = d.Engine
+	}
 	if s.Autosave == nil {
 		s.Autosave = d.Autosave
 	}
@@ -301,6 +307,11 @@ func (c *Config) validate(src string) error {
 		case "", snapshot.LayoutAuto, snapshot.LayoutHankweave, snapshot.LayoutPlain, layoutAutodev:
 		default:
 			return bad("layout", "layout %q: want auto, hankweave, plain or autodev", s.Layout)
+		}
+		switch s.Engine {
+		case "", snapshot.EngineInproc, snapshot.EngineGit:
+		default:
+			return bad("engine", "engine %q: want %s or %s", s.Engine, snapshot.EngineInproc, snapshot.EngineGit)
 		}
 		if _, err := snapshot.NewSelector(s.Patterns); err != nil {
 			return bad("patterns", "patterns: %v", err)

@@ -302,6 +302,7 @@ func (w *workspace) storeOptions() snapshot.Options {
 	return snapshot.Options{
 		Layout: snapshot.Layout(w.set.Layout), StateDir: w.stateDir,
 		MaxFileSize: int64(w.set.MaxFileSize), Patterns: w.patterns(w.set.Patterns),
+		Engine: w.set.Engine,
 	}
 }
 

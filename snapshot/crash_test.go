@@ -26,6 +26,9 @@ func buildFaultSeal(t *testing.T) string {
 	return bin
 }
 
+// inprocChanged is what the crash tests' edits touch, as a watcher reports them.
+var inprocChanged = []string{"a.txt", "b", "b/c.txt"}
+
 func putFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -50,12 +53,28 @@ func gitStr(t *testing.T, st *Store, args ...string) string {
 // ledger agrees with the refs after the next open.
 func TestCrashAtEveryStep(t *testing.T) {
 	child := buildFaultSeal(t)
-	for _, step := range []string{"stage", "write-tree", "commit-tree", "update-ref", "ledger"} {
-		t.Run(step, func(t *testing.T) {
+	steps := []struct {
+		step    string
+		changed []string // the child's incremental set: the in-process engine
+		moved   bool     // the ref holds the new checkpoint after the crash
+	}{
+		{"stage", nil, false}, {"write-tree", nil, false}, {"commit-tree", nil, false},
+		{"update-ref", nil, true}, {"ledger", nil, true},
+		{"blob-written", inprocChanged, false}, {"tree-written", inprocChanged, false},
+		{"commit-written", inprocChanged, false}, {"ref-locked", inprocChanged, false},
+		{"ref-renamed", inprocChanged, true}, {"update-ref", inprocChanged, true}, {"ledger", inprocChanged, true},
+	}
+	for _, sc := range steps {
+		step := sc.step
+		name := step
+		if sc.changed != nil {
+			name = "inproc-" + step
+		}
+		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			ws, state := t.TempDir(), t.TempDir()
 			putFile(t, filepath.Join(ws, "a.txt"), "one\n")
-			st, err := Open(ctx, ws, Options{Layout: LayoutPlain, StateDir: state})
+			st, err := Open(ctx, ws, Options{Layout: LayoutPlain, StateDir: state, Engine: EngineInproc})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,7 +85,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 			putFile(t, filepath.Join(ws, "a.txt"), "two\n")
 			putFile(t, filepath.Join(ws, "b/c.txt"), "new\n")
 
-			cmd := exec.Command(child, ws, state)
+			cmd := exec.Command(child, append([]string{ws, state}, sc.changed...)...)
 			cmd.Env = append(os.Environ(), FaultEnv+"="+step)
 			out, err := cmd.CombinedOutput()
 			var ee *exec.ExitError
@@ -77,13 +96,13 @@ func TestCrashAtEveryStep(t *testing.T) {
 			if fsck, err := st.git.Run(ctx, nil, "fsck", "--no-progress", "--no-dangling"); err != nil {
 				t.Fatalf("git fsck after crash at %s: %v\n%s", step, err, fsck)
 			}
-			st2, err := Open(ctx, ws, Options{Layout: LayoutPlain, StateDir: state})
+			st2, err := Open(ctx, ws, Options{Layout: LayoutPlain, StateDir: state, Engine: EngineInproc})
 			if err != nil {
 				t.Fatal(err)
 			}
 			recs := st2.Records()
 			tip, moved := st2.resolve(ctx, "refs/cairn/manual/c2")
-			movedWant := step == "update-ref" || step == "ledger"
+			movedWant := sc.moved
 			if moved != movedWant {
 				t.Fatalf("crash after %s: ref moved=%v, want %v", step, moved, movedWant)
 			}
@@ -91,7 +110,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 				if len(recs) != 2 || recs[1].ID != "c2" || recs[1].SHA != tip {
 					t.Fatalf("ledger does not agree with refs after crash at %s: %+v", step, recs)
 				}
-				if step == "update-ref" && !recs[1].Recovered {
+				if step != "ledger" && !recs[1].Recovered {
 					t.Errorf("record c2 should be marked recovered: %+v", recs[1])
 				}
 				if got := gitStr(t, st2, "show", tip+":a.txt"); got != "two" {
@@ -100,8 +119,10 @@ func TestCrashAtEveryStep(t *testing.T) {
 			} else if len(recs) != 1 || recs[0].SHA != first.SHA {
 				t.Fatalf("ledger after crash at %s: %+v", step, recs)
 			}
-			// The next seal works and takes a fresh id.
-			rec, err := st2.Seal(ctx, SealRequest{Kind: ckpt.KindManual})
+			// The next seal works and takes a fresh id: incremental (by the
+			// in-process engine when the child was), then a full reconcile
+			// that must find the same tree (the index and the engine agree).
+			rec, err := st2.Seal(ctx, SealRequest{Kind: ckpt.KindManual, Changed: sc.changed})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,6 +131,16 @@ func TestCrashAtEveryStep(t *testing.T) {
 			}
 			if got := gitStr(t, st2, "show", rec.SHA+":b/c.txt"); got != "new" {
 				t.Errorf("next checkpoint holds b/c.txt=%q", got)
+			}
+			if got := gitStr(t, st2, "show", rec.SHA+":a.txt"); got != "two" {
+				t.Errorf("next checkpoint holds a.txt=%q", got)
+			}
+			full := mustSeal(t, st2, SealRequest{Kind: ckpt.KindManual})
+			if a, b := treeOf(t, st2, rec.SHA), treeOf(t, st2, full.SHA); a != b {
+				t.Errorf("a full reconcile after the crash found tree %s, the seal after it %s", b, a)
+			}
+			if fsck, err := st2.git.Run(ctx, nil, "fsck", "--no-progress", "--no-dangling"); err != nil {
+				t.Fatalf("git fsck at the end: %v\n%s", err, fsck)
 			}
 		})
 	}

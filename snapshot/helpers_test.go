@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -38,6 +39,9 @@ func newTestStore(t *testing.T, opts Options) (string, *Store) {
 func openTestStore(t *testing.T, dir string, opts Options) *Store {
 	t.Helper()
 	opts.Layout = LayoutPlain
+	if opts.Engine == "" {
+		opts.Engine = EngineInproc // the in-process engine where a test asks for it (modeInproc); git per request otherwise
+	}
 	if opts.StateDir == "" {
 		opts.StateDir = t.TempDir()
 	}
@@ -54,18 +58,29 @@ type sealMode string
 
 const (
 	modeFull        sealMode = "full"        // Changed == nil: a full reconcile
-	modeIncremental sealMode = "incremental" // Changed = the touched paths
+	modeIncremental sealMode = "incremental" // Changed = the touched paths, by the git engine
+	modeInproc      sealMode = "inproc"      // Changed = the touched paths, by the in-process engine
 )
 
-var sealModes = []sealMode{modeFull, modeIncremental}
+var sealModes = []sealMode{modeFull, modeIncremental, modeInproc}
 
-// sealWith seals a manual checkpoint, by full reconcile or with touched as the changed set.
+// sealWith seals a manual checkpoint, by full reconcile or with touched as
+// the changed set, by the engine the mode names. An in-process seal that git
+// sealed instead fails the test, unless an ignore file is among the paths
+// (that is a full reconcile by git, by design).
 func sealWith(t *testing.T, st *Store, mode sealMode, touched []string) ckpt.Record {
 	t.Helper()
-	if mode == modeFull {
+	switch mode {
+	case modeFull:
 		return mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	case modeIncremental:
+		return mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: nonNil(touched), engine: EngineGit})
 	}
-	return mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: nonNil(touched)})
+	rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: nonNil(touched)})
+	if st.lastEngine != EngineInproc && !slices.ContainsFunc(touched, func(p string) bool { return path.Base(p) == ".gitignore" }) {
+		t.Fatalf("Seal(%s) was sealed by the %s engine, want the in-process one", describeChanged(touched), st.lastEngine)
+	}
+	return rec
 }
 
 // nonNil keeps an empty changed set incremental: nil would mean a full reconcile.

@@ -326,12 +326,16 @@ func HumanBytes(n int64) string { return humanBytes(n) }
 // stale; in a Hankweave store the runtime may be writing, so only one older
 // than a minute counts as stale.
 func (s *Store) clearStalePackedRefsLock() {
-	p := filepath.Join(s.gitDir, "packed-refs.lock")
-	fi, err := os.Lstat(p)
-	if err != nil || !fi.Mode().IsRegular() {
-		return
-	}
-	if s.layout == LayoutPlain || time.Since(fi.ModTime()) > time.Minute {
-		_ = os.Remove(p)
+	// packed-refs.new is the temporary file pack-refs writes under the lock
+	// (git 2.39): a kill leaves it, and the next pack-refs refuses to start.
+	for _, name := range []string{"packed-refs.lock", "packed-refs.new"} {
+		p := filepath.Join(s.gitDir, name)
+		fi, err := os.Lstat(p)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if s.layout == LayoutPlain || time.Since(fi.ModTime()) > time.Minute {
+			_ = os.Remove(p)
+		}
 	}
 }

@@ -77,6 +77,33 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 		return fail(err)
 	}
 	rec.Ref = ref
+	if req.Changed != nil && req.afterStage == nil && req.engine != EngineGit {
+		if e, ok := s.inprocReady(ctx, sel); ok {
+			sha, skipped, counts, err := s.sealInproc(ctx, e, req, &rec, sel, parent, oldTip, now)
+			switch {
+			case errors.Is(err, errFallback):
+				zerologCtx(ctx).Debug().Err(err).Msg("incremental seal by git")
+			case err != nil:
+				s.lastEngine = EngineInproc
+				return fail(s.damageHint(err))
+			case skipped:
+				s.lastEngine = EngineInproc
+				return ckpt.Record{}, nil
+			default:
+				s.lastEngine = EngineInproc
+				faultPoint("update-ref")
+				rec, err := s.complete(req, rec, sha, parent, counts, start)
+				if err == nil && len(e.cache.pending) > pendingSyncMax {
+					// Keep the stat cache small: git takes the entries now.
+					if serr := s.syncIndex(ctx); serr != nil {
+						zerologCtx(ctx).Warn().Err(serr).Msg("writing the in-process engine's entries into the index failed")
+					}
+				}
+				return rec, err
+			}
+		}
+	}
+	s.lastEngine = EngineGit
 	// Objects another program deleted must not be sealed on top of: the
 	// parent and its tree are checked while the paths are staged.
 	type parentCheck struct {
@@ -111,6 +138,7 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 		return fail(s.damageHint(err))
 	}
 	tree := strings.TrimSpace(string(treeOut))
+	s.recordBase(ctx, tree)
 	faultPoint("write-tree")
 	if req.SkipUnchanged {
 		ptree, ok := pc.tree, pc.tree != ""
@@ -171,12 +199,17 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 	}
 	faultPoint("update-ref")
 
-	rec.SHA, rec.Parent = sha, parent
 	c := <-countC
 	if c.err != nil {
 		return fail(c.err)
 	}
-	rec.Added, rec.Changed, rec.Removed = c.added, c.changed, c.removed
+	return s.complete(req, rec, sha, parent, [3]int{c.added, c.changed, c.removed}, start)
+}
+
+// complete records a checkpoint whose ref moved: its state and the ledger.
+func (s *Store) complete(req SealRequest, rec ckpt.Record, sha, parent string, counts [3]int, start time.Time) (ckpt.Record, error) {
+	rec.SHA, rec.Parent = sha, parent
+	rec.Added, rec.Changed, rec.Removed = counts[0], counts[1], counts[2]
 	rec.State = ckpt.StateOK
 	switch {
 	case len(rec.Issues) > 0:

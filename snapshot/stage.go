@@ -28,6 +28,9 @@ func (s *Store) Stage(ctx context.Context, patterns []string, changed []string) 
 		return err
 	}
 	return s.withLock(ctx, func() error {
+		if _, ok := s.inprocReady(ctx, sel); ok && changed != nil {
+			return nil // the in-process engine seals the changes from its base at the marker
+		}
 		_, err := s.stage(ctx, s.git, sel, changed)
 		return err
 	})
@@ -43,6 +46,10 @@ type staged struct {
 // (changed == nil) or just the ones named.
 func (s *Store) stage(ctx context.Context, g *Git, sel *Selector, changed []string) (staged, error) {
 	meta := indexMeta{Selection: sel.Key(), MaxSize: s.opts.MaxFileSize}
+	// The in-process engine's entries go into the index before git reads it.
+	if err := s.syncIndex(ctx); err != nil {
+		return staged{}, err
+	}
 	var prev indexMeta
 	metaPath := g.Index + ".json" // cairn/index.json beside cairn/index
 	if b, err := readNoFollow(metaPath, maxSmallFile); err == nil {
@@ -66,7 +73,7 @@ func (s *Store) stage(ctx context.Context, g *Git, sel *Selector, changed []stri
 	if changed == nil {
 		plan, err = s.planFull(ctx, g, sel, prev != meta)
 	} else {
-		plan, err = s.planPaths(ctx, g, sel, changed)
+		plan, err = s.planPaths(ctx, gitPlan{s, g}, sel, changed)
 	}
 	if err != nil {
 		return staged{}, err
@@ -259,8 +266,31 @@ func (s *Store) planFull(ctx context.Context, g *Git, sel *Selector, all bool) (
 	return p, nil
 }
 
+// planSource answers what planPaths asks beside the disk: which paths the
+// last staging holds at or under some paths, and which files ignore rules
+// cover. The git engine asks git about its index; the in-process engine
+// reads its base tree and a long-running check-ignore.
+type planSource interface {
+	trackedUnder(ctx context.Context, paths []string) ([]string, error)
+	considerUnignored(ctx context.Context, p *stagePlan, sel *Selector, files []string, links *linkCache) error
+}
+
+// gitPlan is the git engine's planSource: cairn's index, through git.
+type gitPlan struct {
+	s *Store
+	g *Git
+}
+
+func (gp gitPlan) trackedUnder(ctx context.Context, paths []string) ([]string, error) {
+	return gp.s.trackedUnder(ctx, gp.g, paths)
+}
+
+func (gp gitPlan) considerUnignored(ctx context.Context, p *stagePlan, sel *Selector, files []string, links *linkCache) error {
+	return gp.s.considerUnignored(ctx, gp.g, p, sel, files, links)
+}
+
 // planPaths classifies exactly the named paths (and what lies under any of them).
-func (s *Store) planPaths(ctx context.Context, g *Git, sel *Selector, changed []string) (*stagePlan, error) {
+func (s *Store) planPaths(ctx context.Context, src planSource, sel *Selector, changed []string) (*stagePlan, error) {
 	p := &stagePlan{stat: map[string]fileID{}}
 	links := &linkCache{}
 	uniq := map[string]bool{}
@@ -297,7 +327,7 @@ func (s *Store) planPaths(ctx context.Context, g *Git, sel *Selector, changed []
 	}
 	// Tracked entries at or under a missing path (a removed file or folder).
 	if len(missing) > 0 {
-		tracked, err := s.trackedUnder(ctx, g, missing)
+		tracked, err := src.trackedUnder(ctx, missing)
 		if err != nil {
 			return nil, err
 		}
@@ -312,7 +342,7 @@ func (s *Store) planPaths(ctx context.Context, g *Git, sel *Selector, changed []
 			}
 		}
 	}
-	if err := s.considerUnignored(ctx, g, p, sel, files, links); err != nil {
+	if err := src.considerUnignored(ctx, p, sel, files, links); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -49,6 +49,9 @@ type Options struct {
 	// NoCreate opens only a store that exists, failing with ErrNoStore
 	// otherwise: reading commands must never create one.
 	NoCreate bool
+	// Engine seals incremental checkpoints: EngineInproc or EngineGit;
+	// default DefaultEngine (docs/cairn-formats.md, "The in-process engine").
+	Engine string
 }
 
 // ErrNoStore is what Open with NoCreate returns for a workspace without a store.
@@ -79,6 +82,10 @@ type Store struct {
 	// issued is the highest id this process handed out, so an id whose
 	// record never reached the ledger is not handed out again.
 	issued int
+	// eng is the in-process engine's state, made at its first seal.
+	eng *inproc
+	// lastEngine is the engine that sealed the last checkpoint (tests).
+	lastEngine string
 }
 
 // Open finds or creates the store of the workspace at dir.
@@ -106,6 +113,11 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	}
 	if opts.Patterns == nil {
 		opts.Patterns = []string{"**"}
+	}
+	switch opts.Engine {
+	case "", EngineGit, EngineInproc:
+	default:
+		return nil, fmt.Errorf("unknown engine %q (want %s or %s)", opts.Engine, EngineInproc, EngineGit)
 	}
 	if _, err := NewSelector(opts.Patterns); err != nil {
 		return nil, err
@@ -192,6 +204,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 // now; it is the one place callers stop using a store.
 func (s *Store) Close() error {
 	s.mu.Lock()
+	s.closeEngine()
 	pending := len(s.unwritten) > 0 || len(s.unwrittenMarks) > 0
 	s.mu.Unlock()
 	if !pending {

@@ -51,4 +51,5 @@ type SealRequest struct {
 
 	subject    string       // replaces the first line (pre-restore: the runtime's wording)
 	afterStage func() error // runs between staging and write-tree (a restore adds files it will overwrite)
+	engine     string       // EngineGit: the git engine whatever the store's (tests compare the two)
 }

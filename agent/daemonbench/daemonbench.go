@@ -54,6 +54,10 @@ type Config struct {
 	Samples int
 	// Changed is the files changed before each marker; default 20.
 	Changed int
+	// Engine is the daemon's engine = value for incremental seals
+	// ("inproc" or "git"); empty leaves the daemon's default. The engine
+	// reference of the latency part seals with the same engine.
+	Engine string
 	// DuringGC adds, after the latency part, the daemon's seal latency
 	// while its own maintenance runs (GCResult).
 	DuringGC bool

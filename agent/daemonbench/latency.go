@@ -106,7 +106,11 @@ func (b *bench) latency(ctx context.Context) (*LatencyResult, error) {
 		return nil, err
 	}
 
-	cfgPath, err := b.writeConfig("latency.toml", "[defaults]\nautosave = false\n")
+	conf := "[defaults]\nautosave = false\n"
+	if cfg.Engine != "" {
+		conf += fmt.Sprintf("engine = %q\n", cfg.Engine)
+	}
+	cfgPath, err := b.writeConfig("latency.toml", conf)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +128,7 @@ func (b *bench) latency(ctx context.Context) (*LatencyResult, error) {
 	}
 	gitDir, branch := ws.Store, "refs/heads/run-"+runID
 
-	engine, err := snapshot.Open(ctx, engineDir, snapshot.Options{Layout: snapshot.LayoutHankweave})
+	engine, err := snapshot.Open(ctx, engineDir, snapshot.Options{Layout: snapshot.LayoutHankweave, Engine: cfg.Engine})
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,13 @@ type cairnStore struct {
 // workTree under stateDir. Opening is never timed: a store is opened once per
 // workspace, sealed many times.
 func openCairn(ctx context.Context, workTree, stateDir string) (*cairnStore, error) {
-	st, err := snapshot.Open(ctx, workTree, snapshot.Options{Layout: snapshot.LayoutPlain, StateDir: stateDir})
+	return openCairnEngine(ctx, workTree, stateDir, "")
+}
+
+// openCairnEngine is openCairn with the engine of incremental seals named
+// ("": the default).
+func openCairnEngine(ctx context.Context, workTree, stateDir, engine string) (*cairnStore, error) {
+	st, err := snapshot.Open(ctx, workTree, snapshot.Options{Layout: snapshot.LayoutPlain, StateDir: stateDir, Engine: engine})
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/restore/ckpt"
+	"github.com/cairn-dev/cairn/snapshot"
 )
 
 // Config says what to measure. The zero value measures the default sizes.
@@ -60,6 +61,7 @@ const SlowFiles = 50_000
 // Operation names, as they appear in the JSON result.
 const (
 	OpIncremental = "cairn-incremental"
+	OpIncrGit     = "cairn-incremental-git"
 	OpFloor       = "ref-floor"
 	OpSeedA       = "ref-seed-a"
 	OpSeedB       = "ref-seed-b"
@@ -70,7 +72,8 @@ const (
 )
 
 var opOrder = []struct{ name, what string }{
-	{OpIncremental, "cairn incremental seal (20 edited, 5 added, 5 deleted)"},
+	{OpIncremental, "cairn incremental seal (20 edited, 5 added, 5 deleted), in-process engine"},
+	{OpIncrGit, "cairn incremental seal, the same change, engine = \"git\""},
 	{OpFloor, "floor: update-index --stdin of the 30 paths + write-tree + commit-tree + update-ref"},
 	{OpSeedA, "seed (a): reset --mixed + add -f 100 paths/process over every file + commit"},
 	{OpSeedB, "seed (b): read-tree parent + add -f 100 paths/process over every file + commit-tree"},
@@ -85,6 +88,8 @@ var ratioOrder = []struct {
 	target         float64 // 0: none, report only
 }{
 	{"incremental/floor", OpIncremental, OpFloor, 2},
+	{"incremental/git-engine", OpIncremental, OpIncrGit, 0},
+	{"git-engine/floor", OpIncrGit, OpFloor, 0},
 	{"seed-a/incremental", OpSeedA, OpIncremental, 0},
 	{"seed-b/incremental", OpSeedB, OpIncremental, 0},
 	{"reconcile/status", OpReconcile, OpStatus, 2},
@@ -217,6 +222,15 @@ func runSize(ctx context.Context, cfg Config, env *gitEnv, n int, dir string, lo
 	if _, err := cs.seal(ctx, "sealbench setup", nil); err != nil {
 		return res, err
 	}
+	// The git engine on a store of its own over the same tree.
+	csGit, err := openCairnEngine(ctx, treeDir, filepath.Join(dir, "cairn-git-state"), snapshot.EngineGit)
+	if err != nil {
+		return res, err
+	}
+	defer csGit.close()
+	if _, err := csGit.seal(ctx, "sealbench setup", nil); err != nil {
+		return res, err
+	}
 	floorDir := filepath.Join(dir, "ref-floor")
 	floor, err := env.newRefStore(ctx, floorDir, treeDir, filepath.Join(floorDir, "sealbench-index"))
 	if err != nil {
@@ -314,6 +328,19 @@ func runSize(ctx context.Context, cfg Config, env *gitEnv, n int, dir string, lo
 			return res, err
 		}
 		if err := sameTree(ctx, cs, incr, floor, floorTree, "incremental seal", note); err != nil {
+			return res, err
+		}
+		// The git engine seals the same change into its own store; which
+		// of the two runs first alternates with the runs, as above.
+		var incrGit ckpt.Record
+		if err := timed(OpIncrGit, func() error {
+			var err error
+			incrGit, err = csGit.seal(ctx, "sealbench incremental", changed)
+			return err
+		}); err != nil {
+			return res, err
+		}
+		if err := sameTree(ctx, csGit, incrGit, floor, floorTree, "incremental seal (git engine)", note); err != nil {
 			return res, err
 		}
 

@@ -96,6 +96,7 @@ func runBenchDaemon(ctx context.Context, e *env, args []string) error {
 	watchFiles := fs.String("watch-files", "100k", "files in the watch tree, 20 a folder")
 	runs := fs.Int("runs", 3, "counted runs of each part")
 	samples := fs.Int("samples", 50, "markers timed per latency run")
+	engine := fs.String("engine", "", "the daemon's engine for incremental seals: inproc or git (default: the daemon's default)")
 	changed := fs.Int("changed", 20, "files edited before each marker")
 	parts := fs.String("parts", "latency,watch,storm", "parts to run, comma-separated")
 	duringGC := fs.Bool("during-gc", false, "after latency: checkpoint requests timed idle and while the daemon's own maintenance runs (the seal cancels it)")
@@ -117,7 +118,7 @@ func runBenchDaemon(ctx context.Context, e *env, args []string) error {
 		return usageErr("bench daemon takes no arguments")
 	}
 	cfg := daemonbench.Config{Bin: *bin, Runs: *runs, Samples: *samples, Changed: *changed, DuringGC: *duringGC, Idle: *idle,
-		StormFor: *stormFor, StormQuiet: *stormQuiet, StormMaxWait: *stormMaxWait, Dir: *dir, Keep: *keep, JSON: *asJSON}
+		StormFor: *stormFor, StormQuiet: *stormQuiet, StormMaxWait: *stormMaxWait, Dir: *dir, Keep: *keep, JSON: *asJSON, Engine: *engine}
 	for _, c := range []struct {
 		flag string
 		in   string

@@ -15,17 +15,23 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: faultseal WORKSPACE STATEDIR")
+	if len(os.Args) < 3 {
+		fmt.Fprintln(os.Stderr, "usage: faultseal WORKSPACE STATEDIR [CHANGED-PATH...]")
 		os.Exit(2)
 	}
 	ctx := context.Background()
-	st, err := snapshot.Open(ctx, os.Args[1], snapshot.Options{Layout: snapshot.LayoutPlain, StateDir: os.Args[2]})
+	st, err := snapshot.Open(ctx, os.Args[1], snapshot.Options{Layout: snapshot.LayoutPlain, StateDir: os.Args[2], Engine: snapshot.EngineInproc})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	if _, err := st.Seal(ctx, snapshot.SealRequest{Kind: ckpt.KindManual, Label: "child"}); err != nil {
+	// Paths after the state directory make the seal incremental (the
+	// in-process engine's steps); none, a full reconcile.
+	var changed []string
+	if len(os.Args) > 3 {
+		changed = os.Args[3:]
+	}
+	if _, err := st.Seal(ctx, snapshot.SealRequest{Kind: ckpt.KindManual, Label: "child", Changed: changed}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

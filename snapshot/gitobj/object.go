@@ -1,0 +1,323 @@
+// Package gitobj reads and writes git's object database and refs the way git
+// itself does, for the in-process seal (docs/cairn-formats.md, "The
+// in-process engine"): loose objects (zlib, "<type> <len>\0" header, named by
+// their SHA-1 or SHA-256), trees and commits in git's exact encoding, and a
+// ref moved with git's lock-file protocol. It reads loose objects only; the
+// caller asks git for packed ones. It knows nothing of cairn.
+package gitobj
+
+import (
+	"bufio"
+	"bytes"
+	"compress/zlib"
+	"crypto/rand"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Format is a repository's object format: which hash names its objects.
+type Format struct {
+	Name string // "sha1" or "sha256", as extensions.objectFormat says
+	Size int    // bytes of a raw object id
+	new  func() hash.Hash
+}
+
+var (
+	SHA1   = Format{Name: "sha1", Size: sha1.Size, new: sha1.New}
+	SHA256 = Format{Name: "sha256", Size: sha256.Size, new: sha256.New}
+)
+
+// FormatByName returns the format extensions.objectFormat names ("" is sha1).
+func FormatByName(name string) (Format, bool) {
+	switch name {
+	case "", "sha1":
+		return SHA1, true
+	case "sha256":
+		return SHA256, true
+	}
+	return Format{}, false
+}
+
+// HexLen is the length of an object id in hex.
+func (f Format) HexLen() int { return 2 * f.Size }
+
+// Zero is the all-zero id git uses for "no object".
+func (f Format) Zero() string { return string(bytes.Repeat([]byte{'0'}, f.HexLen())) }
+
+// Hash returns the id of an object of type typ holding data.
+func (f Format) Hash(typ string, data []byte) string {
+	h := f.new()
+	writeHeader(h, typ, int64(len(data)))
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func writeHeader(w io.Writer, typ string, n int64) {
+	io.WriteString(w, typ)
+	io.WriteString(w, " ")
+	io.WriteString(w, strconv.FormatInt(n, 10))
+	w.Write([]byte{0})
+}
+
+// ErrNotFound means the object is not stored loose.
+var ErrNotFound = errors.New("object not found")
+
+// ErrChanged means a file being stored did not hold the size it was said to:
+// it changed while it was read.
+var ErrChanged = errors.New("file changed while it was read")
+
+// DB is a repository's objects folder.
+type DB struct {
+	Dir    string // <git-dir>/objects
+	Format Format
+	// Compression is the zlib level of loose objects; git's default
+	// (core.looseCompression unset) is best speed.
+	Compression int
+}
+
+// NewDB returns the object database of gitDir.
+func NewDB(gitDir string, f Format) *DB {
+	return &DB{Dir: filepath.Join(gitDir, "objects"), Format: f, Compression: zlib.BestSpeed}
+}
+
+// Path is where the loose object id lives.
+func (d *DB) Path(id string) string { return filepath.Join(d.Dir, id[:2], id[2:]) }
+
+// freshen makes a loose object that exists young again, as git does when it
+// would have written it: a prune that expires old unreachable objects must
+// not take one a new checkpoint is about to name. It reports whether the
+// object exists loose.
+func (d *DB) freshen(id string) bool {
+	now := time.Now()
+	return os.Chtimes(d.Path(id), now, now) == nil
+}
+
+// Write stores an object (unless it is already stored loose) and returns its
+// id. Nothing is fsynced: the caller flushes the file system once before a
+// ref names the object, as git does with core.fsync=reference.
+func (d *DB) Write(typ string, data []byte) (string, error) {
+	id := d.Format.Hash(typ, data)
+	if d.freshen(id) {
+		return id, nil
+	}
+	return id, d.writeLoose(id, func(w io.Writer) error {
+		writeHeader(w, typ, int64(len(data)))
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeLoose writes the object id through a temporary file in its folder.
+func (d *DB) writeLoose(id string, body func(io.Writer) error) error {
+	dir := filepath.Join(d.Dir, id[:2])
+	tmp, err := createTemp(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.Mkdir(dir, 0o755); err == nil || errors.Is(err, fs.ErrExist) {
+			tmp, err = createTemp(dir)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("write object %s: %w", id, err)
+	}
+	if err := d.deflateTo(tmp, body); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write object %s: %w", id, err)
+	}
+	return finalize(tmp, d.Path(id), id)
+}
+
+// createTemp makes a tmp_obj_* file, the name git uses (and cairn sweeps
+// after a failed write).
+func createTemp(dir string) (*os.File, error) {
+	var rnd [6]byte
+	for range 10 {
+		_, _ = rand.Read(rnd[:])
+		f, err := os.OpenFile(filepath.Join(dir, "tmp_obj_"+hex.EncodeToString(rnd[:])), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o444)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, fmt.Errorf("create a temporary object in %s: too many collisions", dir)
+}
+
+// deflater is a zlib writer and its buffer, reused: a new compressor costs
+// about a megabyte of allocation, more than compressing a small object.
+type deflater struct {
+	bw    *bufio.Writer
+	zw    *zlib.Writer
+	level int
+}
+
+var deflaters sync.Pool
+
+// inflater is a zlib reader and its buffers, reused as deflater is.
+type inflater struct {
+	src *bufio.Reader
+	zr  io.ReadCloser
+	out *bufio.Reader
+}
+
+var inflaters sync.Pool
+
+func (d *DB) deflateTo(f *os.File, body func(io.Writer) error) error {
+	df, _ := deflaters.Get().(*deflater)
+	if df == nil || df.level != d.Compression {
+		df = &deflater{bw: bufio.NewWriterSize(f, 32<<10), level: d.Compression}
+		zw, err := zlib.NewWriterLevel(df.bw, d.Compression)
+		if err != nil {
+			return err
+		}
+		df.zw = zw
+	} else {
+		df.bw.Reset(f)
+		df.zw.Reset(df.bw)
+	}
+	err := body(df.zw)
+	if err == nil {
+		err = df.zw.Close()
+	}
+	if err == nil {
+		err = df.bw.Flush()
+	}
+	df.bw.Reset(nil)
+	deflaters.Put(df)
+	return err
+}
+
+// finalize closes tmp and renames it to final; an object already there (the
+// same content, by its name) is kept.
+func finalize(tmp *os.File, final, id string) error {
+	name := tmp.Name()
+	if err := tmp.Close(); err != nil {
+		os.Remove(name)
+		return fmt.Errorf("write object %s: %w", id, err)
+	}
+	if err := os.Rename(name, final); err != nil {
+		os.Remove(name)
+		return fmt.Errorf("write object %s: %w", id, err)
+	}
+	return nil
+}
+
+// WriteBlobFrom stores a blob of exactly size bytes read from r, hashing and
+// compressing in one pass (a file is read once, so the id always names the
+// bytes stored). ErrChanged means r held another number of bytes.
+func (d *DB) WriteBlobFrom(r io.Reader, size int64) (string, error) {
+	tmp, err := createTemp(d.Dir)
+	if err != nil {
+		return "", fmt.Errorf("write blob: %w", err)
+	}
+	h := d.Format.new()
+	err = d.deflateTo(tmp, func(zw io.Writer) error {
+		w := io.MultiWriter(h, zw)
+		writeHeader(w, "blob", size)
+		n, err := io.CopyN(w, r, size)
+		if err == io.EOF || err == nil && n == size && moreThan(r) {
+			return ErrChanged
+		}
+		return err
+	})
+	if err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		if errors.Is(err, ErrChanged) {
+			return "", err
+		}
+		return "", fmt.Errorf("write blob: %w", err)
+	}
+	id := hex.EncodeToString(h.Sum(nil))
+	if d.freshen(id) {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return id, nil
+	}
+	if err := os.Mkdir(filepath.Join(d.Dir, id[:2]), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("write object %s: %w", id, err)
+	}
+	return id, finalize(tmp, d.Path(id), id)
+}
+
+// moreThan reports whether r has bytes left.
+func moreThan(r io.Reader) bool {
+	var b [1]byte
+	n, _ := r.Read(b[:])
+	return n > 0
+}
+
+// Read returns a loose object's type and content; ErrNotFound when it is
+// not stored loose.
+func (d *DB) Read(id string) (typ string, data []byte, err error) {
+	if len(id) != d.Format.HexLen() {
+		return "", nil, fmt.Errorf("object id %q: want %d hex digits", id, d.Format.HexLen())
+	}
+	f, err := os.Open(d.Path(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil, ErrNotFound
+	} else if err != nil {
+		return "", nil, err
+	}
+	defer f.Close()
+	in, _ := inflaters.Get().(*inflater)
+	if in == nil {
+		in = &inflater{src: bufio.NewReaderSize(f, 8<<10)}
+	} else {
+		in.src.Reset(f)
+	}
+	if in.zr == nil {
+		in.zr, err = zlib.NewReader(in.src)
+	} else {
+		err = in.zr.(zlib.Resetter).Reset(in.src, nil)
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("object %s: %w", id, err)
+	}
+	if in.out == nil {
+		in.out = bufio.NewReaderSize(in.zr, 8<<10)
+	} else {
+		in.out.Reset(in.zr)
+	}
+	defer inflaters.Put(in)
+	br := in.out
+	hdr, err := br.ReadString(0)
+	if err != nil {
+		return "", nil, fmt.Errorf("object %s: bad header: %w", id, err)
+	}
+	var size int64
+	typ, sz, ok := cutSpace(hdr[:len(hdr)-1])
+	if ok {
+		size, err = strconv.ParseInt(sz, 10, 64)
+	}
+	if !ok || err != nil || size < 0 {
+		return "", nil, fmt.Errorf("object %s: bad header %q", id, hdr)
+	}
+	data = make([]byte, size)
+	if _, err := io.ReadFull(br, data); err != nil {
+		return "", nil, fmt.Errorf("object %s: %w", id, err)
+	}
+	if got := d.Format.Hash(typ, data); got != id {
+		return "", nil, fmt.Errorf("object %s: content hashes to %s", id, got)
+	}
+	return typ, data, nil
+}
+
+func cutSpace(s string) (string, string, bool) {
+	i := bytes.IndexByte([]byte(s), ' ')
+	if i < 0 {
+		return "", "", false
+	}
+	return s[:i], s[i+1:], true
+}

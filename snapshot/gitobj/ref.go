@@ -1,0 +1,216 @@
+package gitobj
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ErrRefMoved means the ref did not hold the value a compare-and-swap
+// expected: another writer moved it. Nothing was written.
+var ErrRefMoved = errors.New("ref moved")
+
+// ErrRefLocked means <ref>.lock exists: another writer is moving the ref.
+var ErrRefLocked = errors.New("ref locked")
+
+// ReadRef reads a full ref name from the files backend: the loose file, else
+// packed-refs. ok is false when the ref does not exist. A symbolic ref or
+// anything unexpected is an error: the caller lets git answer.
+func ReadRef(gitDir, ref string) (id string, ok bool, err error) {
+	b, err := os.ReadFile(filepath.Join(gitDir, filepath.FromSlash(ref)))
+	switch {
+	case err == nil:
+		v := strings.TrimSpace(string(b))
+		if !isHex(v) {
+			return "", false, fmt.Errorf("ref %s: not an object id: %q", ref, v)
+		}
+		return v, true, nil
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+	case errors.Is(err, syscall.EISDIR):
+		return "", false, nil
+	default:
+		return "", false, err
+	}
+	f, err := os.Open(filepath.Join(gitDir, "packed-refs"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false, nil
+	} else if err != nil {
+		return "", false, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, name, found := strings.Cut(sc.Text(), " "); found && name == ref && isHex(v) {
+			return v, true, nil
+		}
+	}
+	return "", false, sc.Err()
+}
+
+func isHex(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Reflog is the entry a ref update appends to the ref's log.
+type Reflog struct {
+	Ident   string    // "Name <email>"
+	When    time.Time // written with its zone's offset
+	Message string
+	// Create makes the log when it does not exist (core.logAllRefUpdates
+	// covers the ref); otherwise an entry is written only to an existing log.
+	Create bool
+}
+
+// Steps are called as an update passes them (crash tests stop there).
+type Steps struct {
+	Locked  func() // <ref>.lock holds the new value, fsynced
+	Renamed func() // the lock became the ref
+	// StaleLockAge is how old a <ref>.lock must be to be taken for a crashed
+	// writer's and removed; a younger one fails the update. 0: any lock is
+	// stale (the caller knows no other writer can hold one).
+	StaleLockAge time.Duration
+}
+
+// UpdateRef moves ref from old (the zero id: must not exist) to new with
+// git's lock-file protocol: create <ref>.lock exclusively, write and fsync
+// the new value, compare the current value (loose or packed) with old,
+// append the reflog entry, and rename the lock over the ref. On a mismatch
+// the lock is removed and ErrRefMoved returned.
+func UpdateRef(gitDir, ref, newID, oldID string, log *Reflog, steps Steps) error {
+	if !isHex(newID) || !isHex(oldID) || !strings.HasPrefix(ref, "refs/") || strings.Contains(ref, "..") {
+		return fmt.Errorf("update %s: bad arguments", ref)
+	}
+	path := filepath.Join(gitDir, filepath.FromSlash(ref))
+	lock := path + ".lock"
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("update %s: %w", ref, err)
+	}
+	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		if fi, serr := os.Lstat(lock); serr == nil && time.Since(fi.ModTime()) >= steps.StaleLockAge {
+			os.Remove(lock)
+			f, err = os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		}
+	}
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("update %s: %w: %s exists (another writer?)", ref, ErrRefLocked, lock)
+	} else if err != nil {
+		return fmt.Errorf("update %s: %w", ref, err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			os.Remove(lock)
+		}
+	}()
+	_, err = f.Write([]byte(newID + "\n"))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("update %s: %w", ref, err)
+	}
+	if steps.Locked != nil {
+		steps.Locked()
+	}
+	cur, exists, err := ReadRef(gitDir, ref)
+	if err != nil {
+		return fmt.Errorf("update %s: %w", ref, err)
+	}
+	zero := strings.Trim(oldID, "0") == ""
+	if zero && exists || !zero && cur != oldID {
+		have := cur
+		if !exists {
+			have = "nothing"
+		}
+		want := oldID
+		if zero {
+			want = "nothing"
+		}
+		return fmt.Errorf("update %s: %w: it holds %s, expected %s", ref, ErrRefMoved, have, want)
+	}
+	if log != nil {
+		if err := appendReflog(gitDir, ref, oldID, newID, log); err != nil {
+			return fmt.Errorf("update %s: reflog: %w", ref, err)
+		}
+	}
+	if err := os.Rename(lock, path); err != nil {
+		return fmt.Errorf("update %s: %w", ref, err)
+	}
+	committed = true
+	if steps.Renamed != nil {
+		steps.Renamed()
+	}
+	return nil
+}
+
+// appendReflog writes one line as git's files backend does:
+// "<old> <new> <ident> <unix time> <±hhmm>\t<message>\n".
+func appendReflog(gitDir, ref, oldID, newID string, log *Reflog) error {
+	path := filepath.Join(gitDir, "logs", filepath.FromSlash(ref))
+	flags := os.O_WRONLY | os.O_APPEND
+	if log.Create {
+		flags |= os.O_CREATE
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if errors.Is(err, fs.ErrNotExist) && !log.Create {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	_, off := log.When.Zone()
+	sign := '+'
+	if off < 0 {
+		sign, off = '-', -off
+	}
+	line := fmt.Sprintf("%s %s %s %d %c%02d%02d\t%s\n", oldID, newID, log.Ident, log.When.Unix(), sign, off/3600, off%3600/60, ReflogMessage(log.Message))
+	// Not fsynced, as git does not: the ledger's fsync after the seal
+	// commits the file system's journal.
+	_, err = f.Write([]byte(line))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// ReflogMessage normalizes a message as git's copy_reflog_msg does: leading
+// white space dropped, each run of it one space, trailing white space cut.
+func ReflogMessage(msg string) string {
+	var b bytes.Buffer
+	wasSpace := true
+	for i := 0; i < len(msg); i++ {
+		c := msg[i]
+		sp := c == ' ' || c == '\t' || c == '\n' || c == '\r' // git's isspace
+		if wasSpace && sp {
+			continue
+		}
+		wasSpace = sp
+		if sp {
+			c = ' '
+		}
+		b.WriteByte(c)
+	}
+	return strings.TrimRight(b.String(), " ")
+}

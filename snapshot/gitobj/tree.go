@@ -1,0 +1,90 @@
+package gitobj
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Modes git records in trees.
+const (
+	ModeTree    = 0o040000
+	ModeFile    = 0o100644
+	ModeExec    = 0o100755
+	ModeSymlink = 0o120000
+	ModeGitlink = 0o160000
+)
+
+// TreeEntry is one name in a tree.
+type TreeEntry struct {
+	Mode uint32
+	Name string
+	ID   string // hex
+}
+
+// IsTree reports whether the entry names a subtree.
+func (e TreeEntry) IsTree() bool { return e.Mode == ModeTree }
+
+// ParseTree decodes a tree object's content.
+func ParseTree(data []byte, f Format) ([]TreeEntry, error) {
+	var out []TreeEntry
+	for len(data) > 0 {
+		sp := bytes.IndexByte(data, ' ')
+		if sp < 0 {
+			return nil, fmt.Errorf("tree: bad entry mode")
+		}
+		mode, err := strconv.ParseUint(string(data[:sp]), 8, 32)
+		if err != nil {
+			return nil, fmt.Errorf("tree: bad entry mode %q", data[:sp])
+		}
+		data = data[sp+1:]
+		nul := bytes.IndexByte(data, 0)
+		if nul < 0 || len(data) < nul+1+f.Size {
+			return nil, fmt.Errorf("tree: truncated entry")
+		}
+		out = append(out, TreeEntry{Mode: uint32(mode), Name: string(data[:nul]), ID: hex.EncodeToString(data[nul+1 : nul+1+f.Size])})
+		data = data[nul+1+f.Size:]
+	}
+	return out, nil
+}
+
+// SortTree puts entries in git's order: by name, a tree's name compared as
+// if it ended in '/'.
+func SortTree(entries []TreeEntry) {
+	slices.SortFunc(entries, func(a, b TreeEntry) int { return strings.Compare(sortKey(a), sortKey(b)) })
+}
+
+func sortKey(e TreeEntry) string {
+	if e.IsTree() {
+		return e.Name + "/"
+	}
+	return e.Name
+}
+
+// EncodeTree encodes entries (sorted here) as a tree object's content.
+func EncodeTree(entries []TreeEntry, f Format) ([]byte, error) {
+	SortTree(entries)
+	var b bytes.Buffer
+	b.Grow(len(entries) * (f.Size + 24))
+	for i, e := range entries {
+		if e.Name == "" || strings.ContainsAny(e.Name, "/\x00") || e.Name == "." || e.Name == ".." {
+			return nil, fmt.Errorf("tree: invalid entry name %q", e.Name)
+		}
+		if i > 0 && entries[i-1].Name == e.Name {
+			return nil, fmt.Errorf("tree: duplicate entry %q", e.Name)
+		}
+		raw, err := hex.DecodeString(e.ID)
+		if err != nil || len(raw) != f.Size {
+			return nil, fmt.Errorf("tree: entry %q: bad id %q", e.Name, e.ID)
+		}
+		b.WriteString(strconv.FormatUint(uint64(e.Mode), 8))
+		b.WriteByte(' ')
+		b.WriteString(e.Name)
+		b.WriteByte(0)
+		b.Write(raw)
+	}
+	return b.Bytes(), nil
+}

@@ -1,0 +1,940 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cairn-dev/cairn/platform"
+	"github.com/cairn-dev/cairn/restore/ckpt"
+	"github.com/cairn-dev/cairn/snapshot/gitobj"
+)
+
+// Engines: how an incremental seal is done (docs/cairn-formats.md, "The
+// in-process engine"). Full reconciles, first seals and restores always
+// use git.
+const (
+	EngineGit    = "git"    // update-index, write-tree, commit-tree, update-ref
+	EngineInproc = "inproc" // objects, trees, commit and ref written by cairn itself
+)
+
+// DefaultEngine is the engine of a store whose Options name none: git,
+// until the in-process engine's speed targets and a long fuzz run are
+// shown (`engine = "inproc"` opts in; docs/cairn-formats.md).
+const DefaultEngine = EngineGit
+
+// errFallback means the in-process engine cannot seal this request exactly
+// as git would (no base recorded, an ignore file changed, an unusual
+// config): the git engine seals it instead.
+var errFallback = errors.New("in-process engine: fall back to git")
+
+// inproc is the in-process engine's state for one store, kept between seals.
+type inproc struct {
+	format  gitobj.Format
+	db      *gitobj.DB
+	ident   string // "Name <email>", as git would write it
+	logAll  string // core.logAllRefUpdates
+	cfg     [4]fileStamp
+	cfgOK   bool
+	cache   *statCache
+	trees   map[string][]gitobj.TreeEntry
+	nTrees  int
+	commits map[string]string // commit → its tree
+	ign     *ignoreChecker
+	cat     *catFile
+	empty   string // the empty tree's id
+}
+
+// treeCacheMax bounds the tree entries kept in memory between seals.
+const treeCacheMax = 200_000
+
+func (s *Store) engineName() string {
+	if s.opts.Engine == "" {
+		return DefaultEngine
+	}
+	return s.opts.Engine
+}
+
+// closeEngine stops the engine's git processes.
+func (s *Store) closeEngine() {
+	if s.eng != nil {
+		s.eng.ign.stop()
+		s.eng.cat.stop()
+		s.eng.ign, s.eng.cat = nil, nil
+	}
+}
+
+// cfgFiles are the files whose change may change what git would do: the
+// store's config, the identity's .gitconfig, and the ignore files git reads
+// once (info/exclude, the user's global excludes).
+func (s *Store) cfgFiles() [4]string {
+	return [4]string{filepath.Join(s.gitDir, "config"), filepath.Join(s.home, ".gitconfig"),
+		filepath.Join(s.gitDir, "info", "exclude"), filepath.Join(s.home, "git", "ignore")}
+}
+
+// engine returns the in-process engine, (re)reading git's config when its
+// files changed. errFallback when the store's config is one it does not
+// write exactly (another object format or ref backend, core.fileMode off…).
+func (s *Store) engine(ctx context.Context) (*inproc, error) {
+	var stamps [4]fileStamp
+	for i, p := range s.cfgFiles() {
+		stamps[i], _ = stampFile(p)
+	}
+	if s.eng != nil && s.eng.cfg == stamps {
+		if !s.eng.cfgOK {
+			return nil, errFallback
+		}
+		return s.eng, nil
+	}
+	if s.eng != nil {
+		s.closeEngine() // check-ignore read the old ignore files
+	}
+	e := &inproc{cfg: stamps, trees: map[string][]gitobj.TreeEntry{}, commits: map[string]string{}}
+	s.eng = e
+	out, err := s.git.Run(ctx, nil, "config", "-l", "-z")
+	if err != nil {
+		return nil, err
+	}
+	cfg := map[string]string{}
+	for _, kv := range splitNul(out) {
+		k, v, _ := strings.Cut(kv, "\n")
+		cfg[strings.ToLower(k)] = v
+	}
+	isTrue := func(k string, def bool) bool {
+		v, ok := cfg[k]
+		if !ok {
+			return def
+		}
+		switch strings.ToLower(v) {
+		case "true", "yes", "on", "1", "":
+			return true
+		}
+		return false
+	}
+	f, ok := gitobj.FormatByName(cfg["extensions.objectformat"])
+	switch {
+	case !ok,
+		cfg["extensions.refstorage"] != "" && cfg["extensions.refstorage"] != "files",
+		!isTrue("core.filemode", true), isTrue("core.ignorecase", false), isTrue("core.precomposeunicode", false),
+		isTrue("core.bare", false), cfg["core.sharedrepository"] != "", cfg["core.compression"] != "",
+		cfg["core.loosecompression"] != "" && cfg["core.loosecompression"] != "1":
+		return nil, errFallback
+	}
+	e.format, e.db = f, gitobj.NewDB(s.gitDir, f)
+	e.logAll = strings.ToLower(cfg["core.logallrefupdates"])
+	e.empty = f.Hash("tree", nil)
+	varOut, err := s.git.Run(ctx, nil, "var", "GIT_COMMITTER_IDENT")
+	if err != nil {
+		return nil, errFallback // git could not commit either; let it say so
+	}
+	ident := strings.TrimSpace(string(varOut))
+	if i := strings.LastIndexByte(ident, '>'); i > 0 {
+		ident = ident[:i+1]
+	}
+	aOut, err := s.git.Run(ctx, nil, "var", "GIT_AUTHOR_IDENT")
+	if err != nil || !strings.HasPrefix(strings.TrimSpace(string(aOut)), ident+" ") {
+		return nil, errFallback // author and committer differ: not written by this engine
+	}
+	e.ident = ident
+	e.cache = s.loadStatCache(f.Name)
+	e.cfgOK = true
+	return e, nil
+}
+
+// readObject reads a loose object, else asks git (packed objects).
+func (e *inproc) readObject(ctx context.Context, s *Store, id string) (string, []byte, error) {
+	typ, data, err := e.db.Read(id)
+	if !errors.Is(err, gitobj.ErrNotFound) {
+		return typ, data, err
+	}
+	if e.cat == nil {
+		if e.cat, err = startCatFile(s.git); err != nil {
+			return "", nil, err
+		}
+	}
+	typ, data, err = e.cat.read(ctx, id)
+	if err != nil && !errors.Is(err, errMissing) {
+		e.cat.stop()
+		e.cat = nil
+	}
+	return typ, data, err
+}
+
+func (e *inproc) tree(ctx context.Context, s *Store, id string) ([]gitobj.TreeEntry, error) {
+	if id == "" || id == e.empty {
+		return nil, nil
+	}
+	if t, ok := e.trees[id]; ok {
+		return t, nil
+	}
+	typ, data, err := e.readObject(ctx, s, id)
+	if err != nil {
+		return nil, fmt.Errorf("tree %s: %w", id, err)
+	}
+	if typ != "tree" {
+		return nil, fmt.Errorf("object %s is a %s, not a tree", id, typ)
+	}
+	t, err := gitobj.ParseTree(data, e.format)
+	if err != nil {
+		return nil, fmt.Errorf("tree %s: %w", id, err)
+	}
+	e.cacheTree(id, t)
+	return t, nil
+}
+
+func (e *inproc) cacheTree(id string, t []gitobj.TreeEntry) {
+	if e.nTrees+len(t) > treeCacheMax {
+		clear(e.trees)
+		e.nTrees = 0
+	}
+	e.trees[id] = t
+	e.nTrees += len(t) + 1
+}
+
+// commitTree returns the tree of a commit, errMissing when the store lacks it.
+func (e *inproc) commitTree(ctx context.Context, s *Store, id string) (string, error) {
+	if t, ok := e.commits[id]; ok {
+		return t, nil
+	}
+	typ, data, err := e.readObject(ctx, s, id)
+	if err != nil {
+		return "", err
+	}
+	if typ != "commit" {
+		return "", fmt.Errorf("object %s is a %s, not a commit", id, typ)
+	}
+	t, err := gitobj.CommitTree(data)
+	if err != nil {
+		return "", fmt.Errorf("commit %s: %w", id, err)
+	}
+	if len(e.commits) > 1024 {
+		clear(e.commits)
+	}
+	e.commits[id] = t
+	return t, nil
+}
+
+// entryAt finds the entry at a slash-separated path under tree root.
+func (e *inproc) entryAt(ctx context.Context, s *Store, root, rel string) (*gitobj.TreeEntry, error) {
+	cur := gitobj.TreeEntry{Mode: gitobj.ModeTree, ID: root}
+	for _, c := range strings.Split(rel, "/") {
+		if !cur.IsTree() {
+			return nil, nil
+		}
+		t, err := e.tree(ctx, s, cur.ID)
+		if err != nil {
+			return nil, err
+		}
+		i := slices.IndexFunc(t, func(x gitobj.TreeEntry) bool { return x.Name == c })
+		if i < 0 {
+			return nil, nil
+		}
+		cur = t[i]
+	}
+	return &cur, nil
+}
+
+// walkBlobs calls fn for every non-tree entry under tree id, by full path.
+func (e *inproc) walkBlobs(ctx context.Context, s *Store, id, prefix string, fn func(string, gitobj.TreeEntry)) error {
+	t, err := e.tree(ctx, s, id)
+	if err != nil {
+		return err
+	}
+	for _, x := range t {
+		p := prefix + x.Name
+		if x.IsTree() {
+			if err := e.walkBlobs(ctx, s, x.ID, p+"/", fn); err != nil {
+				return err
+			}
+			continue
+		}
+		fn(p, x)
+	}
+	return nil
+}
+
+// diff calls fn for each path whose entry differs from tree a to tree b
+// (either may be ""), as `diff-tree -r` lists them: old or new nil for a
+// path added or removed; a file replaced by a folder is a removal and additions.
+func (e *inproc) diff(ctx context.Context, s *Store, a, b, prefix string, fn func(p string, old, new *gitobj.TreeEntry)) error {
+	if a == b {
+		return nil
+	}
+	ta, err := e.tree(ctx, s, a)
+	if err != nil {
+		return err
+	}
+	tb, err := e.tree(ctx, s, b)
+	if err != nil {
+		return err
+	}
+	inB := make(map[string]gitobj.TreeEntry, len(tb))
+	for _, x := range tb {
+		inB[x.Name] = x
+	}
+	side := func(x gitobj.TreeEntry, removed bool) error {
+		p := prefix + x.Name
+		if x.IsTree() {
+			if removed {
+				return e.diff(ctx, s, x.ID, "", p+"/", fn)
+			}
+			return e.diff(ctx, s, "", x.ID, p+"/", fn)
+		}
+		if removed {
+			fn(p, &x, nil)
+		} else {
+			fn(p, nil, &x)
+		}
+		return nil
+	}
+	for _, x := range ta {
+		y, ok := inB[x.Name]
+		delete(inB, x.Name)
+		switch {
+		case !ok:
+			err = side(x, true)
+		case x.IsTree() && y.IsTree():
+			err = e.diff(ctx, s, x.ID, y.ID, prefix+x.Name+"/", fn)
+		case x.IsTree() || y.IsTree():
+			if err = side(x, true); err == nil {
+				err = side(y, false)
+			}
+		case x.ID != y.ID || x.Mode != y.Mode:
+			fn(prefix+x.Name, &x, &y)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, y := range tb {
+		if _, ok := inB[y.Name]; ok {
+			if err := side(y, false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// edit is what a staging does to one path: remove its entry (if it is not a
+// folder), or set it to a blob, replacing whatever stands in the way.
+type edit struct {
+	del  bool
+	mode uint32
+	id   string
+}
+
+type editNode struct {
+	leaf *edit
+	kids map[string]*editNode
+}
+
+func (n *editNode) hasAdd() bool {
+	if n.leaf != nil && !n.leaf.del {
+		return true
+	}
+	for _, k := range n.kids {
+		if k.hasAdd() {
+			return true
+		}
+	}
+	return false
+}
+
+// rebuild applies edits to tree root, writing only the trees along edited
+// paths, and returns the new root.
+func (e *inproc) rebuild(ctx context.Context, s *Store, root string, edits map[string]edit) (string, error) {
+	top := &editNode{}
+	for p, ed := range edits {
+		n := top
+		for _, c := range strings.Split(p, "/") {
+			if n.kids == nil {
+				n.kids = map[string]*editNode{}
+			}
+			k := n.kids[c]
+			if k == nil {
+				k = &editNode{}
+				n.kids[c] = k
+			}
+			n = k
+		}
+		n.leaf = &ed
+	}
+	id, err := e.apply(ctx, s, root, top)
+	if err != nil {
+		return "", err
+	}
+	if id == "" { // nothing left: git writes the empty tree
+		return e.db.Write("tree", nil)
+	}
+	return id, nil
+}
+
+// apply returns the id of tree id with n's edits applied ("" when empty).
+func (e *inproc) apply(ctx context.Context, s *Store, id string, n *editNode) (string, error) {
+	old, err := e.tree(ctx, s, id)
+	if err != nil {
+		return "", err
+	}
+	entries := slices.Clone(old)
+	at := func(name string) int {
+		return slices.IndexFunc(entries, func(x gitobj.TreeEntry) bool { return x.Name == name })
+	}
+	changed := false
+	names := make([]string, 0, len(n.kids))
+	for name := range n.kids {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		k := n.kids[name]
+		i := at(name)
+		kidAdds := false
+		for _, kk := range k.kids {
+			kidAdds = kidAdds || kk.hasAdd()
+		}
+		if k.leaf != nil && !k.leaf.del && !kidAdds {
+			x := gitobj.TreeEntry{Mode: k.leaf.mode, Name: name, ID: k.leaf.id}
+			if i >= 0 {
+				if entries[i] != x {
+					entries[i], changed = x, true
+				}
+			} else {
+				entries, changed = append(entries, x), true
+			}
+			continue
+		}
+		if k.leaf != nil && k.leaf.del && i >= 0 && !entries[i].IsTree() {
+			entries = slices.Delete(entries, i, i+1)
+			i, changed = -1, true
+		}
+		if len(k.kids) == 0 {
+			continue
+		}
+		sub := ""
+		switch {
+		case k.leaf != nil && !k.leaf.del: // a file and files under its name at once: git's --replace keeps the latter
+		case i >= 0 && entries[i].IsTree():
+			sub = entries[i].ID
+		case !kidAdds:
+			continue // nothing under a file or nothing at all: the removals find nothing
+		}
+		nid, err := e.apply(ctx, s, sub, &editNode{kids: k.kids})
+		if err != nil {
+			return "", err
+		}
+		switch {
+		case nid == "" && i >= 0:
+			entries = slices.Delete(entries, i, i+1)
+			changed = true
+		case nid == "":
+		case i >= 0:
+			x := gitobj.TreeEntry{Mode: gitobj.ModeTree, Name: name, ID: nid}
+			if entries[i] != x {
+				entries[i], changed = x, true
+			}
+		default:
+			entries, changed = append(entries, gitobj.TreeEntry{Mode: gitobj.ModeTree, Name: name, ID: nid}), true
+		}
+	}
+	if !changed {
+		if len(entries) == 0 {
+			return "", nil
+		}
+		return id, nil
+	}
+	if len(entries) == 0 {
+		return "", nil
+	}
+	data, err := gitobj.EncodeTree(entries, e.format)
+	if err != nil {
+		return "", err
+	}
+	nid, err := e.db.Write("tree", data)
+	if err != nil {
+		return "", err
+	}
+	e.cacheTree(nid, entries)
+	return nid, nil
+}
+
+// inprocPlan is the in-process engine's planSource: its base tree, and the
+// long-running check-ignore.
+type inprocPlan struct {
+	s    *Store
+	e    *inproc
+	base string
+}
+
+func (ip inprocPlan) trackedUnder(ctx context.Context, paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		x, err := ip.e.entryAt(ctx, ip.s, ip.base, p)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case x == nil:
+		case x.IsTree():
+			if err := ip.e.walkBlobs(ctx, ip.s, x.ID, p+"/", func(q string, _ gitobj.TreeEntry) { out = append(out, q) }); err != nil {
+				return nil, err
+			}
+		default:
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func (ip inprocPlan) considerUnignored(ctx context.Context, p *stagePlan, sel *Selector, files []string, links *linkCache) error {
+	s, e := ip.s, ip.e
+	var ask []string
+	restart := false
+	for _, f := range files {
+		if !links.underLink(s.workTree, f) {
+			ask = append(ask, f)
+		}
+		restart = restart || path.Base(f) == ".gitignore"
+	}
+	if restart && e.ign != nil { // it read the old rules
+		e.ign.stop()
+		e.ign = nil
+	}
+	ignored := map[string]bool{}
+	if len(ask) > 0 {
+		if e.ign == nil {
+			ic, err := startIgnoreChecker(s.git)
+			if err != nil {
+				return fmt.Errorf("%w: %v", errFallback, err)
+			}
+			e.ign = ic
+		}
+		var err error
+		if ignored, err = e.ign.ignored(ctx, ask); err != nil {
+			e.ign.stop()
+			e.ign = nil
+			return fmt.Errorf("%w: check-ignore: %v", errFallback, err)
+		}
+	}
+	for _, f := range files {
+		if ignored[f] {
+			p.remove = append(p.remove, f)
+			continue
+		}
+		s.consider(p, sel, f, links)
+	}
+	return nil
+}
+
+// inprocReady reports whether the in-process engine can seal under sel: its
+// base is recorded against the index as it is on disk, and the index was
+// staged under the same selection and size limit.
+func (s *Store) inprocReady(ctx context.Context, sel *Selector) (*inproc, bool) {
+	if s.engineName() != EngineInproc {
+		return nil, false
+	}
+	e, err := s.engine(ctx)
+	if err != nil {
+		return nil, false
+	}
+	if !s.statCacheFresh(e.cache) {
+		e.cache = s.loadStatCache(e.format.Name)
+	}
+	if e.cache.hdr.Base == "" {
+		return nil, false
+	}
+	if st, ok := stampFile(s.git.Index); !ok || st != e.cache.hdr.Index {
+		return nil, false
+	}
+	var prev indexMeta
+	b, err := readNoFollow(s.git.Index+".json", maxSmallFile)
+	if err != nil || json.Unmarshal(b, &prev) != nil || prev != (indexMeta{Selection: sel.Key(), MaxSize: s.opts.MaxFileSize}) {
+		return nil, false
+	}
+	return e, true
+}
+
+// recordBase notes, after git wrote tree from cairn's index, that the index
+// stands for tree: the in-process engine can seal on top of it.
+func (s *Store) recordBase(ctx context.Context, tree string) {
+	if s.engineName() != EngineInproc {
+		return
+	}
+	e, err := s.engine(ctx)
+	if err != nil {
+		return
+	}
+	if !s.statCacheFresh(e.cache) {
+		e.cache = s.loadStatCache(e.format.Name)
+	}
+	st, ok := stampFile(s.git.Index)
+	if !ok || len(e.cache.pending) > 0 { // a sync should have emptied it
+		return
+	}
+	e.cache.hdr.Base, e.cache.hdr.Index = tree, st
+	if err := s.saveStatCache(e.cache); err != nil {
+		zerologCtx(ctx).Warn().Err(err).Msg("could not record the in-process engine's base")
+	}
+}
+
+// syncIndex writes the in-process engine's pending entries into cairn's
+// index, so git reads what the engine sealed: before every git command that
+// reads the index. The entries carry no stat data: git re-reads those files
+// the next time it compares them with the disk.
+func (s *Store) syncIndex(ctx context.Context) error {
+	var c *statCache
+	switch {
+	case s.eng != nil && s.eng.cache != nil && s.statCacheFresh(s.eng.cache):
+		c = s.eng.cache
+	default:
+		if _, err := os.Lstat(s.statCachePath()); err != nil {
+			return nil
+		}
+		var format string
+		if s.eng != nil && s.eng.cfgOK {
+			format = s.eng.format.Name
+		} else {
+			b, err := readNoFollow(s.statCachePath(), 1<<30)
+			if err != nil {
+				return nil
+			}
+			dc, err := decodeStatCache(b)
+			if err != nil {
+				os.Remove(s.statCachePath()) // damaged: the base goes with it
+				return nil
+			}
+			format = dc.hdr.Format
+		}
+		c = s.loadStatCache(format)
+		if s.eng != nil && s.eng.cfgOK {
+			s.eng.cache = c
+		}
+	}
+	if len(c.pending) == 0 {
+		return nil
+	}
+	st, ok := stampFile(s.git.Index)
+	if !ok || st != c.hdr.Index {
+		// The index is not the one the entries apply to (gone, or rewritten
+		// without them): rebuild it from the disk.
+		zerologCtx(ctx).Warn().Str("store", s.gitDir).Msg("cairn's index does not match the in-process engine's record; it is rebuilt from the work tree")
+		os.Remove(s.git.Index)
+	} else {
+		var ids bytes.Buffer
+		var in bytes.Buffer
+		keys := make([]string, 0, len(c.pending))
+		for k := range c.pending {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, pass := range []bool{true, false} { // removals first
+			for _, k := range keys {
+				pe := c.pending[k]
+				if (pe.Mode == 0) != pass {
+					continue
+				}
+				id := pe.ID
+				if pe.Mode == 0 {
+					id = strings.Repeat("0", len(c.hdr.Base))
+				} else {
+					ids.WriteString(id + "\n")
+				}
+				fmt.Fprintf(&in, "%o %s\t%s\x00", pe.Mode, id, k)
+			}
+		}
+		// Objects a crash before the flush lost must not enter the index.
+		out, err := s.git.Run(ctx, &ids, "cat-file", "--batch-check")
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(out, []byte(" missing\n")) {
+			zerologCtx(ctx).Warn().Str("store", s.gitDir).Msg("objects the in-process engine wrote are missing; cairn's index is rebuilt from the work tree")
+			os.Remove(s.git.Index)
+		} else if _, err := s.git.Run(ctx, &in, "update-index", "-z", "--index-info"); err != nil {
+			return err
+		}
+	}
+	clear(c.pending)
+	if st, ok := stampFile(s.git.Index); ok && c.hdr.Base != "" {
+		c.hdr.Index = st
+	} else {
+		c.hdr.Base, c.hdr.Index = "", fileStamp{}
+	}
+	return s.saveStatCache(c)
+}
+
+// hashed is a file as the in-process engine read it.
+type hashed struct {
+	gone   bool   // missing (or no longer a file) when read
+	mode   uint32 // 100644 or 100755
+	id     string
+	reason string // could not be read: the issue's reason
+}
+
+// hashFile stores the blob of a work-tree file (or finds it in the stat
+// cache) and returns its entry.
+func (s *Store) hashFile(ctx context.Context, e *inproc, base, rel string) hashed {
+	abs := filepath.Join(s.workTree, filepath.FromSlash(rel))
+	for attempt := 0; ; attempt++ {
+		f, err := platform.OpenRegular(abs)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, platform.ErrSymlink) || errors.Is(err, platform.ErrNotRegular) {
+				return hashed{gone: true}
+			}
+			return hashed{reason: gitOpenReason(rel, err)}
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return hashed{reason: err.Error()}
+		}
+		mode := uint32(gitobj.ModeFile)
+		if fi.Mode()&0o100 != 0 {
+			mode = gitobj.ModeExec
+		}
+		st := stampOf(fi)
+		if id, ok := e.cache.lookup(rel, st, mode); ok && e.known(ctx, s, base, rel, id) {
+			f.Close()
+			return hashed{mode: mode, id: id}
+		}
+		id, err := e.db.WriteBlobFrom(f, fi.Size())
+		f.Close()
+		if errors.Is(err, gitobj.ErrChanged) && attempt < 2 {
+			continue
+		}
+		if errors.Is(err, gitobj.ErrChanged) {
+			return hashed{reason: "changed while the checkpoint was sealed"}
+		}
+		if err != nil {
+			return hashed{reason: err.Error()}
+		}
+		e.cache.remember(rel, st, mode, id)
+		return hashed{mode: mode, id: id}
+	}
+}
+
+// known reports whether blob id, which the stat cache vouches for at rel,
+// is surely in the store: the base holds it there, or it is stored loose
+// (a blob of a seal that failed may have been pruned since).
+func (e *inproc) known(ctx context.Context, s *Store, base, rel, id string) bool {
+	if x, err := e.entryAt(ctx, s, base, rel); err == nil && x != nil && x.ID == id {
+		return true
+	}
+	_, err := os.Lstat(e.db.Path(id))
+	return err == nil
+}
+
+// gitOpenReason words an open failure as git's update-index does.
+func gitOpenReason(rel string, err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	msg := err.Error()
+	if msg != "" {
+		msg = strings.ToUpper(msg[:1]) + msg[1:]
+	}
+	return fmt.Sprintf("open(%q): %s", rel, msg)
+}
+
+// sealInproc is an incremental seal by the in-process engine (README.md,
+// "How a seal works"). errFallback before anything is written means the git
+// engine must seal the request.
+func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec *ckpt.Record, sel *Selector, parent, oldTip string, now time.Time) (sha string, skipped bool, counts [3]int, err error) {
+	for _, c := range req.Changed {
+		if path.Base(c) == ".gitignore" {
+			return "", false, counts, errFallback // ignore rules moved: a full reconcile, by git
+		}
+	}
+	base := e.cache.hdr.Base
+	// The parent and its tree must be there, or nothing is sealed on top.
+	ptree, err := e.commitTree(ctx, s, parent)
+	if errors.Is(err, errMissing) {
+		return "", false, counts, s.damaged("the parent checkpoint " + parent)
+	} else if err != nil {
+		return "", false, counts, err
+	}
+	if _, err := e.tree(ctx, s, ptree); errors.Is(err, errMissing) {
+		return "", false, counts, s.damaged("the tree of the parent checkpoint " + parent)
+	} else if err != nil {
+		return "", false, counts, err
+	}
+	if _, err := e.tree(ctx, s, base); err != nil {
+		return "", false, counts, fmt.Errorf("%w: base tree: %v", errFallback, err)
+	}
+
+	p, err := s.planPaths(ctx, inprocPlan{s: s, e: e, base: base}, sel, req.Changed)
+	if err != nil {
+		return "", false, counts, err
+	}
+	edits := map[string]edit{}
+	for _, r := range p.remove {
+		edits[r] = edit{del: true}
+	}
+	for _, g := range p.gone {
+		edits[g] = edit{del: true}
+	}
+	// Each file is read; one that changed meanwhile is read again, twice,
+	// then named (as the git engine's apply does).
+	todo := slices.Clone(p.add)
+	sort.Strings(todo)
+	for attempt := 0; len(todo) > 0; attempt++ {
+		for _, rel := range todo {
+			h := s.hashFile(ctx, e, base, rel)
+			switch {
+			case h.reason != "":
+				p.issues = append(p.issues, ckpt.PathIssue{Path: rel, Reason: h.reason})
+				delete(edits, rel) // its entry stays as it was
+				delete(p.stat, rel)
+			case h.gone:
+				edits[rel] = edit{del: true}
+			default:
+				edits[rel] = edit{mode: h.mode, id: h.id}
+			}
+		}
+		next := todo[:0]
+		for _, rel := range todo {
+			was, ok := p.stat[rel]
+			if !ok {
+				continue
+			}
+			fi, err := os.Lstat(filepath.Join(s.workTree, filepath.FromSlash(rel)))
+			if err == nil && idOf(fi) == was {
+				continue
+			}
+			if attempt == 2 {
+				p.issues = append(p.issues, ckpt.PathIssue{Path: rel, Reason: "changed while the checkpoint was sealed"})
+				continue
+			}
+			if err == nil && fi.Mode().IsRegular() {
+				p.stat[rel] = idOf(fi)
+			} else {
+				delete(p.stat, rel)
+			}
+			delete(e.cache.stats, rel)
+			next = append(next, rel)
+		}
+		todo = next
+	}
+	faultPoint("blob-written")
+	sortIssues(p.issues)
+	sortIssues(p.skipped)
+	rec.Issues, rec.Skipped = dedupeIssues(p.issues), dedupeIssues(p.skipped)
+
+	tree, err := e.rebuild(ctx, s, base, edits)
+	if err != nil {
+		return "", false, counts, err
+	}
+	faultPoint("tree-written")
+
+	// The index now stands for tree plus the entries it lacks.
+	if err := e.diff(ctx, s, base, tree, "", func(q string, _, nw *gitobj.TreeEntry) {
+		if nw == nil {
+			e.cache.pending[q] = pendEntry{}
+		} else {
+			e.cache.pending[q] = pendEntry{Mode: nw.Mode, ID: nw.ID}
+		}
+	}); err != nil {
+		return "", false, counts, err
+	}
+	e.cache.hdr.Base = tree
+	if err := s.saveStatCache(e.cache); err != nil {
+		return "", false, counts, err
+	}
+	if req.SkipUnchanged && tree == ptree && len(rec.Issues) == 0 {
+		return "", true, counts, nil
+	}
+
+	logical := ""
+	var parents []string
+	if ownRef(rec.Ref) {
+		logical = parent
+	} else {
+		parents = []string{parent}
+	}
+	msg := message(req, *rec, logical, now)
+	if gitobj.MessageAsIs(msg) {
+		sha, err = e.db.Write("commit", gitobj.Commit{Tree: tree, Parents: parents, Author: e.ident, Committer: e.ident,
+			When: now, Message: msg}.Encode())
+	} else { // git rewrites such a message: let it
+		args := []string{"commit-tree", tree, "-F", "-"}
+		for _, pp := range parents {
+			args = append(args, "-p", pp)
+		}
+		ts := isoTime(now)
+		var out []byte
+		out, err = s.git.withEnv("GIT_AUTHOR_DATE="+ts, "GIT_COMMITTER_DATE="+ts).Run(ctx, strings.NewReader(msg), args...)
+		sha = strings.TrimSpace(string(out))
+	}
+	if err != nil {
+		return "", false, counts, err
+	}
+	faultPoint("commit-written")
+
+	if hookBeforeUpdateRef != nil {
+		hookBeforeUpdateRef()
+	}
+	// Objects (and the stat cache) must be on disk before a ref names them.
+	if err := platform.SyncFS(s.gitDir); err != nil {
+		return "", false, counts, err
+	}
+	if err := e.diff(ctx, s, ptree, tree, "", func(_ string, old, nw *gitobj.TreeEntry) {
+		switch {
+		case old == nil:
+			counts[0]++
+		case nw == nil:
+			counts[2]++
+		default:
+			counts[1]++
+		}
+	}); err != nil {
+		return "", false, counts, err
+	}
+	if err := s.moveRef(ctx, e, rec.Ref, sha, oldTip, "cairn: "+string(req.Kind)+" "+rec.ID); err != nil {
+		return "", false, counts, fmt.Errorf("ref %s moved while sealing (another writer?); not overwritten: %w", rec.Ref, err)
+	}
+	return sha, false, counts, nil
+}
+
+// moveRef moves ref with git's lock-file protocol; a ref HEAD points to, or
+// one outside cairn's own namespaces, is moved by git (its HEAD log too).
+func (s *Store) moveRef(ctx context.Context, e *inproc, ref, sha, old, msg string) error {
+	head, _ := readNoFollow(filepath.Join(s.gitDir, "HEAD"), maxSmallFile)
+	if !(strings.HasPrefix(ref, "refs/cairn/") || strings.HasPrefix(ref, "refs/heads/run-")) ||
+		strings.TrimSpace(strings.TrimPrefix(string(head), "ref:")) == ref {
+		_, err := s.git.Run(ctx, nil, "update-ref", "-m", msg, ref, sha, old)
+		faultPoint("ref-locked")
+		faultPoint("ref-renamed")
+		return err
+	}
+	create := false
+	switch e.logAll {
+	case "always":
+		create = true
+	case "", "true", "yes", "on", "1":
+		create = strings.HasPrefix(ref, "refs/heads/") // core.bare is false: git logs branches
+	}
+	log := &gitobj.Reflog{Ident: e.ident, When: time.Now(), Message: msg, Create: create}
+	// Under the store lock only a killed seal leaves a lock in a plain
+	// store; the runtime writes a Hankweave store's refs itself.
+	stale := time.Duration(0)
+	if s.layout == LayoutHankweave {
+		stale = time.Minute
+	}
+	return gitobj.UpdateRef(s.gitDir, ref, sha, old, log, gitobj.Steps{
+		Locked:       func() { faultPoint("ref-locked") },
+		Renamed:      func() { faultPoint("ref-renamed") },
+		StaleLockAge: stale,
+	})
+}

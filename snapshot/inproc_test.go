@@ -1,0 +1,254 @@
+//go:build unix
+
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
+	"github.com/cairn-dev/cairn/snapshot/gitobj"
+)
+
+// FuzzEngines plays random edit sequences on a random tree and seals each
+// step incrementally twice, by the git engine and by the in-process one, in
+// two stores over the same work tree: the trees must be the same after
+// every seal, and a full reconcile at the end must agree. The seed corpus
+// runs in plain `go test`.
+func FuzzEngines(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23})
+	f.Add([]byte("file becomes folder and back; delete trees; chmod"))
+	f.Add([]byte{7, 7, 7, 3, 3, 3, 5, 5, 5, 6, 6, 6, 0, 0, 0, 2, 2, 2, 4, 4, 4, 1, 1, 1})
+	f.Add([]byte{200, 13, 77, 91, 5, 250, 16, 33, 12, 99, 101, 6, 42, 17, 3, 8, 8, 8, 140, 2})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 120 {
+			data = data[:120]
+		}
+		dir := t.TempDir()
+		dirs := []string{"", "a/", "a/b/", "c/", "a/b/d/"}
+		names := []string{"f0", "f1", "x.txt", "a", "b"} // "a" and "b" collide with folders: file/folder swaps
+		pick := func(i byte) string { return dirs[int(i)%len(dirs)] + names[int(i/5)%len(names)] }
+		// put writes a file at p, clearing what stands in the way, and
+		// returns the paths a watcher would report for that.
+		put := func(p, content string) []string {
+			var out []string
+			abs := filepath.Join(dir, filepath.FromSlash(p))
+			if fi, err := os.Lstat(abs); err == nil && fi.IsDir() {
+				os.RemoveAll(abs)
+			}
+			for d := filepath.Dir(abs); d != dir; d = filepath.Dir(d) {
+				if fi, err := os.Lstat(d); err == nil && !fi.IsDir() {
+					os.Remove(d)
+					out = append(out, relOf(dir, d))
+				}
+			}
+			os.MkdirAll(filepath.Dir(abs), 0o755)
+			if err := os.WriteFile(abs, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return append(out, p)
+		}
+		for i := 0; i < 12; i++ {
+			put(pick(byte(i*7)), fmt.Sprintf("seed %d\n", i))
+		}
+		writeFile(t, dir, ".gitignore", "*.log\n", 0o644)
+		gitSt := openTestStore(t, dir, Options{Engine: EngineGit})
+		inSt := openTestStore(t, dir, Options{Engine: EngineInproc})
+		mustSeal(t, gitSt, SealRequest{Kind: ckpt.KindManual})
+		mustSeal(t, inSt, SealRequest{Kind: ckpt.KindManual})
+		for len(data) >= 3 {
+			var changed []string
+			for k := 0; k < 3 && len(data) >= 3; k++ {
+				op, a, b := data[0]%8, data[1], data[2]
+				data = data[3:]
+				p := pick(a)
+				abs := filepath.Join(dir, filepath.FromSlash(p))
+				switch op {
+				case 0, 1: // write (create or edit), through whatever is in the way
+					changed = append(changed, put(p, strings.Repeat(string(rune('a'+b%26)), int(b)))...)
+				case 2: // delete
+					os.RemoveAll(abs)
+				case 3: // chmod
+					os.Chmod(abs, os.FileMode(0o644|uint32(b&1)*0o111))
+				case 4: // delete a folder, reported by its name
+					p = strings.TrimSuffix(dirs[int(a)%len(dirs)], "/")
+					if p == "" {
+						continue
+					}
+					os.RemoveAll(filepath.Join(dir, p))
+				case 5: // an ignored file
+					p += ".log"
+					changed = append(changed, put(p, "log")...)
+				case 6: // a symlink where a file was
+					os.RemoveAll(abs)
+					os.MkdirAll(filepath.Dir(abs), 0o755)
+					os.Symlink("f0", abs)
+				case 7: // rewrite with the same content (stat changes, blob does not)
+					if b, err := os.ReadFile(abs); err == nil {
+						os.WriteFile(abs, b, 0o644)
+					}
+				}
+				changed = append(changed, p)
+			}
+			g := mustSeal(t, gitSt, SealRequest{Kind: ckpt.KindManual, Changed: changed, engine: EngineGit})
+			in := mustSeal(t, inSt, SealRequest{Kind: ckpt.KindManual, Changed: changed})
+			if inSt.lastEngine != EngineInproc {
+				t.Fatalf("seal of %q by the %s engine, want the in-process one", changed, inSt.lastEngine)
+			}
+			if a, b := treeOf(t, gitSt, g.SHA), treeOf(t, inSt, in.SHA); a != b {
+				t.Fatalf("after %q: git engine tree %s (%q), in-process %s (%q)", changed, a, treePaths(t, gitSt, g.SHA), b, treePaths(t, inSt, in.SHA))
+			}
+			if g.Added != in.Added || g.Changed != in.Changed || g.Removed != in.Removed || g.State != in.State {
+				t.Fatalf("after %q: git engine recorded %+v, in-process %+v", changed, g, in)
+			}
+		}
+		a := mustSeal(t, inSt, SealRequest{Kind: ckpt.KindManual})
+		b := mustSeal(t, gitSt, SealRequest{Kind: ckpt.KindManual})
+		if x, y := treeOf(t, inSt, a.SHA), treeOf(t, gitSt, b.SHA); x != y {
+			t.Fatalf("full reconciles disagree: %s vs %s", x, y)
+		}
+		requireCounts(t, a, 0, 0, 0)
+	})
+}
+
+func relOf(root, abs string) string {
+	r, _ := filepath.Rel(root, abs)
+	return filepath.ToSlash(r)
+}
+
+// The in-process engine writes the commit git's commit-tree writes for the
+// same tree, parent, message and date, and the reflog line update-ref does.
+func TestInprocCommitAndReflogMatchGit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir, st := newTestStore(t, Options{})
+	writeTree(t, dir, map[string]string{"a.txt": "a", "d/b.txt": "b"})
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	writeFile(t, dir, "a.txt", "edited", 0o755)
+	when := time.Date(2025, 3, 4, 5, 6, 7, 891e6, time.UTC)
+	req := SealRequest{Kind: ckpt.KindCompleted, CodonID: "c1", CodonName: "codon one", RunID: "r1",
+		Changed: []string{"a.txt"}, Time: when, Duration: 1500 * time.Millisecond, Attempt: 2}
+	rec := mustSeal(t, st, req)
+	if st.lastEngine != EngineInproc {
+		t.Fatalf("sealed by %s", st.lastEngine)
+	}
+	tree := treeOf(t, st, rec.SHA)
+	msg := message(req, rec, "", when)
+	ts := isoTime(when)
+	out, err := st.git.withEnv("GIT_AUTHOR_DATE="+ts, "GIT_COMMITTER_DATE="+ts).
+		Run(ctx, strings.NewReader(msg), "commit-tree", tree, "-F", "-", "-p", rec.Parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.TrimSpace(string(out)); want != rec.SHA {
+		t.Fatalf("commit %s, git's commit-tree writes %s:\n%s\n---\n%s", rec.SHA, want,
+			gitStr(t, st, "cat-file", "-p", rec.SHA), gitStr(t, st, "cat-file", "-p", want))
+	}
+	// A run branch has a reflog, as update-ref -m writes it.
+	b, err := os.ReadFile(filepath.Join(st.gitDir, "logs", "refs", "heads", "run-r1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.SplitN(strings.TrimSuffix(string(b), "\n"), "\t", 2)
+	if len(f) != 2 || f[1] != "cairn: completed "+rec.ID || !strings.HasPrefix(f[0], zeroSHA+" "+rec.SHA+" cairn <cairn@localhost> ") {
+		t.Fatalf("reflog %q", b)
+	}
+	if got := gitStr(t, st, "reflog", "show", "--format=%H %gs", "refs/heads/run-r1"); got != rec.SHA+" cairn: completed "+rec.ID {
+		t.Fatalf("git reads the reflog as %q", got)
+	}
+	// Checkpoints on their own refs have none, as with update-ref.
+	rec2 := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: []string{"a.txt"}})
+	if _, err := os.Stat(filepath.Join(st.gitDir, "logs", filepath.FromSlash(rec2.Ref))); err == nil {
+		t.Errorf("a reflog for %s, which git would not write", rec2.Ref)
+	}
+	if fsck, err := st.git.Run(ctx, nil, "fsck", "--no-progress", "--strict"); err != nil {
+		t.Fatalf("git fsck --strict: %v\n%s", err, fsck)
+	}
+}
+
+// A ref another writer moved is not overwritten by the in-process engine:
+// the seal fails, recorded failed, and the ref keeps the other value.
+func TestInprocRefCompareAndSwap(t *testing.T) {
+	dir, st := newTestStore(t, Options{})
+	writeTree(t, dir, map[string]string{"a.txt": "a"})
+	req := SealRequest{Kind: ckpt.KindCompleted, CodonID: "c", CodonName: "c", RunID: "cas", Changed: []string{"a.txt"}}
+	first := mustSeal(t, st, req)
+	writeFile(t, dir, "a.txt", "b", 0o644)
+	other := gitStr(t, st, "commit-tree", "-m", "other writer", treeOf(t, st, first.SHA))
+	hookBeforeUpdateRef = func() { gitStr(t, st, "update-ref", "refs/heads/run-cas", other) }
+	defer func() { hookBeforeUpdateRef = nil }()
+	rec, err := st.Seal(context.Background(), req)
+	if err == nil || rec.State != ckpt.StateFailed || !strings.Contains(err.Error(), "moved while sealing") {
+		t.Fatalf("seal over a moved ref: %+v, %v", rec, err)
+	}
+	if st.lastEngine != EngineInproc {
+		t.Fatalf("sealed by %s", st.lastEngine)
+	}
+	if got := gitStr(t, st, "rev-parse", "refs/heads/run-cas"); got != other {
+		t.Fatalf("ref holds %s, want the other writer's %s", got, other)
+	}
+	if _, err := os.Stat(filepath.Join(st.gitDir, "refs", "heads", "run-cas.lock")); err == nil {
+		t.Fatal("the ref lock was left behind")
+	}
+}
+
+// The stat cache spares re-reading a file named again unchanged, and reads
+// again one rewritten at the same size within the same tick (git's racy rule).
+func TestStatCacheRacy(t *testing.T) {
+	t.Parallel()
+	dir, st := newTestStore(t, Options{})
+	writeTree(t, dir, map[string]string{"a.txt": "one"})
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	for i, content := range []string{"two", "six", "ten"} { // same size each time, at once
+		writeFile(t, dir, "a.txt", content, 0o644)
+		rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: []string{"a.txt"}})
+		if got := gitStr(t, st, "show", rec.SHA+":a.txt"); got != content {
+			t.Fatalf("seal %d holds %q, want %q", i, got, content)
+		}
+	}
+	// Kept mtime, same size, new content: only the racy rule catches it
+	// while the cache is as young as the file.
+	abs := filepath.Join(dir, "a.txt")
+	fi, _ := os.Stat(abs)
+	writeFile(t, dir, "a.txt", "xyz", 0o644)
+	os.Chtimes(abs, fi.ModTime(), fi.ModTime())
+	rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: []string{"a.txt"}})
+	if got := gitStr(t, st, "show", rec.SHA+":a.txt"); got != "xyz" {
+		t.Fatalf("holds %q after a same-size rewrite with the old mtime", got)
+	}
+	// The cache file round-trips.
+	c := st.eng.cache
+	d, err := decodeStatCache(c.encode())
+	if err != nil || d.hdr.Base != c.hdr.Base || len(d.stats) != len(c.stats) || len(d.pending) != len(c.pending) {
+		t.Fatalf("stat cache round trip: %v", err)
+	}
+	if _, err := decodeStatCache(append(c.encode(), 0)); err == nil {
+		t.Fatal("a damaged stat cache was accepted")
+	}
+}
+
+// Tree encoding follows git's order (a folder sorts as if its name ended in '/').
+func TestTreeOrder(t *testing.T) {
+	t.Parallel()
+	dir, st := newTestStore(t, Options{})
+	writeTree(t, dir, map[string]string{"a-b": "1", "a/x": "2", "a.c": "3", "a0": "4", "ab/y": "5"})
+	rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	tree := treeOf(t, st, rec.SHA)
+	_, data, err := gitobj.NewDB(st.gitDir, gitobj.SHA1).Read(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ents, err := gitobj.ParseTree(data, gitobj.SHA1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := gitobj.EncodeTree(append([]gitobj.TreeEntry(nil), ents...), gitobj.SHA1)
+	if err != nil || gitobj.SHA1.Hash("tree", enc) != tree {
+		t.Fatalf("re-encoded tree differs from git's: %v", err)
+	}
+}
