@@ -172,40 +172,9 @@ func Layout(l api.List, opts timeline.Options) Timeline {
 }
 
 // Mark is the listing's mark of a kind (as `cairn list` prints it).
-func Mark(k ckpt.Kind) string {
-	switch k {
-	case ckpt.KindBaseline:
-		return "─"
-	case ckpt.KindCompleted:
-		return "✔"
-	case ckpt.KindError:
-		return "✗"
-	case ckpt.KindSkipped:
-		return "⊘"
-	case ckpt.KindExit:
-		return "⏻"
-	case ckpt.KindRigSetup:
-		return "◆"
-	case ckpt.KindAutosave:
-		return "·"
-	case ckpt.KindPreRestore:
-		return "⤿"
-	case ckpt.KindManual:
-		return "+"
-	}
-	return "?"
-}
+func Mark(k ckpt.Kind) string { return timeline.Mark(k) }
 
-// sign is a node's sign in its lane (as `cairn log` draws it).
-func sign(r ckpt.Record) string {
-	switch {
-	case r.State == ckpt.StateFailed:
-		return "×"
-	case r.RunID != "":
-		return "●"
-	}
-	return "○"
-}
+func sign(r ckpt.Record) string { return timeline.Sign(r) }
 
 func title(r ckpt.Record) string {
 	switch {

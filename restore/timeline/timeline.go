@@ -263,3 +263,42 @@ func num(r ckpt.Record) int {
 	}
 	return -1
 }
+
+// Mark is the listing's mark of a kind, as `cairn list`, `cairn log` and
+// the panel print it (README.md, "Commands").
+func Mark(k ckpt.Kind) string {
+	switch k {
+	case ckpt.KindBaseline:
+		return "─"
+	case ckpt.KindCompleted:
+		return "✔"
+	case ckpt.KindError:
+		return "✗"
+	case ckpt.KindSkipped:
+		return "⊘"
+	case ckpt.KindExit:
+		return "⏻"
+	case ckpt.KindRigSetup:
+		return "◆"
+	case ckpt.KindAutosave:
+		return "·"
+	case ckpt.KindPreRestore:
+		return "⤿"
+	case ckpt.KindManual:
+		return "+"
+	}
+	return "?"
+}
+
+// Sign is a node's sign in its lane: ● a checkpoint of a run, ○ one
+// outside runs (autosave, manual, pre-restore, baseline), × a failed seal
+// (no commit).
+func Sign(r ckpt.Record) string {
+	switch {
+	case r.State == ckpt.StateFailed:
+		return "×"
+	case r.RunID != "":
+		return "●"
+	}
+	return "○"
+}

@@ -12,37 +12,20 @@ import (
 	"github.com/cairn-dev/cairn/restore"
 
 	"github.com/cairn-dev/cairn/restore/ckpt"
+	"github.com/cairn-dev/cairn/restore/timeline"
 )
 
 func init() {
 	register("list", "list a workspace's checkpoints, newest first", runList)
 }
 
-// mark is the listing's sign for a kind (README.md, "Commands").
+// mark is the listing's sign for a kind (README.md, "Commands"); an
+// autodev task is marked as a completed codon.
 func mark(k ckpt.Kind) string {
-	switch k {
-	case ckpt.KindBaseline:
-		return "─"
-	case ckpt.KindCompleted:
-		return "✔"
-	case ckpt.KindError:
-		return "✗"
-	case ckpt.KindSkipped:
-		return "⊘"
-	case ckpt.KindExit:
-		return "⏻"
-	case ckpt.KindRigSetup:
-		return "◆"
-	case ckpt.KindAutosave:
-		return "·"
-	case ckpt.KindPreRestore:
-		return "⤿"
-	case ckpt.KindManual:
-		return "+"
-	case autodev.KindTask:
-		return "✔"
+	if k == autodev.KindTask {
+		return timeline.Mark(ckpt.KindCompleted)
 	}
-	return "?"
+	return timeline.Mark(k)
 }
 
 func runList(ctx context.Context, e *env, args []string) error {

@@ -137,18 +137,8 @@ func kindColour(k ckpt.Kind) string {
 	return ""
 }
 
-// nodeSign is a node's sign in its lane: ● a checkpoint of a run, ○ one
-// outside runs (autosave, manual, pre-restore, baseline), × a failed seal
-// (no commit).
-func nodeSign(r ckpt.Record) string {
-	switch {
-	case r.State == ckpt.StateFailed:
-		return "×"
-	case r.RunID != "":
-		return "●"
-	}
-	return "○"
-}
+// nodeSign is a node's sign in its lane (timeline.Sign).
+func nodeSign(r ckpt.Record) string { return timeline.Sign(r) }
 
 // drawLog writes the graph, one line per row; a node's line carries what
 // `cairn list` prints for it, and its retry number.
