@@ -803,29 +803,10 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 				edits[rel] = edit{mode: h.mode, id: h.id}
 			}
 		}
-		next := todo[:0]
+		todo = s.changedSinceRead(p, todo, attempt == 2)
 		for _, rel := range todo {
-			was, ok := p.stat[rel]
-			if !ok {
-				continue
-			}
-			fi, err := os.Lstat(filepath.Join(s.workTree, filepath.FromSlash(rel)))
-			if err == nil && idOf(fi) == was {
-				continue
-			}
-			if attempt == 2 {
-				p.issues = append(p.issues, ckpt.PathIssue{Path: rel, Reason: "changed while the checkpoint was sealed"})
-				continue
-			}
-			if err == nil && fi.Mode().IsRegular() {
-				p.stat[rel] = idOf(fi)
-			} else {
-				delete(p.stat, rel)
-			}
-			delete(e.cache.stats, rel)
-			next = append(next, rel)
+			delete(e.cache.stats, rel) // its cached stat no longer vouches for it
 		}
-		todo = next
 	}
 	faultPoint("blob-written")
 	sortIssues(p.issues)

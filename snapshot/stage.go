@@ -536,27 +536,7 @@ func (s *Store) apply(ctx context.Context, g *Git, p *stagePlan) error {
 			p.issues = append(p.issues, ckpt.PathIssue{Path: b.path, Reason: b.reason})
 		}
 		// Anything that changed while git read it is read again.
-		todo = todo[:0]
-		for _, rel := range p.add {
-			was, ok := p.stat[rel]
-			if !ok {
-				continue
-			}
-			fi, err := os.Lstat(filepath.Join(s.workTree, filepath.FromSlash(rel)))
-			if err == nil && idOf(fi) == was {
-				continue
-			}
-			if attempt == 2 {
-				p.issues = append(p.issues, ckpt.PathIssue{Path: rel, Reason: "changed while the checkpoint was sealed"})
-				continue
-			}
-			if err == nil && fi.Mode().IsRegular() {
-				p.stat[rel] = idOf(fi)
-			} else {
-				delete(p.stat, rel)
-			}
-			todo = append(todo, rel)
-		}
+		todo = s.changedSinceRead(p, p.add, attempt == 2)
 		p.add = todo
 	}
 	return nil
@@ -650,4 +630,32 @@ func unreadableDirs(stderr string) []ckpt.PathIssue {
 		out = append(out, ckpt.PathIssue{Path: strings.TrimSuffix(rest[:i], "/"), Reason: "folder not readable: " + rest[i+3:]})
 	}
 	return out
+}
+
+// changedSinceRead returns the paths whose file changed (lstat differs from
+// p.stat) since it was read, to be read again, noting what they look like
+// now; at the last attempt they are named as issues instead.
+func (s *Store) changedSinceRead(p *stagePlan, paths []string, last bool) []string {
+	var again []string
+	for _, rel := range paths {
+		was, ok := p.stat[rel]
+		if !ok {
+			continue
+		}
+		fi, err := os.Lstat(filepath.Join(s.workTree, filepath.FromSlash(rel)))
+		if err == nil && idOf(fi) == was {
+			continue
+		}
+		if last {
+			p.issues = append(p.issues, ckpt.PathIssue{Path: rel, Reason: "changed while the checkpoint was sealed"})
+			continue
+		}
+		if err == nil && fi.Mode().IsRegular() {
+			p.stat[rel] = idOf(fi)
+		} else {
+			delete(p.stat, rel)
+		}
+		again = append(again, rel)
+	}
+	return again
 }
