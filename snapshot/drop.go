@@ -35,7 +35,7 @@ func parsePruneLine(line []byte) (pruneLine, bool) {
 		return pruneLine{}, false
 	}
 	var m pruneLine
-	if err := json.Unmarshal(line, &m); err != nil || m.Prune == "" {
+	if !decodePruneFast(line, &m) && json.Unmarshal(line, &m) != nil || m.Prune == "" {
 		return pruneLine{}, false
 	}
 	return m, true

@@ -130,7 +130,7 @@ func parseLedger(data []byte) (recs []ckpt.Record, marks []pruneLine, good int) 
 					continue
 				}
 				var r ckpt.Record
-				if json.Unmarshal(line, &r) == nil && r.ID != "" {
+				if (decodeRecordFast(line, &r) || json.Unmarshal(line, &r) == nil) && r.ID != "" {
 					c.recs = append(c.recs, r)
 				}
 			}
