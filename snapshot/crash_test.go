@@ -59,10 +59,11 @@ func TestCrashAtEveryStep(t *testing.T) {
 		moved   bool     // the ref holds the new checkpoint after the crash
 	}{
 		{"stage", nil, false}, {"write-tree", nil, false}, {"commit-tree", nil, false},
-		{"update-ref", nil, true}, {"ledger", nil, true},
+		{"update-ref", nil, true}, {"position", nil, true}, {"ledger", nil, true},
 		{"blob-written", inprocChanged, false}, {"tree-written", inprocChanged, false},
 		{"commit-written", inprocChanged, false}, {"ref-locked", inprocChanged, false},
-		{"ref-renamed", inprocChanged, true}, {"update-ref", inprocChanged, true}, {"ledger", inprocChanged, true},
+		{"ref-renamed", inprocChanged, true}, {"update-ref", inprocChanged, true}, {"position", inprocChanged, true},
+		{"ledger", inprocChanged, true},
 	}
 	for _, sc := range steps {
 		step := sc.step
@@ -115,6 +116,11 @@ func TestCrashAtEveryStep(t *testing.T) {
 				}
 				if got := gitStr(t, st2, "show", tip+":a.txt"); got != "two" {
 					t.Errorf("recovered checkpoint holds a.txt=%q", got)
+				}
+				if step == "position" || step == "ledger" {
+					if got := st2.Position(); got != tip {
+						t.Errorf("position %s after a crash at %s, want the new checkpoint %s", got, step, tip)
+					}
 				}
 			} else if len(recs) != 1 || recs[0].SHA != first.SHA {
 				t.Fatalf("ledger after crash at %s: %+v", step, recs)

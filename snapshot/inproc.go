@@ -10,9 +10,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -48,8 +51,7 @@ type inproc struct {
 	cfg     [4]fileStamp
 	cfgOK   bool
 	cache   *statCache
-	trees   map[string][]gitobj.TreeEntry
-	nTrees  int
+	trees   treeCache
 	commits map[string]string // commit → its tree
 	ign     *ignoreChecker
 	cat     *catFile
@@ -58,6 +60,34 @@ type inproc struct {
 
 // treeCacheMax bounds the tree entries kept in memory between seals.
 const treeCacheMax = 200_000
+
+// treeCache holds parsed trees in two generations: when the young one is
+// full it becomes the old one, and a tree found old is moved young. The
+// trees in use stay (a full cache never drops them all at once, which
+// would make the next seal read every tree along its paths from disk).
+type treeCache struct {
+	young, old map[string][]gitobj.TreeEntry
+	n          int // entries in young
+}
+
+func (c *treeCache) get(id string) ([]gitobj.TreeEntry, bool) {
+	if t, ok := c.young[id]; ok {
+		return t, true
+	}
+	t, ok := c.old[id]
+	if ok {
+		c.put(id, t)
+	}
+	return t, ok
+}
+
+func (c *treeCache) put(id string, t []gitobj.TreeEntry) {
+	if c.young == nil || c.n+len(t) > treeCacheMax/2 {
+		c.old, c.young, c.n = c.young, map[string][]gitobj.TreeEntry{}, 0
+	}
+	c.young[id] = t
+	c.n += len(t) + 1
+}
 
 func (s *Store) engineName() string {
 	if s.opts.Engine == "" {
@@ -100,7 +130,7 @@ func (s *Store) engine(ctx context.Context) (*inproc, error) {
 	if s.eng != nil {
 		s.closeEngine() // check-ignore read the old ignore files
 	}
-	e := &inproc{cfg: stamps, trees: map[string][]gitobj.TreeEntry{}, commits: map[string]string{}}
+	e := &inproc{cfg: stamps, commits: map[string]string{}}
 	s.eng = e
 	out, err := s.git.Run(ctx, nil, "config", "-l", "-z")
 	if err != nil {
@@ -175,7 +205,7 @@ func (e *inproc) tree(ctx context.Context, s *Store, id string) ([]gitobj.TreeEn
 	if id == "" || id == e.empty {
 		return nil, nil
 	}
-	if t, ok := e.trees[id]; ok {
+	if t, ok := e.trees.get(id); ok {
 		return t, nil
 	}
 	typ, data, err := e.readObject(ctx, s, id)
@@ -194,12 +224,7 @@ func (e *inproc) tree(ctx context.Context, s *Store, id string) ([]gitobj.TreeEn
 }
 
 func (e *inproc) cacheTree(id string, t []gitobj.TreeEntry) {
-	if e.nTrees+len(t) > treeCacheMax {
-		clear(e.trees)
-		e.nTrees = 0
-	}
-	e.trees[id] = t
-	e.nTrees += len(t) + 1
+	e.trees.put(id, t)
 }
 
 // commitTree returns the tree of a commit, errMissing when the store lacks it.
@@ -279,10 +304,6 @@ func (e *inproc) diff(ctx context.Context, s *Store, a, b, prefix string, fn fun
 	if err != nil {
 		return err
 	}
-	inB := make(map[string]gitobj.TreeEntry, len(tb))
-	for _, x := range tb {
-		inB[x.Name] = x
-	}
 	side := func(x gitobj.TreeEntry, removed bool) error {
 		p := prefix + x.Name
 		if x.IsTree() {
@@ -298,30 +319,37 @@ func (e *inproc) diff(ctx context.Context, s *Store, a, b, prefix string, fn fun
 		}
 		return nil
 	}
-	for _, x := range ta {
-		y, ok := inB[x.Name]
-		delete(inB, x.Name)
+	// Both lists are in git's order (ParseTree checks it): one merge. A
+	// file and a folder of the same name sort apart, a removal and additions.
+	for i, j := 0, 0; i < len(ta) || j < len(tb); {
+		c := 0
 		switch {
-		case !ok:
-			err = side(x, true)
-		case x.IsTree() && y.IsTree():
-			err = e.diff(ctx, s, x.ID, y.ID, prefix+x.Name+"/", fn)
-		case x.IsTree() || y.IsTree():
-			if err = side(x, true); err == nil {
-				err = side(y, false)
+		case i == len(ta):
+			c = 1
+		case j == len(tb):
+			c = -1
+		default:
+			c = gitobj.CompareEntries(ta[i], tb[j])
+		}
+		switch {
+		case c < 0:
+			err = side(ta[i], true)
+			i++
+		case c > 0:
+			err = side(tb[j], false)
+			j++
+		default:
+			x, y := ta[i], tb[j]
+			i, j = i+1, j+1
+			switch {
+			case x.IsTree():
+				err = e.diff(ctx, s, x.ID, y.ID, prefix+x.Name+"/", fn)
+			case x.ID != y.ID || x.Mode != y.Mode:
+				fn(prefix+x.Name, &x, &y)
 			}
-		case x.ID != y.ID || x.Mode != y.Mode:
-			fn(prefix+x.Name, &x, &y)
 		}
 		if err != nil {
 			return err
-		}
-	}
-	for _, y := range tb {
-		if _, ok := inB[y.Name]; ok {
-			if err := side(y, false); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
@@ -353,7 +381,8 @@ func (n *editNode) hasAdd() bool {
 }
 
 // rebuild applies edits to tree root, writing only the trees along edited
-// paths, and returns the new root.
+// paths, and returns the new root. The trees are built first, then written
+// together (gitobj.DB.WriteAll).
 func (e *inproc) rebuild(ctx context.Context, s *Store, root string, edits map[string]edit) (string, error) {
 	top := &editNode{}
 	for p, ed := range edits {
@@ -371,9 +400,16 @@ func (e *inproc) rebuild(ctx context.Context, s *Store, root string, edits map[s
 		}
 		n.leaf = &ed
 	}
-	id, err := e.apply(ctx, s, root, top)
+	nt := newTrees{entries: map[string][]gitobj.TreeEntry{}}
+	id, err := e.apply(ctx, s, root, top, &nt)
 	if err != nil {
 		return "", err
+	}
+	if err := e.db.WriteAll(nt.objs); err != nil {
+		return "", err
+	}
+	for id, t := range nt.entries {
+		e.cacheTree(id, t)
 	}
 	if id == "" { // nothing left: git writes the empty tree
 		return e.db.Write("tree", nil)
@@ -381,8 +417,15 @@ func (e *inproc) rebuild(ctx context.Context, s *Store, root string, edits map[s
 	return id, nil
 }
 
-// apply returns the id of tree id with n's edits applied ("" when empty).
-func (e *inproc) apply(ctx context.Context, s *Store, id string, n *editNode) (string, error) {
+// newTrees are the trees a rebuild made, to be written and cached.
+type newTrees struct {
+	objs    []gitobj.Object
+	entries map[string][]gitobj.TreeEntry
+}
+
+// apply returns the id of tree id with n's edits applied ("" when empty),
+// adding the trees it makes to nt.
+func (e *inproc) apply(ctx context.Context, s *Store, id string, n *editNode, nt *newTrees) (string, error) {
 	old, err := e.tree(ctx, s, id)
 	if err != nil {
 		return "", err
@@ -430,7 +473,7 @@ func (e *inproc) apply(ctx context.Context, s *Store, id string, n *editNode) (s
 		case !kidAdds:
 			continue // nothing under a file or nothing at all: the removals find nothing
 		}
-		nid, err := e.apply(ctx, s, sub, &editNode{kids: k.kids})
+		nid, err := e.apply(ctx, s, sub, &editNode{kids: k.kids}, nt)
 		if err != nil {
 			return "", err
 		}
@@ -461,11 +504,11 @@ func (e *inproc) apply(ctx context.Context, s *Store, id string, n *editNode) (s
 	if err != nil {
 		return "", err
 	}
-	nid, err := e.db.Write("tree", data)
-	if err != nil {
-		return "", err
+	nid := e.format.Hash("tree", data)
+	if _, dup := nt.entries[nid]; !dup {
+		nt.entries[nid] = entries
+		nt.objs = append(nt.objs, gitobj.Object{ID: nid, Type: "tree", Data: data})
 	}
-	e.cacheTree(nid, entries)
 	return nid, nil
 }
 
@@ -519,6 +562,27 @@ func (ip inprocPlan) considerUnignored(ctx context.Context, p *stagePlan, sel *S
 				return fmt.Errorf("%w: %v", errFallback, err)
 			}
 			e.ign = ic
+		}
+		if len(ask) <= parallelIgnoreMax {
+			// A few paths (a seal's usual lot): git answers while they are
+			// read, and sealInproc drops the ignored ones (ignoredNow).
+			type answer struct {
+				ignored map[string]bool
+				err     error
+			}
+			c := make(chan answer, 1)
+			go func() {
+				ig, err := e.ign.ignored(ctx, ask)
+				c <- answer{ig, err}
+			}()
+			p.ignored = func() (map[string]bool, error) {
+				a := <-c
+				return a.ignored, a.err
+			}
+			for _, f := range files {
+				s.consider(p, sel, f, links)
+			}
+			return nil
 		}
 		var err error
 		if ignored, err = e.ign.ignored(ctx, ask); err != nil {
@@ -665,7 +729,7 @@ func (s *Store) syncIndex(ctx context.Context) error {
 			return err
 		}
 	}
-	clear(c.pending)
+	c.clearPending()
 	if st, ok := stampFile(s.git.Index); ok && c.hdr.Base != "" {
 		c.hdr.Index = st
 	} else {
@@ -682,31 +746,93 @@ type hashed struct {
 	reason string // could not be read: the issue's reason
 }
 
+// hashJob is one file to store: the blob the base holds at its path, and
+// what reading it found.
+type hashJob struct {
+	rel    string
+	baseID string // "" when the base holds no blob there
+	h      hashed
+	st     fileStamp
+	read   bool // read now, not vouched for by the stat cache: remember it
+}
+
+// hashFiles stores the blobs of work-tree files, several at once (most of a
+// small file's time is opening, creating and renaming files), and notes
+// those it read in the stat cache.
+func (s *Store) hashFiles(ctx context.Context, e *inproc, base string, rels []string) ([]hashJob, error) {
+	jobs := make([]hashJob, len(rels))
+	for i, rel := range rels {
+		jobs[i].rel = rel
+		x, err := e.entryAt(ctx, s, base, rel)
+		if err != nil {
+			return nil, err
+		}
+		if x != nil && !x.IsTree() {
+			jobs[i].baseID = x.ID
+		}
+	}
+	parallel(len(jobs), func(i int) { s.hashFile(e, &jobs[i]) })
+	for _, j := range jobs {
+		if j.read {
+			e.cache.remember(j.rel, j.st, j.h.mode, j.h.id)
+		}
+	}
+	return jobs, nil
+}
+
+// parallel calls fn(0) … fn(n-1) from a few goroutines and waits for them.
+func parallel(n int, fn func(int)) {
+	workers := min(n, 2*runtime.GOMAXPROCS(0), 8)
+	if workers <= 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				fn(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 // hashFile stores the blob of a work-tree file (or finds it in the stat
-// cache) and returns its entry.
-func (s *Store) hashFile(ctx context.Context, e *inproc, base, rel string) hashed {
-	abs := filepath.Join(s.workTree, filepath.FromSlash(rel))
+// cache). It only reads the stat cache: hashFiles runs it from several
+// goroutines.
+func (s *Store) hashFile(e *inproc, j *hashJob) {
+	abs := filepath.Join(s.workTree, filepath.FromSlash(j.rel))
 	for attempt := 0; ; attempt++ {
 		f, err := platform.OpenRegular(abs)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, platform.ErrSymlink) || errors.Is(err, platform.ErrNotRegular) {
-				return hashed{gone: true}
+				j.h = hashed{gone: true}
+				return
 			}
-			return hashed{reason: gitOpenReason(rel, err)}
+			j.h = hashed{reason: gitOpenReason(j.rel, err)}
+			return
 		}
 		fi, err := f.Stat()
 		if err != nil {
 			f.Close()
-			return hashed{reason: err.Error()}
+			j.h = hashed{reason: err.Error()}
+			return
 		}
 		mode := uint32(gitobj.ModeFile)
 		if fi.Mode()&0o100 != 0 {
 			mode = gitobj.ModeExec
 		}
 		st := stampOf(fi)
-		if id, ok := e.cache.lookup(rel, st, mode); ok && e.known(ctx, s, base, rel, id) {
+		if id, ok := e.cache.lookup(j.rel, st, mode); ok && e.known(j.baseID, id) {
 			f.Close()
-			return hashed{mode: mode, id: id}
+			j.h = hashed{mode: mode, id: id}
+			return
 		}
 		id, err := e.db.WriteBlobFrom(f, fi.Size())
 		f.Close()
@@ -714,25 +840,54 @@ func (s *Store) hashFile(ctx context.Context, e *inproc, base, rel string) hashe
 			continue
 		}
 		if errors.Is(err, gitobj.ErrChanged) {
-			return hashed{reason: "changed while the checkpoint was sealed"}
+			j.h = hashed{reason: "changed while the checkpoint was sealed"}
+			return
 		}
 		if err != nil {
-			return hashed{reason: err.Error()}
+			j.h = hashed{reason: err.Error()}
+			return
 		}
-		e.cache.remember(rel, st, mode, id)
-		return hashed{mode: mode, id: id}
+		j.h, j.st, j.read = hashed{mode: mode, id: id}, st, true
+		return
 	}
 }
 
-// known reports whether blob id, which the stat cache vouches for at rel,
-// is surely in the store: the base holds it there, or it is stored loose
-// (a blob of a seal that failed may have been pruned since).
-func (e *inproc) known(ctx context.Context, s *Store, base, rel, id string) bool {
-	if x, err := e.entryAt(ctx, s, base, rel); err == nil && x != nil && x.ID == id {
+// known reports whether blob id, which the stat cache vouches for, is surely
+// in the store: the base holds it at that path (baseID), or it is stored
+// loose (a blob of a seal that failed may have been pruned since).
+func (e *inproc) known(baseID, id string) bool {
+	if baseID == id {
 		return true
 	}
 	_, err := os.Lstat(e.db.Path(id))
 	return err == nil
+}
+
+// ignoredNow takes check-ignore's answer, if it was left to come while the
+// files were read, and turns the ignored paths into removals, dropping what
+// was noted about them (as the git engine's dropIgnored does).
+func (s *Store) ignoredNow(e *inproc, p *stagePlan, edits map[string]edit) error {
+	if p.ignored == nil {
+		return nil
+	}
+	ig, err := p.ignored()
+	p.ignored = nil
+	if err != nil {
+		e.ign.stop()
+		e.ign = nil
+		return fmt.Errorf("%w: check-ignore: %v", errFallback, err)
+	}
+	if len(ig) == 0 {
+		return nil
+	}
+	for f := range ig {
+		edits[f] = edit{del: true}
+	}
+	keep := func(v []ckpt.PathIssue) []ckpt.PathIssue {
+		return slices.DeleteFunc(v, func(is ckpt.PathIssue) bool { return ig[is.Path] })
+	}
+	p.issues, p.skipped = keep(p.issues), keep(p.skipped)
+	return nil
 }
 
 // gitOpenReason words an open failure as git's update-index does.
@@ -778,6 +933,12 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 	if err != nil {
 		return "", false, counts, err
 	}
+	// An answer of check-ignore still under way is awaited however the seal ends.
+	defer func() {
+		if p.ignored != nil {
+			_, _ = p.ignored()
+		}
+	}()
 	edits := map[string]edit{}
 	for _, r := range p.remove {
 		edits[r] = edit{del: true}
@@ -790,8 +951,12 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 	todo := slices.Clone(p.add)
 	sort.Strings(todo)
 	for attempt := 0; len(todo) > 0; attempt++ {
-		for _, rel := range todo {
-			h := s.hashFile(ctx, e, base, rel)
+		jobs, err := s.hashFiles(ctx, e, base, todo)
+		if err != nil {
+			return "", false, counts, err
+		}
+		for _, j := range jobs {
+			rel, h := j.rel, j.h
 			switch {
 			case h.reason != "":
 				p.issues = append(p.issues, ckpt.PathIssue{Path: rel, Reason: h.reason})
@@ -805,8 +970,11 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 		}
 		todo = s.changedSinceRead(p, todo, attempt == 2)
 		for _, rel := range todo {
-			delete(e.cache.stats, rel) // its cached stat no longer vouches for it
+			e.cache.forget(rel) // its cached stat no longer vouches for it
 		}
+	}
+	if err := s.ignoredNow(e, p, edits); err != nil {
+		return "", false, counts, err
 	}
 	faultPoint("blob-written")
 	sortIssues(p.issues)
@@ -819,15 +987,35 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 	}
 	faultPoint("tree-written")
 
-	// The index now stands for tree plus the entries it lacks.
-	if err := e.diff(ctx, s, base, tree, "", func(q string, _, nw *gitobj.TreeEntry) {
+	// The index now stands for tree plus the entries it lacks. The record's
+	// counts compare with the parent's tree: the same walk when the base is
+	// that tree, as it is after a seal by either engine.
+	count := func(old, nw *gitobj.TreeEntry) {
+		switch {
+		case old == nil:
+			counts[0]++
+		case nw == nil:
+			counts[2]++
+		default:
+			counts[1]++
+		}
+	}
+	if err := e.diff(ctx, s, base, tree, "", func(q string, old, nw *gitobj.TreeEntry) {
 		if nw == nil {
-			e.cache.pending[q] = pendEntry{}
+			e.cache.setPending(q, pendEntry{})
 		} else {
-			e.cache.pending[q] = pendEntry{Mode: nw.Mode, ID: nw.ID}
+			e.cache.setPending(q, pendEntry{Mode: nw.Mode, ID: nw.ID})
+		}
+		if base == ptree {
+			count(old, nw)
 		}
 	}); err != nil {
 		return "", false, counts, err
+	}
+	if base != ptree {
+		if err := e.diff(ctx, s, ptree, tree, "", func(_ string, old, nw *gitobj.TreeEntry) { count(old, nw) }); err != nil {
+			return "", false, counts, err
+		}
 	}
 	e.cache.hdr.Base = tree
 	if err := s.saveStatCache(e.cache); err != nil {
@@ -866,56 +1054,74 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 	if hookBeforeUpdateRef != nil {
 		hookBeforeUpdateRef()
 	}
-	// Objects (and the stat cache) must be on disk before a ref names them.
+	mv, err := s.lockRef(e, rec.Ref, sha)
+	if err != nil {
+		return "", false, counts, fmt.Errorf("ref %s moved while sealing (another writer?); not overwritten: %w", rec.Ref, err)
+	}
+	defer mv.release()
+	// Objects, the stat cache and the ref's new value must be on disk before
+	// the ref names them: one flush for all of them.
 	if err := platform.SyncFS(s.gitDir); err != nil {
 		return "", false, counts, err
 	}
-	if err := e.diff(ctx, s, ptree, tree, "", func(_ string, old, nw *gitobj.TreeEntry) {
-		switch {
-		case old == nil:
-			counts[0]++
-		case nw == nil:
-			counts[2]++
-		default:
-			counts[1]++
-		}
-	}); err != nil {
-		return "", false, counts, err
-	}
-	if err := s.moveRef(ctx, e, rec.Ref, sha, oldTip, "cairn: "+string(req.Kind)+" "+rec.ID); err != nil {
+	if err := mv.finish(ctx, s, oldTip, "cairn: "+string(req.Kind)+" "+rec.ID); err != nil {
 		return "", false, counts, fmt.Errorf("ref %s moved while sealing (another writer?); not overwritten: %w", rec.Ref, err)
 	}
 	return sha, false, counts, nil
 }
 
-// moveRef moves ref with git's lock-file protocol; a ref HEAD points to, or
-// one outside cairn's own namespaces, is moved by git (its HEAD log too).
-func (s *Store) moveRef(ctx context.Context, e *inproc, ref, sha, old, msg string) error {
+// refMove is a ref update under way: the in-process engine's holds
+// <ref>.lock with the new value from lockRef to finish; one left to git
+// (lock nil) is done in finish by update-ref.
+type refMove struct {
+	e        *inproc
+	ref, sha string
+	lock     *gitobj.RefLock
+}
+
+// lockRef starts moving ref to sha with git's lock-file protocol, the lock
+// written but not flushed (the seal's syncfs does it). A ref HEAD points
+// to, or one outside cairn's own namespaces, is left to git (its HEAD log too).
+func (s *Store) lockRef(e *inproc, ref, sha string) (*refMove, error) {
+	mv := &refMove{e: e, ref: ref, sha: sha}
 	head, _ := readNoFollow(filepath.Join(s.gitDir, "HEAD"), maxSmallFile)
 	if !(strings.HasPrefix(ref, "refs/cairn/") || strings.HasPrefix(ref, "refs/heads/run-")) ||
 		strings.TrimSpace(strings.TrimPrefix(string(head), "ref:")) == ref {
-		_, err := s.git.Run(ctx, nil, "update-ref", "-m", msg, ref, sha, old)
-		faultPoint("ref-locked")
-		faultPoint("ref-renamed")
-		return err
+		return mv, nil
 	}
-	create := false
-	switch e.logAll {
-	case "always":
-		create = true
-	case "", "true", "yes", "on", "1":
-		create = strings.HasPrefix(ref, "refs/heads/") // core.bare is false: git logs branches
-	}
-	log := &gitobj.Reflog{Ident: e.ident, When: time.Now(), Message: msg, Create: create}
 	// Under the store lock only a killed seal leaves a lock in a plain
 	// store; the runtime writes a Hankweave store's refs itself.
 	stale := time.Duration(0)
 	if s.layout == LayoutHankweave {
 		stale = time.Minute
 	}
-	return gitobj.UpdateRef(s.gitDir, ref, sha, old, log, gitobj.Steps{
-		Locked:       func() { faultPoint("ref-locked") },
-		Renamed:      func() { faultPoint("ref-renamed") },
-		StaleLockAge: stale,
-	})
+	l, err := gitobj.LockRef(s.gitDir, ref, sha, stale, false)
+	if err != nil {
+		return nil, err
+	}
+	mv.lock = l
+	return mv, nil
 }
+
+// finish compares the ref with old and moves it, with msg in its reflog.
+func (mv *refMove) finish(ctx context.Context, s *Store, old, msg string) error {
+	if mv.lock == nil {
+		_, err := s.git.Run(ctx, nil, "update-ref", "-m", msg, mv.ref, mv.sha, old)
+		faultPoint("ref-locked")
+		faultPoint("ref-renamed")
+		return err
+	}
+	faultPoint("ref-locked")
+	create := false
+	switch mv.e.logAll {
+	case "always":
+		create = true
+	case "", "true", "yes", "on", "1":
+		create = strings.HasPrefix(mv.ref, "refs/heads/") // core.bare is false: git logs branches
+	}
+	log := &gitobj.Reflog{Ident: mv.e.ident, When: time.Now(), Message: msg, Create: create}
+	return mv.lock.Commit(old, log, func() { faultPoint("ref-renamed") })
+}
+
+// release removes a lock finish did not commit.
+func (mv *refMove) release() { mv.lock.Release() }

@@ -3,6 +3,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -95,6 +96,7 @@ func FuzzEngines(f *testing.F) {
 				}
 				changed = append(changed, p)
 			}
+			changed = nonNil(changed) // a step that named nothing is still incremental, not a full reconcile
 			g := mustSeal(t, gitSt, SealRequest{Kind: ckpt.KindManual, Changed: changed, engine: EngineGit})
 			in := mustSeal(t, inSt, SealRequest{Kind: ckpt.KindManual, Changed: changed})
 			if inSt.lastEngine != EngineInproc {
@@ -227,8 +229,67 @@ func TestStatCacheRacy(t *testing.T) {
 	if err != nil || d.hdr.Base != c.hdr.Base || len(d.stats) != len(c.stats) || len(d.pending) != len(c.pending) {
 		t.Fatalf("stat cache round trip: %v", err)
 	}
-	if _, err := decodeStatCache(append(c.encode(), 0)); err == nil {
-		t.Fatal("a damaged stat cache was accepted")
+	if _, err := decodeStatCache(c.encode()[:len(statCacheMagic)+10]); err == nil {
+		t.Fatal("a stat cache cut inside its first record was accepted")
+	}
+}
+
+// The stat cache is a journal: each save appends what changed; a torn last
+// record is dropped (with the stat entries), damage elsewhere refuses the
+// file; an entry as young as the file is smudged and stays gone.
+func TestStatCacheJournal(t *testing.T) {
+	t.Parallel()
+	_, st := newTestStore(t, Options{})
+	path := st.statCachePath()
+	c := newStatCache("sha1")
+	c.hdr.Base = strings.Repeat("1", 40)
+	c.remember("a", fileStamp{Size: 1, Mtime: 10, Ctime: 10, Ino: 1}, gitobj.ModeFile, strings.Repeat("a", 40))
+	c.setPending("p", pendEntry{Mode: gitobj.ModeFile, ID: strings.Repeat("b", 40)})
+	if err := st.saveStatCache(c); err != nil {
+		t.Fatal(err)
+	}
+	whole, _ := os.ReadFile(path)
+	// A second save appends; the entry younger than the file is smudged.
+	future := time.Now().Add(time.Hour).UnixNano()
+	c.remember("young", fileStamp{Size: 1, Mtime: future, Ctime: 10, Ino: 2}, gitobj.ModeFile, strings.Repeat("c", 40))
+	c.remember("b", fileStamp{Size: 2, Mtime: 20, Ctime: 20, Ino: 3}, gitobj.ModeExec, strings.Repeat("d", 40))
+	c.forget("a")
+	c.hdr.Base = strings.Repeat("2", 40)
+	if err := st.saveStatCache(c); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.stats["young"]; ok {
+		t.Fatal("an entry younger than the cache file was kept")
+	}
+	journal, _ := os.ReadFile(path)
+	if len(journal) <= len(whole) || !bytes.Equal(journal[:len(whole)], whole) {
+		t.Fatalf("the second save did not append (%d bytes, then %d)", len(whole), len(journal))
+	}
+	got := st.loadStatCache("sha1")
+	if got.hdr.Base != c.hdr.Base || len(got.stats) != 1 || got.stats["b"].ID != strings.Repeat("d", 40) || got.pending["p"].ID != strings.Repeat("b", 40) {
+		t.Fatalf("reloaded %+v %+v %+v", got.hdr, got.stats, got.pending)
+	}
+	// A save after the reload records the smudge, and a later load agrees.
+	c.remember("young", fileStamp{Size: 1, Mtime: future, Ctime: 10, Ino: 2}, gitobj.ModeFile, strings.Repeat("c", 40))
+	if err := st.saveStatCache(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.saveStatCache(c); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.loadStatCache("sha1"); len(got.stats) != 1 {
+		t.Fatalf("a smudged entry came back: %+v", got.stats)
+	}
+	// A torn last record: the state before it, without stat entries.
+	d, err := decodeStatCache(journal[:len(journal)-5])
+	if err != nil || d.hdr.Base != strings.Repeat("1", 40) || len(d.stats) != 0 || !d.whole {
+		t.Fatalf("torn tail: %v %+v", err, d)
+	}
+	// Damage before the last record refuses the whole file.
+	bad := bytes.Clone(journal)
+	bad[len(whole)-40] ^= 1
+	if _, err := decodeStatCache(bad); err == nil {
+		t.Fatal("a damaged record before the last was accepted")
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -79,6 +80,23 @@ func (s *Store) Position() string {
 
 func (s *Store) setPosition(sha string) {
 	_ = platform.WriteFileAtomic(filepath.Join(s.gitDir, cairnSubdir, "position"), []byte(sha+"\n"), 0o644)
+}
+
+// notePosition is setPosition for a seal, just before its ledger record is
+// appended: replaced atomically but not flushed, since the ledger's fsync
+// right after commits the file system's journal with it (docs/cairn-formats.md,
+// "Files"). A crash between the two leaves the position on a checkpoint whose
+// ref moved, which the next open records as recovered.
+func (s *Store) notePosition(sha string) {
+	path := filepath.Join(s.gitDir, cairnSubdir, "position")
+	tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
+	if err := createNoFollowTrunc(tmp, []byte(sha+"\n")); err != nil {
+		os.Remove(tmp)
+		return
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+	}
 }
 
 // refTip reads a full ref name from the store's files (a loose ref, else

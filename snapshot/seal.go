@@ -220,11 +220,12 @@ func (s *Store) complete(req SealRequest, rec ckpt.Record, sha, parent string, c
 		rec.Issues = dedupeIssues(append([]ckpt.PathIssue(nil), req.Racy...))
 	}
 	rec.DurationMS = time.Since(start).Milliseconds()
+	if req.Kind != ckpt.KindPreRestore { // a restore sets the position itself
+		s.notePosition(rec.SHA)
+	}
+	faultPoint("position")
 	if err := s.appendRecord(rec); err != nil {
 		return rec, err
-	}
-	if req.Kind != ckpt.KindPreRestore { // a restore sets the position itself
-		s.setPosition(rec.SHA)
 	}
 	faultPoint("ledger")
 	return rec, nil

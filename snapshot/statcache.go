@@ -2,15 +2,19 @@ package snapshot
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	binenc "encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/cairn-dev/cairn/platform"
 )
 
 // The in-process engine's stat cache (docs/cairn-formats.md, "The stat
@@ -22,10 +26,12 @@ import (
 //     last written, applied to the index before git next reads it;
 //   - stats: for files the engine hashed, the stat data and blob, so a
 //     path named again unchanged is not read again.
-// It is written whole, atomically, before the ref moves (the file system
-// flush before the ref covers it, as it covers git's index).
+// The file is a journal: a whole-cache record, then one record per save
+// with what changed, each checksummed; it is rewritten whole when it grows
+// long. A seal saves it before the ref moves (the file system flush before
+// the ref covers it, as it covers git's index).
 
-const statCacheMagic = "cairn-statcache 1\n"
+const statCacheMagic = "cairn-statcache 2\n"
 
 // statCacheMax bounds the stat entries kept (the most recently hashed):
 // they only spare re-reading files named again.
@@ -34,6 +40,13 @@ const statCacheMax = 4096
 // pendingSyncMax is how many pending entries make a seal write them into
 // the index at its end, so the cache stays small.
 const pendingSyncMax = 4096
+
+// The journal is rewritten whole when it holds more than this many records,
+// or grows past twice its size when last rewritten plus statJournalSlack.
+const (
+	statJournalMax   = 1024
+	statJournalSlack = 256 << 10
+)
 
 type fileStamp struct {
 	Size  int64  `json:"size"`
@@ -83,10 +96,19 @@ type statCache struct {
 	// file is the cache file's own stamp as last read or written: another
 	// process's write shows as a change. Its mtime is the racy-git bound.
 	file fileStamp
+	// What changed since the file was written, for the next record.
+	dirtyPend map[string]bool
+	dirtyStat map[string]bool // set or removed: the map says which
+	// whole makes the next save rewrite the file: nothing valid on disk, the
+	// pending entries cleared, a torn record dropped, or a long journal.
+	whole    bool
+	records  int   // records in the file
+	wholeLen int64 // the file's size when it was last written whole
 }
 
 func newStatCache(format string) *statCache {
-	return &statCache{hdr: statHeader{Format: format}, pending: map[string]pendEntry{}, stats: map[string]statEntry{}}
+	return &statCache{hdr: statHeader{Format: format}, pending: map[string]pendEntry{}, stats: map[string]statEntry{},
+		dirtyPend: map[string]bool{}, dirtyStat: map[string]bool{}, whole: true}
 }
 
 // lookup returns the blob of rel if the cache vouches for a file with this
@@ -104,6 +126,48 @@ func (c *statCache) lookup(rel string, st fileStamp, mode uint32) (string, bool)
 func (c *statCache) remember(rel string, st fileStamp, mode uint32, id string) {
 	c.seq++
 	c.stats[rel] = statEntry{fileStamp: st, Mode: mode, ID: id, seq: c.seq}
+	c.dirtyStat[rel] = true
+}
+
+// forget drops the stat entry of rel: its file no longer matches it.
+func (c *statCache) forget(rel string) {
+	if _, ok := c.stats[rel]; ok {
+		delete(c.stats, rel)
+		c.dirtyStat[rel] = true
+	}
+}
+
+func (c *statCache) setPending(rel string, e pendEntry) {
+	c.pending[rel] = e
+	c.dirtyPend[rel] = true
+}
+
+// clearPending empties the pending entries (git's index took them).
+func (c *statCache) clearPending() {
+	clear(c.pending)
+	clear(c.dirtyPend)
+	c.whole = true
+}
+
+// smudgeRacy drops the stat entries written in the same tick as the cache
+// file (git smudges such index entries): as the file's mtime moves on they
+// would otherwise become trusted without the file being read again. only,
+// when set, limits the check to those paths (the ones just written).
+func (c *statCache) smudgeRacy(only map[string]bool) {
+	racy := func(e statEntry) bool { return e.Mtime >= c.file.Mtime || e.Ctime >= c.file.Mtime }
+	if only != nil {
+		for k := range only {
+			if e, ok := c.stats[k]; ok && racy(e) {
+				c.forget(k)
+			}
+		}
+		return
+	}
+	for k, e := range c.stats {
+		if racy(e) {
+			c.forget(k)
+		}
+	}
 }
 
 func (c *statCache) trim() {
@@ -118,26 +182,38 @@ func (c *statCache) trim() {
 	cut := seqs[len(seqs)-statCacheMax]
 	for k, e := range c.stats {
 		if e.seq < cut {
-			delete(c.stats, k)
+			c.forget(k)
 		}
 	}
 }
 
-// encode: magic, header JSON line, pending and stat sections, then the
-// SHA-256 of everything before it (a torn or damaged file is not trusted).
-func (c *statCache) encode() []byte {
+// Record kinds: a whole cache, or the changes since the record before.
+const (
+	recWhole = 'W'
+	recDelta = 'D'
+)
+
+// record encodes one journal record: its length, the body (kind, header
+// JSON, pending entries, stat entries set or removed), and the body's
+// SHA-256 (a torn or damaged record is not trusted).
+func (c *statCache) record(whole bool) []byte {
 	var b bytes.Buffer
-	b.WriteString(statCacheMagic)
-	h, _ := json.Marshal(c.hdr)
-	b.Write(h)
-	b.WriteByte('\n')
 	var tmp [binenc.MaxVarintLen64]byte
 	uv := func(v uint64) { b.Write(tmp[:binenc.PutUvarint(tmp[:], v)]) }
 	sv := func(v int64) { b.Write(tmp[:binenc.PutVarint(tmp[:], v)]) }
 	str := func(s string) { uv(uint64(len(s))); b.WriteString(s) }
-	keys := make([]string, 0, len(c.pending))
-	for k := range c.pending {
-		keys = append(keys, k)
+	kind := byte(recDelta)
+	if whole {
+		kind = recWhole
+	}
+	b.WriteByte(kind)
+	h, _ := json.Marshal(c.hdr)
+	str(string(h))
+	var keys []string
+	if whole {
+		keys = slices.Collect(maps.Keys(c.pending))
+	} else {
+		keys = slices.Collect(maps.Keys(c.dirtyPend))
 	}
 	slices.Sort(keys)
 	uv(uint64(len(keys)))
@@ -147,15 +223,22 @@ func (c *statCache) encode() []byte {
 		uv(uint64(e.Mode))
 		str(e.ID)
 	}
-	keys = keys[:0]
-	for k := range c.stats {
-		keys = append(keys, k)
+	if whole {
+		keys = slices.Collect(maps.Keys(c.stats))
+	} else {
+		keys = slices.Collect(maps.Keys(c.dirtyStat))
 	}
-	slices.SortFunc(keys, func(a, b string) int { return int(c.stats[a].seq) - int(c.stats[b].seq) })
+	// In the order they were hashed: the decoder's order is the age trim keeps.
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(c.stats[a].seq, c.stats[b].seq) })
 	uv(uint64(len(keys)))
 	for _, k := range keys {
-		e := c.stats[k]
 		str(k)
+		e, ok := c.stats[k]
+		if !ok {
+			b.WriteByte(0) // removed
+			continue
+		}
+		b.WriteByte(1)
 		uv(uint64(e.Mode))
 		str(e.ID)
 		sv(e.Size)
@@ -163,31 +246,78 @@ func (c *statCache) encode() []byte {
 		sv(e.Ctime)
 		uv(e.Ino)
 	}
-	sum := sha256.Sum256(b.Bytes())
-	b.Write(sum[:])
-	return b.Bytes()
+	body := b.Bytes()
+	out := make([]byte, 0, len(body)+binenc.MaxVarintLen64+sha256.Size)
+	out = binenc.AppendUvarint(out, uint64(len(body)))
+	out = append(out, body...)
+	sum := sha256.Sum256(body)
+	return append(out, sum[:]...)
+}
+
+// encode is the whole cache as a file: the magic and one whole record.
+func (c *statCache) encode() []byte {
+	return append([]byte(statCacheMagic), c.record(true)...)
 }
 
 var errBadStatCache = errors.New("stat cache damaged")
 
+// decodeStatCache reads a journal. A last record cut short or failing its
+// checksum is an append a crash interrupted before the file system flush
+// (so before any ref named what it recorded): it is dropped, with every
+// stat entry (a racy entry's removal may have been in it), and the next
+// save rewrites the file. A bad record anywhere else, or a bad first one,
+// is damage: the whole cache is refused.
 func decodeStatCache(data []byte) (*statCache, error) {
-	if len(data) < len(statCacheMagic)+sha256.Size || !bytes.HasPrefix(data, []byte(statCacheMagic)) {
+	if !bytes.HasPrefix(data, []byte(statCacheMagic)) {
 		return nil, errBadStatCache
 	}
-	body, sum := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
-	if s := sha256.Sum256(body); !bytes.Equal(s[:], sum) {
-		return nil, errBadStatCache
-	}
-	body = body[len(statCacheMagic):]
-	line, rest, ok := bytes.Cut(body, []byte{'\n'})
-	if !ok {
-		return nil, errBadStatCache
-	}
+	rest := data[len(statCacheMagic):]
 	c := newStatCache("")
-	if err := json.Unmarshal(line, &c.hdr); err != nil {
-		return nil, errBadStatCache
+	c.whole = false
+	for n := 0; len(rest) > 0; n++ {
+		size, k := binenc.Uvarint(rest)
+		end := uint64(k) + size + sha256.Size
+		if k <= 0 || end > uint64(len(rest)) {
+			if n == 0 {
+				return nil, errBadStatCache
+			}
+			c.dropTail()
+			break
+		}
+		body := rest[k : uint64(k)+size]
+		sum := sha256.Sum256(body)
+		if !bytes.Equal(sum[:], rest[uint64(k)+size:end]) {
+			if n == 0 || end < uint64(len(rest)) {
+				return nil, errBadStatCache
+			}
+			c.dropTail()
+			break
+		}
+		if err := c.apply(body, n == 0); err != nil {
+			return nil, err
+		}
+		rest = rest[end:]
+		c.records++
 	}
-	r := bytes.NewReader(rest)
+	if c.records == 1 {
+		c.wholeLen = int64(len(data))
+	} else {
+		c.wholeLen = -1 // unknown: compact at the next size check
+	}
+	clear(c.dirtyPend)
+	clear(c.dirtyStat)
+	return c, nil
+}
+
+func (c *statCache) dropTail() {
+	clear(c.stats)
+	c.whole = true
+}
+
+// apply decodes one record's body (its checksum verified) into c; the first
+// record must be whole.
+func (c *statCache) apply(body []byte, first bool) error {
+	r := bytes.NewReader(body)
 	var bad bool
 	uv := func() uint64 {
 		v, err := binenc.ReadUvarint(r)
@@ -209,12 +339,29 @@ func decodeStatCache(data []byte) (*statCache, error) {
 		r.Read(s)
 		return string(s)
 	}
+	kind, err := r.ReadByte()
+	if err != nil || kind != recWhole && kind != recDelta || first != (kind == recWhole) {
+		return errBadStatCache
+	}
+	var hdr statHeader
+	if err := json.Unmarshal([]byte(str()), &hdr); bad || err != nil {
+		return errBadStatCache
+	}
+	c.hdr = hdr
 	for n := uv(); n > 0 && !bad; n-- {
 		k := str()
 		c.pending[k] = pendEntry{Mode: uint32(uv()), ID: str()}
 	}
 	for n := uv(); n > 0 && !bad; n-- {
 		k := str()
+		op, err := r.ReadByte()
+		if err != nil || op > 1 {
+			return errBadStatCache
+		}
+		if op == 0 {
+			delete(c.stats, k)
+			continue
+		}
 		e := statEntry{Mode: uint32(uv()), ID: str()}
 		e.Size, e.Mtime, e.Ctime, e.Ino = sv(), sv(), sv(), uv()
 		c.seq++
@@ -222,9 +369,9 @@ func decodeStatCache(data []byte) (*statCache, error) {
 		c.stats[k] = e
 	}
 	if bad || r.Len() != 0 {
-		return nil, errBadStatCache
+		return errBadStatCache
 	}
-	return c, nil
+	return nil
 }
 
 func (s *Store) statCachePath() string { return filepath.Join(s.gitDir, cairnSubdir, "statcache") }
@@ -237,6 +384,7 @@ func (s *Store) loadStatCache(format string) *statCache {
 	if err == nil {
 		if c, err := decodeStatCache(b); err == nil && c.hdr.Format == format {
 			c.file, _ = stampFile(path)
+			c.smudgeRacy(nil) // the last record's, written in the file's last tick; the next record removes them
 			return c
 		}
 	}
@@ -245,21 +393,66 @@ func (s *Store) loadStatCache(format string) *statCache {
 	return c
 }
 
-// saveStatCache writes the cache atomically, without an fsync of its own:
-// the seal's file-system flush before the ref moves covers it.
+// saveStatCache appends what changed since the last save as one record,
+// or writes the whole cache through a temporary file and a rename when the
+// journal should start over. No fsync of its own: the seal's file-system
+// flush before the ref moves covers it.
 func (s *Store) saveStatCache(c *statCache) error {
 	c.trim()
 	path := s.statCachePath()
-	tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
-	if err := createNoFollowTrunc(tmp, c.encode()); err != nil {
-		return fmt.Errorf("write the stat cache: %w", err)
+	whole := c.whole || c.records >= statJournalMax || c.file.Size > 2*c.wholeLen+statJournalSlack
+	if !whole {
+		if st, ok := stampFile(path); !ok || st != c.file {
+			whole = true // not the file last read or written
+		}
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write the stat cache: %w", err)
+	written := c.dirtyStat
+	if whole {
+		data := c.encode()
+		tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
+		if err := createNoFollowTrunc(tmp, data); err != nil {
+			return fmt.Errorf("write the stat cache: %w", err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			os.Remove(tmp)
+			return fmt.Errorf("write the stat cache: %w", err)
+		}
+		c.file, _ = stampFile(path)
+		c.whole, c.records, c.wholeLen = false, 1, int64(len(data))
+		written = nil // every entry was written now
+	} else {
+		st, err := appendNoFollow(path, c.record(false))
+		if err != nil {
+			c.whole = true // the tail may hold part of a record
+			return fmt.Errorf("write the stat cache: %w", err)
+		}
+		c.file = st
+		c.records++
 	}
-	c.file, _ = stampFile(path)
+	c.dirtyPend, c.dirtyStat = map[string]bool{}, map[string]bool{}
+	c.smudgeRacy(written)
 	return nil
+}
+
+// appendNoFollow appends data to the file at path (never through a
+// symbolic link) and returns its stamp afterwards.
+func appendNoFollow(path string, data []byte) (fileStamp, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|platform.NoFollow, 0)
+	if err != nil {
+		return fileStamp{}, err
+	}
+	_, err = f.Write(data)
+	var fi os.FileInfo
+	if err == nil {
+		fi, err = f.Stat()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fileStamp{}, err
+	}
+	return stampOf(fi), nil
 }
 
 // createNoFollowTrunc writes data to path, replacing a file there but never

@@ -10,7 +10,6 @@ import (
 	"bufio"
 	"bytes"
 	"compress/zlib"
-	"crypto/rand"
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
@@ -19,8 +18,10 @@ import (
 	"hash"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -108,12 +109,74 @@ func (d *DB) freshen(id string) bool {
 // ref names the object, as git does with core.fsync=reference.
 func (d *DB) Write(typ string, data []byte) (string, error) {
 	id := d.Format.Hash(typ, data)
-	if d.freshen(id) {
-		return id, nil
+	return id, d.writeKnown(Object{ID: id, Type: typ, Data: data})
+}
+
+// Object is an object to store, its id already computed (Format.Hash).
+type Object struct {
+	ID   string
+	Type string
+	Data []byte
+}
+
+// WriteAll stores objects as Write does, several at once: most of the time
+// of a small object goes to creating and renaming its file, which overlaps
+// across goroutines (and compression across cores). It returns when every
+// write has ended, with the first error.
+func (d *DB) WriteAll(objs []Object) error {
+	workers := min(len(objs), writers())
+	if workers <= 1 {
+		for _, o := range objs {
+			if err := d.writeKnown(o); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	return id, d.writeLoose(id, func(w io.Writer) error {
-		writeHeader(w, typ, int64(len(data)))
-		_, err := w.Write(data)
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		next  int
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				next++
+				stop := first != nil || i >= len(objs)
+				mu.Unlock()
+				if stop {
+					return
+				}
+				if err := d.writeKnown(objs[i]); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// writers is how many object writes run at once: twice the usable cores,
+// since each spends much of its time in system calls.
+func writers() int { return min(2*runtime.GOMAXPROCS(0), 8) }
+
+func (d *DB) writeKnown(o Object) error {
+	if d.freshen(o.ID) {
+		return nil
+	}
+	return d.writeLoose(o.ID, func(w io.Writer) error {
+		writeHeader(w, o.Type, int64(len(o.Data)))
+		_, err := w.Write(o.Data)
 		return err
 	})
 }
@@ -139,12 +202,12 @@ func (d *DB) writeLoose(id string, body func(io.Writer) error) error {
 }
 
 // createTemp makes a tmp_obj_* file, the name git uses (and cairn sweeps
-// after a failed write).
+// after a failed write). The name only has to be new (O_EXCL checks it), so
+// it comes from the runtime's generator rather than the kernel's.
 func createTemp(dir string) (*os.File, error) {
-	var rnd [6]byte
 	for range 10 {
-		_, _ = rand.Read(rnd[:])
-		f, err := os.OpenFile(filepath.Join(dir, "tmp_obj_"+hex.EncodeToString(rnd[:])), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o444)
+		name := "tmp_obj_" + strconv.FormatUint(rand.Uint64()>>16, 36)
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o444)
 		if !errors.Is(err, fs.ErrExist) {
 			return f, err
 		}
@@ -211,10 +274,30 @@ func finalize(tmp *os.File, final, id string) error {
 	return nil
 }
 
-// WriteBlobFrom stores a blob of exactly size bytes read from r, hashing and
-// compressing in one pass (a file is read once, so the id always names the
-// bytes stored). ErrChanged means r held another number of bytes.
+// smallBlob is the size up to which WriteBlobFrom reads a blob whole before
+// storing it, as git does: its id is then known first, so a blob already
+// stored costs no new file, and the temporary file goes into the object's
+// own folder instead of the one all larger blobs share.
+const smallBlob = 1 << 20
+
+// WriteBlobFrom stores a blob of exactly size bytes read from r. A file is
+// read once (whole when small; else hashed and compressed in one pass), so
+// the id always names the bytes stored. ErrChanged means r held another
+// number of bytes.
 func (d *DB) WriteBlobFrom(r io.Reader, size int64) (string, error) {
+	if size <= smallBlob {
+		data := make([]byte, size)
+		if _, err := io.ReadFull(r, data); err == io.EOF || err == io.ErrUnexpectedEOF {
+			return "", ErrChanged
+		} else if err != nil {
+			return "", fmt.Errorf("write blob: %w", err)
+		}
+		if moreThan(r) {
+			return "", ErrChanged
+		}
+		id := d.Format.Hash("blob", data)
+		return id, d.writeKnown(Object{ID: id, Type: "blob", Data: data})
+	}
 	tmp, err := createTemp(d.Dir)
 	if err != nil {
 		return "", fmt.Errorf("write blob: %w", err)

@@ -93,48 +93,77 @@ type Steps struct {
 // append the reflog entry, and rename the lock over the ref. On a mismatch
 // the lock is removed and ErrRefMoved returned.
 func UpdateRef(gitDir, ref, newID, oldID string, log *Reflog, steps Steps) error {
-	if !isHex(newID) || !isHex(oldID) || !strings.HasPrefix(ref, "refs/") || strings.Contains(ref, "..") {
-		return fmt.Errorf("update %s: bad arguments", ref)
+	l, err := LockRef(gitDir, ref, newID, steps.StaleLockAge, true)
+	if err != nil {
+		return err
+	}
+	defer l.Release()
+	if steps.Locked != nil {
+		steps.Locked()
+	}
+	return l.Commit(oldID, log, steps.Renamed)
+}
+
+// RefLock is a ref's <ref>.lock, taken and holding the new value, until
+// Commit renames it over the ref or Release removes it.
+type RefLock struct {
+	gitDir, ref, path, lock, newID string
+	done                           bool
+}
+
+// LockRef creates <ref>.lock exclusively and writes newID into it, fsynced
+// when sync is set. Without it the caller must flush the file system before
+// Commit, as a seal does once for its objects and the lock together. A lock
+// at least staleAge old is taken for a crashed writer's and removed (0: any).
+func LockRef(gitDir, ref, newID string, staleAge time.Duration, sync bool) (*RefLock, error) {
+	if !isHex(newID) || !strings.HasPrefix(ref, "refs/") || strings.Contains(ref, "..") {
+		return nil, fmt.Errorf("update %s: bad arguments", ref)
 	}
 	path := filepath.Join(gitDir, filepath.FromSlash(ref))
 	lock := path + ".lock"
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("update %s: %w", ref, err)
+		return nil, fmt.Errorf("update %s: %w", ref, err)
 	}
 	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
-		if fi, serr := os.Lstat(lock); serr == nil && time.Since(fi.ModTime()) >= steps.StaleLockAge {
+		if fi, serr := os.Lstat(lock); serr == nil && time.Since(fi.ModTime()) >= staleAge {
 			os.Remove(lock)
 			f, err = os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		}
 	}
 	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("update %s: %w: %s exists (another writer?)", ref, ErrRefLocked, lock)
+		return nil, fmt.Errorf("update %s: %w: %s exists (another writer?)", ref, ErrRefLocked, lock)
 	} else if err != nil {
-		return fmt.Errorf("update %s: %w", ref, err)
+		return nil, fmt.Errorf("update %s: %w", ref, err)
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			os.Remove(lock)
-		}
-	}()
 	_, err = f.Write([]byte(newID + "\n"))
-	if err == nil {
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("update %s: %w", ref, err)
+		os.Remove(lock)
+		return nil, fmt.Errorf("update %s: %w", ref, err)
 	}
-	if steps.Locked != nil {
-		steps.Locked()
+	return &RefLock{gitDir: gitDir, ref: ref, path: path, lock: lock, newID: newID}, nil
+}
+
+// Commit compares the ref's current value (loose, else packed) with oldID,
+// appends the reflog entry and renames the lock over the ref; renamed, when
+// set, is called right after. On a mismatch it returns ErrRefMoved and the
+// ref is untouched (Release removes the lock).
+func (l *RefLock) Commit(oldID string, log *Reflog, renamed func()) error {
+	if l.done {
+		return fmt.Errorf("update %s: lock already released", l.ref)
 	}
-	cur, exists, err := ReadRef(gitDir, ref)
+	if !isHex(oldID) {
+		return fmt.Errorf("update %s: bad arguments", l.ref)
+	}
+	cur, exists, err := ReadRef(l.gitDir, l.ref)
 	if err != nil {
-		return fmt.Errorf("update %s: %w", ref, err)
+		return fmt.Errorf("update %s: %w", l.ref, err)
 	}
 	zero := strings.Trim(oldID, "0") == ""
 	if zero && exists || !zero && cur != oldID {
@@ -146,21 +175,29 @@ func UpdateRef(gitDir, ref, newID, oldID string, log *Reflog, steps Steps) error
 		if zero {
 			want = "nothing"
 		}
-		return fmt.Errorf("update %s: %w: it holds %s, expected %s", ref, ErrRefMoved, have, want)
+		return fmt.Errorf("update %s: %w: it holds %s, expected %s", l.ref, ErrRefMoved, have, want)
 	}
 	if log != nil {
-		if err := appendReflog(gitDir, ref, oldID, newID, log); err != nil {
-			return fmt.Errorf("update %s: reflog: %w", ref, err)
+		if err := appendReflog(l.gitDir, l.ref, oldID, l.newID, log); err != nil {
+			return fmt.Errorf("update %s: reflog: %w", l.ref, err)
 		}
 	}
-	if err := os.Rename(lock, path); err != nil {
-		return fmt.Errorf("update %s: %w", ref, err)
+	if err := os.Rename(l.lock, l.path); err != nil {
+		return fmt.Errorf("update %s: %w", l.ref, err)
 	}
-	committed = true
-	if steps.Renamed != nil {
-		steps.Renamed()
+	l.done = true
+	if renamed != nil {
+		renamed()
 	}
 	return nil
+}
+
+// Release removes the lock unless Commit renamed it; safe to call twice.
+func (l *RefLock) Release() {
+	if l != nil && !l.done {
+		os.Remove(l.lock)
+		l.done = true
+	}
 }
 
 // appendReflog writes one line as git's files backend does:

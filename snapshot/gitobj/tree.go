@@ -2,6 +2,7 @@ package gitobj
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -45,23 +46,41 @@ func ParseTree(data []byte, f Format) ([]TreeEntry, error) {
 		if nul < 0 || len(data) < nul+1+f.Size {
 			return nil, fmt.Errorf("tree: truncated entry")
 		}
-		out = append(out, TreeEntry{Mode: uint32(mode), Name: string(data[:nul]), ID: hex.EncodeToString(data[nul+1 : nul+1+f.Size])})
+		e := TreeEntry{Mode: uint32(mode), Name: string(data[:nul]), ID: hex.EncodeToString(data[nul+1 : nul+1+f.Size])}
+		if len(out) > 0 && CompareEntries(out[len(out)-1], e) >= 0 {
+			return nil, fmt.Errorf("tree: entries not in git's order at %q", e.Name)
+		}
+		out = append(out, e)
 		data = data[nul+1+f.Size:]
 	}
 	return out, nil
 }
 
-// SortTree puts entries in git's order: by name, a tree's name compared as
-// if it ended in '/'.
+// SortTree puts entries in git's order (CompareEntries).
 func SortTree(entries []TreeEntry) {
-	slices.SortFunc(entries, func(a, b TreeEntry) int { return strings.Compare(sortKey(a), sortKey(b)) })
+	slices.SortFunc(entries, CompareEntries)
 }
 
-func sortKey(e TreeEntry) string {
-	if e.IsTree() {
-		return e.Name + "/"
+// CompareEntries is git's order of tree entries: by name, a tree's name
+// compared as if it ended in '/'. Parsed and encoded trees are in it.
+func CompareEntries(a, b TreeEntry) int {
+	n := min(len(a.Name), len(b.Name))
+	if c := strings.Compare(a.Name[:n], b.Name[:n]); c != 0 {
+		return c
 	}
-	return e.Name
+	return cmp.Compare(nextByte(a, n), nextByte(b, n))
+}
+
+// nextByte is the byte of e's sort key at i, past its name: '/' for a
+// tree, nothing (-1) otherwise.
+func nextByte(e TreeEntry, i int) int {
+	switch {
+	case i < len(e.Name):
+		return int(e.Name[i])
+	case i == len(e.Name) && e.IsTree():
+		return '/'
+	}
+	return -1
 }
 
 // EncodeTree encodes entries (sorted here) as a tree object's content.

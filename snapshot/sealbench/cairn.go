@@ -17,10 +17,12 @@ type cairnStore struct {
 }
 
 // openCairn opens (creating it if need be) the plain-layout store of
-// workTree under stateDir. Opening is never timed: a store is opened once per
-// workspace, sealed many times.
+// workTree under stateDir, its incremental seals by the in-process engine
+// (named: the default engine is git, which the other store measures).
+// Opening is never timed: a store is opened once per workspace, sealed many
+// times.
 func openCairn(ctx context.Context, workTree, stateDir string) (*cairnStore, error) {
-	return openCairnEngine(ctx, workTree, stateDir, "")
+	return openCairnEngine(ctx, workTree, stateDir, snapshot.EngineInproc)
 }
 
 // openCairnEngine is openCairn with the engine of incremental seals named

@@ -150,7 +150,7 @@ func runRestore(ctx context.Context, cfg RestoreConfig, env *gitEnv, root string
 
 	logf("%d files: sealing X, changing %d files, sealing Y", n, cfg.Changed)
 	start = time.Now()
-	cs, err := openCairn(ctx, cairnTree, filepath.Join(root, "cairn", "state"))
+	cs, err := openCairnEngine(ctx, cairnTree, filepath.Join(root, "cairn", "state"), "") // the default engine, as the daemon runs
 	if err != nil {
 		return err
 	}
