@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/cairn-dev/cairn/platform"
+	"github.com/cairn-dev/cairn/snapshot/gitobj"
 )
 
 // Refs and the position: where a checkpoint goes and what it follows.
@@ -103,26 +102,11 @@ func (s *Store) notePosition(sha string) {
 // packed-refs) without starting git: it is on the path of every seal. The
 // compare-and-swap in update-ref still guards the write.
 func (s *Store) refTip(ctx context.Context, ref string) (string, bool) {
-	if b, err := readNoFollow(filepath.Join(s.gitDir, filepath.FromSlash(ref)), maxSmallFile); err == nil {
-		if sha := strings.TrimSpace(string(b)); isHexSHA(sha) {
-			return sha, true
-		}
-		return s.resolve(ctx, ref) // symbolic or odd: let git say
-	} else if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-		return s.resolve(ctx, ref)
+	sha, ok, err := gitobj.ReadRef(s.gitDir, ref)
+	if err != nil {
+		return s.resolve(ctx, ref) // symbolic, a link, or huge: let git say
 	}
-	packed, err := readNoFollow(filepath.Join(s.gitDir, "packed-refs"), platform.MaxRuntimeFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", false
-	} else if err != nil {
-		return s.resolve(ctx, ref) // a link, or huge: let git say
-	}
-	for _, line := range strings.Split(string(packed), "\n") {
-		if sha, name, ok := strings.Cut(line, " "); ok && name == ref && isHexSHA(sha) {
-			return sha, true
-		}
-	}
-	return "", false
+	return sha, ok
 }
 
 func isHexSHA(s string) bool {

@@ -71,12 +71,18 @@ func (r *Repo) lock() (unlock func(), err error) {
 // rebuilt the same way.
 func (r *Repo) load(ctx context.Context) ([]Entry, error) {
 	path := r.ListPath()
-	data, err := os.ReadFile(path)
-	if err == nil {
+	// The file is in the user's workspace: never followed, never waited on
+	// (a FIFO), never read past a bound. One that is not a plain file of a
+	// sane size is treated like one that does not parse.
+	data, err := platform.ReadFileCapped(path, platform.MaxRuntimeFile)
+	unusable := errors.Is(err, platform.ErrNotRegular) || errors.Is(err, platform.ErrTooLarge) || errors.Is(err, platform.ErrSymlink)
+	if err == nil || unusable {
 		var entries []Entry
-		if err = json.Unmarshal(data, &entries); err == nil {
-			sortEntries(entries)
-			return entries, nil
+		if err == nil {
+			if err = json.Unmarshal(data, &entries); err == nil {
+				sortEntries(entries)
+				return entries, nil
+			}
 		}
 		aside := fmt.Sprintf("%s.bad-%d", path, r.Now().Unix())
 		if rerr := os.Rename(path, aside); rerr != nil {

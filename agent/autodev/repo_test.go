@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -531,5 +532,57 @@ func TestAutodevHooksNeverRun(t *testing.T) {
 	after := snap(t, dir)
 	if after.config != before.config || after.hooks != before.hooks {
 		t.Fatal("config or hooks changed")
+	}
+}
+
+// TestAutodevListAsAnAttackerLeavesIt: checkpoints.json replaced by a FIFO
+// (which a plain read waits on for ever) or by a link to another file: the
+// list is rebuilt from git, the odd file is moved aside, and the link's
+// target is neither read nor written.
+func TestAutodevListAsAnAttackerLeavesIt(t *testing.T) {
+	ctx := context.Background()
+	for _, kind := range []string{"fifo", "symlink"} {
+		t.Run(kind, func(t *testing.T) {
+			dir, r, _ := restoreFixture(t)
+			want, err := r.List(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(r.ListPath()); err != nil {
+				t.Fatal(err)
+			}
+			secret := filepath.Join(t.TempDir(), "secret.json")
+			write(t, secret, "[]")
+			switch kind {
+			case "fifo":
+				if err := syscall.Mkfifo(r.ListPath(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			case "symlink":
+				if err := os.Symlink(secret, r.ListPath()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			done := make(chan struct{})
+			var got autodev.Listing
+			go func() {
+				got, err = open(t, dir).List(ctx)
+				close(done)
+			}()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("reading the list waited on the file")
+			}
+			if err != nil || len(got.Entries) != len(want.Entries) {
+				t.Fatalf("list %+v, %v; want %d entries rebuilt", got.Entries, err, len(want.Entries))
+			}
+			if fi, err := os.Lstat(r.ListPath()); err != nil || !fi.Mode().IsRegular() {
+				t.Errorf("the rebuilt list is not a plain file: %v %v", fi, err)
+			}
+			if read(t, secret) != "[]" {
+				t.Error("the link's target was written")
+			}
+		})
 	}
 }

@@ -187,7 +187,7 @@ func (p *Pusher) remoteGit() *snapshot.Git {
 }
 
 func (p *Pusher) readState() (*State, bool) {
-	b, err := os.ReadFile(p.statePath())
+	b, err := platform.ReadFileCapped(p.statePath(), 16<<20) // in the store: never followed, bounded
 	if err != nil {
 		return nil, false
 	}

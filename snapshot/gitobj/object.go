@@ -25,6 +25,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/cairn-dev/cairn/platform"
 )
 
 // Format is a repository's object format: which hash names its objects.
@@ -347,7 +349,7 @@ func (d *DB) Read(id string) (typ string, data []byte, err error) {
 	if len(id) != d.Format.HexLen() {
 		return "", nil, fmt.Errorf("object id %q: want %d hex digits", id, d.Format.HexLen())
 	}
-	f, err := os.Open(d.Path(id))
+	f, err := platform.OpenRegular(d.Path(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil, ErrNotFound
 	} else if err != nil {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cairn-dev/cairn/platform"
 )
 
 // ErrRefMoved means the ref did not hold the value a compare-and-swap
@@ -23,8 +25,11 @@ var ErrRefLocked = errors.New("ref locked")
 // ReadRef reads a full ref name from the files backend: the loose file, else
 // packed-refs. ok is false when the ref does not exist. A symbolic ref or
 // anything unexpected is an error: the caller lets git answer.
+//
+// A Hankweave store lies in a folder its user controls: neither file is
+// followed through a link, waited on (a FIFO) or read past a bound.
 func ReadRef(gitDir, ref string) (id string, ok bool, err error) {
-	b, err := os.ReadFile(filepath.Join(gitDir, filepath.FromSlash(ref)))
+	b, err := platform.ReadFileCapped(filepath.Join(gitDir, filepath.FromSlash(ref)), 4<<10)
 	switch {
 	case err == nil:
 		v := strings.TrimSpace(string(b))
@@ -33,12 +38,12 @@ func ReadRef(gitDir, ref string) (id string, ok bool, err error) {
 		}
 		return v, true, nil
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
-	case errors.Is(err, syscall.EISDIR):
-		return "", false, nil
+	case errors.Is(err, syscall.EISDIR) || errors.Is(err, platform.ErrNotRegular) && isDir(filepath.Join(gitDir, filepath.FromSlash(ref))):
+		return "", false, nil // a folder of refs, not a ref
 	default:
 		return "", false, err
 	}
-	f, err := os.Open(filepath.Join(gitDir, "packed-refs"))
+	f, err := platform.OpenRegular(filepath.Join(gitDir, "packed-refs"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", false, nil
 	} else if err != nil {
@@ -250,4 +255,9 @@ func ReflogMessage(msg string) string {
 		b.WriteByte(c)
 	}
 	return strings.TrimRight(b.String(), " ")
+}
+
+func isDir(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.IsDir()
 }
