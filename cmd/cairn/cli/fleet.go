@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -173,8 +174,18 @@ func runFleetFetch(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	created := false
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		mkdir := os.MkdirAll
+		if os.Geteuid() == 0 {
+			// Root creates only the last folder, in a parent that is root's
+			// own and reached through no link (notAsRootFor), never a path
+			// through a user's folders.
+			if err := notAsRootFor(filepath.Dir(dir)); err != nil {
+				return err
+			}
+			mkdir = os.Mkdir
+		}
+		if err := mkdir(dir, 0o755); err != nil {
 			return err
 		}
 		created = true

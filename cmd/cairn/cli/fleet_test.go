@@ -582,3 +582,27 @@ func TestFleetFetchRefusesWatched(t *testing.T) {
 	other := t.TempDir()
 	mustCairn(t, env, "fleet", "fetch", "--socket", sock, "--remote", r.path, "--from", "alpha/"+r.alphaM.Key, other)
 }
+
+// TestFleetFetchAsRootCreatesNothingInAUsersFolder: root fetching into a
+// folder that does not exist yet, inside a folder another user owns, is
+// refused before anything is created there (root never acts on a user's
+// folders itself).
+func TestFleetFetchAsRootCreatesNothingInAUsersFolder(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: chowns a folder to another uid")
+	}
+	r := newFleetRemote(t)
+	users := t.TempDir()
+	if err := os.Chown(users, 12345, 12345); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"CAIRN_STATE_DIR=" + filepath.Join(t.TempDir(), "state"), "CAIRN_SOCKET=" + filepath.Join(t.TempDir(), "none.sock"), "HOME=" + t.TempDir()}
+	dst := filepath.Join(users, "new")
+	_, errOut, code := cairn(t, env, "fleet", "fetch", "--remote", r.path, "--from", "alpha/"+r.alphaM.Key, dst)
+	if code != 5 || !strings.Contains(errOut, "belongs to 12345") {
+		t.Fatalf("exit %d: %s; want a refusal (5) naming the owner", code, errOut)
+	}
+	if _, err := os.Lstat(dst); !os.IsNotExist(err) {
+		t.Errorf("root created %s in a user's folder: %v", dst, err)
+	}
+}
