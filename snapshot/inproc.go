@@ -32,10 +32,10 @@ const (
 	EngineInproc = "inproc" // objects, trees, commit and ref written by cairn itself
 )
 
-// DefaultEngine is the engine of a store whose Options name none: git,
-// until the in-process engine's speed targets and a long fuzz run are
-// shown (`engine = "inproc"` opts in; docs/cairn-formats.md).
-const DefaultEngine = EngineGit
+// DefaultEngine is the engine of a store whose Options name none: the
+// in-process one; `engine = "git"` keeps incremental seals on the git
+// command line (docs/cairn-formats.md).
+const DefaultEngine = EngineInproc
 
 // errFallback means the in-process engine cannot seal this request exactly
 // as git would (no base recorded, an ignore file changed, an unusual

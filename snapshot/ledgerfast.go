@@ -168,6 +168,8 @@ func decodeRecordFast(line []byte, r *ckpt.Record) bool {
 			out.State = ckpt.State(s)
 		case "error":
 			out.Error, ok = v.text()
+		case "engine":
+			out.Engine, ok = v.text()
 		case "prunedBy":
 			out.PrunedBy, ok = v.text()
 		case "attempt":

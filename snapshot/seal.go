@@ -84,13 +84,13 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 			case errors.Is(err, errFallback):
 				zerologCtx(ctx).Debug().Err(err).Msg("incremental seal by git")
 			case err != nil:
-				s.lastEngine = EngineInproc
+				s.lastEngine, rec.Engine = EngineInproc, EngineInproc
 				return fail(s.damageHint(err))
 			case skipped:
 				s.lastEngine = EngineInproc
 				return ckpt.Record{}, nil
 			default:
-				s.lastEngine = EngineInproc
+				s.lastEngine, rec.Engine = EngineInproc, EngineInproc
 				faultPoint("update-ref")
 				rec, err := s.complete(req, rec, sha, parent, counts, start)
 				if err == nil && len(e.cache.pending) > pendingSyncMax {
@@ -103,7 +103,7 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 			}
 		}
 	}
-	s.lastEngine = EngineGit
+	s.lastEngine, rec.Engine = EngineGit, EngineGit
 	// Objects another program deleted must not be sealed on top of: the
 	// parent and its tree are checked while the paths are staged.
 	type parentCheck struct {

@@ -24,6 +24,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-dev/cairn/platform"
@@ -173,7 +174,7 @@ func (d *DB) WriteAll(objs []Object) error {
 func writers() int { return min(2*runtime.GOMAXPROCS(0), 8) }
 
 func (d *DB) writeKnown(o Object) error {
-	if d.freshen(o.ID) {
+	if !noReplace.Load() && d.freshen(o.ID) {
 		return nil
 	}
 	return d.writeLoose(o.ID, func(w io.Writer) error {
@@ -225,7 +226,11 @@ type deflater struct {
 	level int
 }
 
-var deflaters sync.Pool
+// deflaters keeps up to eight idle compressors (one per concurrent writer,
+// writers()) for the life of the process. A sync.Pool is emptied by every
+// garbage collection, and a seal allocates enough to start several: each
+// then paid for new compressors again.
+var deflaters = make(chan *deflater, 8)
 
 // inflater is a zlib reader and its buffers, reused as deflater is.
 type inflater struct {
@@ -237,7 +242,11 @@ type inflater struct {
 var inflaters sync.Pool
 
 func (d *DB) deflateTo(f *os.File, body func(io.Writer) error) error {
-	df, _ := deflaters.Get().(*deflater)
+	var df *deflater
+	select {
+	case df = <-deflaters:
+	default:
+	}
 	if df == nil || df.level != d.Compression {
 		df = &deflater{bw: bufio.NewWriterSize(f, 32<<10), level: d.Compression}
 		zw, err := zlib.NewWriterLevel(df.bw, d.Compression)
@@ -257,17 +266,51 @@ func (d *DB) deflateTo(f *os.File, body func(io.Writer) error) error {
 		err = df.bw.Flush()
 	}
 	df.bw.Reset(nil)
-	deflaters.Put(df)
+	select {
+	case deflaters <- df:
+	default:
+	}
 	return err
 }
 
-// finalize closes tmp and renames it to final; an object already there (the
-// same content, by its name) is kept.
+// noReplace says renames never replace an object already stored: where
+// the system can rename without replacing, an object is written first and
+// the rename tells whether it was there (the common case, a new object,
+// then costs no separate look-up); elsewhere writeKnown looks first.
+var noReplace atomic.Bool
+
+func init() { noReplace.Store(true) }
+
+// finalize closes tmp and renames it to final. An object already there (the
+// same content, by its name) is kept, as git keeps it, and made young.
 func finalize(tmp *os.File, final, id string) error {
 	name := tmp.Name()
 	if err := tmp.Close(); err != nil {
 		os.Remove(name)
 		return fmt.Errorf("write object %s: %w", id, err)
+	}
+	if noReplace.Load() {
+		err := platform.RenameNoReplace(name, final)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, platform.ErrNoReplaceUnsupported):
+			noReplace.Store(false) // the caller looks first from now on
+			if _, err := os.Lstat(final); err != nil {
+				break
+			}
+			fallthrough
+		case errors.Is(err, fs.ErrExist):
+			now := time.Now()
+			if os.Chtimes(final, now, now) == nil {
+				os.Remove(name)
+				return nil
+			}
+			// It cannot be made young: store it anew, as git does.
+		default:
+			os.Remove(name)
+			return fmt.Errorf("write object %s: %w", id, err)
+		}
 	}
 	if err := os.Rename(name, final); err != nil {
 		os.Remove(name)
