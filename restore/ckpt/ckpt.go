@@ -79,15 +79,15 @@ type Record struct {
 	Added      int         `json:"added"`
 	Removed    int         `json:"removed"`
 	State      State       `json:"state"`
-	Issues     []PathIssue `json:"issues,omitempty"`    // partial/racy: paths not held as they are on disk
-	Skipped    []PathIssue `json:"skipped,omitempty"`   // left out by policy (larger than the size limit)
-	Error      string      `json:"error,omitempty"`     // failed
+	Issues     []PathIssue `json:"issues,omitempty"`  // partial/racy: paths not held as they are on disk
+	Skipped    []PathIssue `json:"skipped,omitempty"` // left out by policy (larger than the size limit)
+	Error      string      `json:"error,omitempty"`   // failed
 	// Engine is what sealed it: "inproc" (cairn wrote the objects, trees,
 	// commit and ref itself) or "git" (the git command line); empty for a
 	// checkpoint adopted from the runtime or recorded by an earlier cairn.
-	Engine     string      `json:"engine,omitempty"`
-	Adopted    bool        `json:"adopted,omitempty"`   // sealed by the runtime itself, recorded by cairn
-	Recovered  bool        `json:"recovered,omitempty"` // re-recorded from git trailers after a crash or a lost ledger
+	Engine    string `json:"engine,omitempty"`
+	Adopted   bool   `json:"adopted,omitempty"`   // sealed by the runtime itself, recorded by cairn
+	Recovered bool   `json:"recovered,omitempty"` // re-recorded from git trailers after a crash or a lost ledger
 	// PrunedAt and PrunedBy (state pruned): when a retention policy dropped
 	// the checkpoint, and the rule that did ("retention.autosave: keep_within=24h …").
 	PrunedAt *time.Time `json:"prunedAt,omitempty"`
