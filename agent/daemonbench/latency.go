@@ -23,6 +23,7 @@ const latencyWarmup = 2
 // LatencyResult is part 1: a lifecycle marker to its sealed checkpoint.
 type LatencyResult struct {
 	Files         int          `json:"files"`
+	Engine        string       `json:"engine"` // the engine of incremental seals, daemon and reference alike
 	Changed       int          `json:"changedPerMarker"`
 	SamplesPerRun int          `json:"samplesPerRun"`
 	Warmup        int          `json:"warmupSamples"`
@@ -72,7 +73,11 @@ type LatencyRun struct {
 // ref file every millisecond.
 func (b *bench) latency(ctx context.Context) (*LatencyResult, error) {
 	cfg := b.cfg
-	res := &LatencyResult{Files: cfg.Files, Changed: cfg.Changed, SamplesPerRun: cfg.Samples,
+	engineName := cfg.Engine
+	if engineName == "" {
+		engineName = snapshot.DefaultEngine
+	}
+	res := &LatencyResult{Files: cfg.Files, Engine: engineName, Changed: cfg.Changed, SamplesPerRun: cfg.Samples,
 		Warmup: latencyWarmup, TargetP50MS: 50, TargetP99MS: 200}
 	base := filepath.Join(b.scratch, "latency")
 	execDir := filepath.Join(base, "exec")

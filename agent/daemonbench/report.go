@@ -15,7 +15,7 @@ func writeLatency(out io.Writer, r *LatencyResult) error {
 	fmt.Fprintf(w, "\n== 1. marker to sealed: `completed` state.json rename -> refs/heads/run-<id> moved\n")
 	fmt.Fprintf(w, "   %d files under agentRoot/, %d edited just before each marker, autosave off;\n", r.Files, r.Changed)
 	fmt.Fprintf(w, "   %d warm-up markers, then %d per run (p99 by nearest rank: the %s)\n", r.Warmup, r.SamplesPerRun, p99Rank(r.SamplesPerRun))
-	fmt.Fprintf(w, "   reference: the engine alone (in-process snapshot.Store.Seal) sealing the same change\n")
+	fmt.Fprintf(w, "   engine = %q; reference: snapshot.Store.Seal called directly (no daemon, same engine) sealing the same change\n", r.Engine)
 	fmt.Fprintf(w, "   %6s %9s %9s %9s %12s\n", "run", "p50", "p99", "max", "engine p50")
 	for i, run := range r.Runs {
 		fmt.Fprintf(w, "   %6d %9s %9s %9s %12s\n", i+1, sealbench.FormatMS(run.P50MS), sealbench.FormatMS(run.P99MS), sealbench.FormatMS(run.MaxMS), sealbench.FormatMS(run.EngineP50MS))
