@@ -81,6 +81,18 @@ func (c *treeCache) get(id string) ([]gitobj.TreeEntry, bool) {
 	return t, ok
 }
 
+// drop forgets trees: the versions a seal replaced, which only a base that
+// went back in time would read again (from the store, then).
+func (c *treeCache) drop(ids []string) {
+	for _, id := range ids {
+		if t, ok := c.young[id]; ok {
+			delete(c.young, id)
+			c.n -= len(t) + 1
+		}
+		delete(c.old, id)
+	}
+}
+
 func (c *treeCache) put(id string, t []gitobj.TreeEntry) {
 	if c.young == nil || c.n+len(t) > treeCacheMax/2 {
 		c.old, c.young, c.n = c.young, map[string][]gitobj.TreeEntry{}, 0
@@ -381,9 +393,9 @@ func (n *editNode) hasAdd() bool {
 }
 
 // rebuild applies edits to tree root, writing only the trees along edited
-// paths, and returns the new root. The trees are built first, then written
-// together (gitobj.DB.WriteAll).
-func (e *inproc) rebuild(ctx context.Context, s *Store, root string, edits map[string]edit) (string, error) {
+// paths, and returns the new root and the trees it replaced. The trees are
+// built first, then written together (gitobj.DB.WriteAll).
+func (e *inproc) rebuild(ctx context.Context, s *Store, root string, edits map[string]edit) (string, []string, error) {
 	top := &editNode{}
 	for p, ed := range edits {
 		n := top
@@ -403,24 +415,28 @@ func (e *inproc) rebuild(ctx context.Context, s *Store, root string, edits map[s
 	nt := newTrees{entries: map[string][]gitobj.TreeEntry{}}
 	id, err := e.apply(ctx, s, root, top, &nt)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if err := e.db.WriteAll(nt.objs); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	for id, t := range nt.entries {
 		e.cacheTree(id, t)
 	}
 	if id == "" { // nothing left: git writes the empty tree
-		return e.db.Write("tree", nil)
+		id, err = e.db.Write("tree", nil)
 	}
-	return id, nil
+	// A replaced tree may stand elsewhere in the new one too (two folders
+	// alike): those stay.
+	replaced := slices.DeleteFunc(nt.replaced, func(r string) bool { _, ok := nt.entries[r]; return ok || r == id })
+	return id, replaced, err
 }
 
 // newTrees are the trees a rebuild made, to be written and cached.
 type newTrees struct {
-	objs    []gitobj.Object
-	entries map[string][]gitobj.TreeEntry
+	objs     []gitobj.Object
+	entries  map[string][]gitobj.TreeEntry
+	replaced []string // trees of the base that new ones replace
 }
 
 // apply returns the id of tree id with n's edits applied ("" when empty),
@@ -498,6 +514,9 @@ func (e *inproc) apply(ctx context.Context, s *Store, id string, n *editNode, nt
 		return id, nil
 	}
 	if len(entries) == 0 {
+		if id != "" {
+			nt.replaced = append(nt.replaced, id)
+		}
 		return "", nil
 	}
 	data, err := gitobj.EncodeTree(entries, e.format)
@@ -505,6 +524,9 @@ func (e *inproc) apply(ctx context.Context, s *Store, id string, n *editNode, nt
 		return "", err
 	}
 	nid := e.format.Hash("tree", data)
+	if id != "" && id != nid {
+		nt.replaced = append(nt.replaced, id)
+	}
 	if _, dup := nt.entries[nid]; !dup {
 		nt.entries[nid] = entries
 		nt.objs = append(nt.objs, gitobj.Object{ID: nid, Type: "tree", Data: data})
@@ -981,7 +1003,7 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 	sortIssues(p.skipped)
 	rec.Issues, rec.Skipped = dedupeIssues(p.issues), dedupeIssues(p.skipped)
 
-	tree, err := e.rebuild(ctx, s, base, edits)
+	tree, replaced, err := e.rebuild(ctx, s, base, edits)
 	if err != nil {
 		return "", false, counts, err
 	}
@@ -1016,6 +1038,11 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 		if err := e.diff(ctx, s, ptree, tree, "", func(_ string, old, nw *gitobj.TreeEntry) { count(old, nw) }); err != nil {
 			return "", false, counts, err
 		}
+	}
+	// The versions the new trees replaced are read no more (the diffs above
+	// were their last use): kept, they would make the cache a history.
+	if tree != base {
+		e.trees.drop(replaced)
 	}
 	e.cache.hdr.Base = tree
 	if err := s.saveStatCache(e.cache); err != nil {

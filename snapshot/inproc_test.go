@@ -313,3 +313,55 @@ func TestTreeOrder(t *testing.T) {
 		t.Fatalf("re-encoded tree differs from git's: %v", err)
 	}
 }
+
+// The parsed-tree cache holds the trees of the current base, not the
+// versions earlier seals replaced: without dropping them it grew with every
+// seal until its bound (about 30 MiB more RSS for a daemon after 150 seals).
+func TestTreeCacheHoldsNoReplacedTrees(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir, st := newTestStore(t, Options{})
+	files := map[string]string{}
+	var paths []string
+	for d := range 8 {
+		for f := range 5 {
+			p := fmt.Sprintf("src/d%d/sub/f%d.txt", d, f)
+			files[p], paths = "v0", append(paths, p)
+		}
+	}
+	writeTree(t, dir, files)
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	var rec ckpt.Record
+	for i := range 40 {
+		p := paths[(i*7)%len(paths)]
+		writeFile(t, dir, p, fmt.Sprintf("v%d", i+1), 0o644)
+		rec = mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: []string{p}})
+		if st.lastEngine != EngineInproc {
+			t.Fatalf("seal %d by %s", i, st.lastEngine)
+		}
+	}
+	live := map[string]bool{}
+	for _, id := range strings.Fields(gitStr(t, st, "rev-parse", rec.SHA+"^{tree}")) {
+		live[id] = true
+	}
+	for _, line := range strings.Split(gitStr(t, st, "ls-tree", "-r", "-t", rec.SHA), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[1] == "tree" {
+			live[f[2]] = true
+		}
+	}
+	e, err := st.engine(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stale []string
+	for _, gen := range []map[string][]gitobj.TreeEntry{e.trees.young, e.trees.old} {
+		for id := range gen {
+			if !live[id] {
+				stale = append(stale, id)
+			}
+		}
+	}
+	if len(stale) > 0 {
+		t.Errorf("the tree cache holds %d trees the last checkpoint does not (of %d live): %v", len(stale), len(live), stale)
+	}
+}
