@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -85,6 +86,9 @@ func TestEngineFromConfig(t *testing.T) {
 				}
 				if rec.Engine != engine {
 					t.Errorf("edit %d: autosave %s sealed by %q, want %q", i+1, rec.ID, rec.Engine, engine)
+				}
+				if out, err := runCairn(t, "show", dir, rec.ID, "--state-dir", state); err != nil || !strings.Contains(out, "sealed: by the "+engine+" engine") {
+					t.Errorf("cairn show %s: %v\n%s", rec.ID, err, out)
 				}
 				if got, want := git(t, ws.Store, "ls-tree", "-r", "--full-tree", rec.SHA), addAllTree(t, dir); got != want {
 					t.Errorf("edit %d: autosave %s holds\n%s\nwant (git add -A of the folder)\n%s", i+1, rec.ID, got, want)

@@ -51,6 +51,9 @@ func runShow(ctx context.Context, e *env, args []string) error {
 		}
 		fmt.Fprintf(e.stdout, "time:   %s (%s)\nref:    %s\nparent: %s\nfiles:  +%d ~%d -%d\n", r.Time.Local().Format("2006-01-02 15:04:05"),
 			age(time.Since(r.Time)), orDash(r.Ref), orDash(r.Parent), r.Added, r.Changed, r.Removed)
+		if r.Engine != "" {
+			fmt.Fprintf(e.stdout, "sealed: by the %s engine in %d ms\n", r.Engine, r.DurationMS)
+		}
 		for _, is := range r.Issues {
 			fmt.Fprintf(e.stdout, "  %s: %q: %s\n", r.State, is.Path, is.Reason)
 		}
