@@ -63,7 +63,7 @@ type Settings struct {
 	Patterns    []string `toml:"patterns"` // plain layout: what a checkpoint holds
 	Excludes    []string `toml:"excludes"` // never checkpointed nor watched
 	MaxFileSize Size     `toml:"max_file_size"`
-	// Engine seals incremental checkpoints: "git" (default) or "inproc"
+	// Engine seals incremental checkpoints: "inproc" (default) or "git"
 	// (docs/cairn-formats.md, "The in-process engine").
 	Engine          string   `toml:"engine"`
 	Autosave        *bool    `toml:"autosave"`
