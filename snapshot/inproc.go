@@ -576,49 +576,26 @@ func (ip inprocPlan) considerUnignored(ctx context.Context, p *stagePlan, sel *S
 		e.ign.stop()
 		e.ign = nil
 	}
-	ignored := map[string]bool{}
-	if len(ask) > 0 {
-		if e.ign == nil {
-			ic, err := startIgnoreChecker(s.git)
-			if err != nil {
-				return fmt.Errorf("%w: %v", errFallback, err)
-			}
-			e.ign = ic
+	if len(ask) > 0 && e.ign == nil {
+		ic, err := startIgnoreChecker(s.git)
+		if err != nil {
+			return fmt.Errorf("%w: %v", errFallback, err)
 		}
-		if len(ask) <= parallelIgnoreMax {
-			// A few paths (a seal's usual lot): git answers while they are
-			// read, and sealInproc drops the ignored ones (ignoredNow).
-			type answer struct {
-				ignored map[string]bool
-				err     error
-			}
-			c := make(chan answer, 1)
-			go func() {
-				ig, err := e.ign.ignored(ctx, ask)
-				c <- answer{ig, err}
-			}()
-			p.ignored = func() (map[string]bool, error) {
-				a := <-c
-				return a.ignored, a.err
-			}
-			for _, f := range files {
-				s.consider(p, sel, f, links)
-			}
-			return nil
-		}
-		var err error
-		if ignored, err = e.ign.ignored(ctx, ask); err != nil {
-			e.ign.stop()
-			e.ign = nil
-			return fmt.Errorf("%w: check-ignore: %v", errFallback, err)
-		}
+		e.ign = ic
 	}
-	for _, f := range files {
-		if ignored[f] {
-			p.remove = append(p.remove, f)
-			continue
+	ign := e.ign
+	// A few paths (a seal's usual lot): git answers while they are read,
+	// and sealInproc drops the ignored ones (ignoredNow).
+	err := s.considerAsked(p, sel, files, links, func() (map[string]bool, error) {
+		if len(ask) == 0 {
+			return map[string]bool{}, nil
 		}
-		s.consider(p, sel, f, links)
+		return ign.ignored(ctx, ask)
+	})
+	if err != nil {
+		e.ign.stop()
+		e.ign = nil
+		return fmt.Errorf("%w: check-ignore: %v", errFallback, err)
 	}
 	return nil
 }

@@ -383,6 +383,14 @@ func (s *Store) considerUnignored(ctx context.Context, g *Git, p *stagePlan, sel
 		}
 		return ignored, nil
 	}
+	return s.considerAsked(p, sel, files, links, query)
+}
+
+// considerAsked classifies files while query (git's ignore rules) answers:
+// for up to parallelIgnoreMax paths the answer is left in p.ignored, taken
+// once the files are staged; past it, the answer comes first and ignored
+// paths leave the index unread.
+func (s *Store) considerAsked(p *stagePlan, sel *Selector, files []string, links *linkCache, query func() (map[string]bool, error)) error {
 	if len(files) <= parallelIgnoreMax {
 		type answer struct {
 			ignored map[string]bool
