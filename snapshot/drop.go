@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/restore/ckpt"
+	"github.com/cairn-dev/cairn/snapshot/gitobj"
 	"github.com/cairn-dev/cairn/snapshot/retain"
 )
 
@@ -296,7 +297,7 @@ func (s *Store) readPins() ([]string, error) {
 	}
 	var out []string
 	for _, l := range strings.Split(string(b), "\n") {
-		if l = strings.ToLower(strings.TrimSpace(l)); isHexSHA(l) {
+		if l = strings.ToLower(strings.TrimSpace(l)); gitobj.IsHex(l) {
 			out = append(out, l)
 		}
 	}
@@ -314,7 +315,7 @@ func (s *Store) Pins() ([]string, error) {
 // SHA of a commit the store holds. Pinning twice is one pin.
 func (s *Store) Pin(ctx context.Context, sha string) error {
 	sha = strings.ToLower(strings.TrimSpace(sha))
-	if !isHexSHA(sha) {
+	if !gitobj.IsHex(sha) {
 		return fmt.Errorf("pin: %q is not a full SHA", sha)
 	}
 	return s.withLock(ctx, func() error {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/platform"
+	"github.com/cairn-dev/cairn/snapshot/gitobj"
 
 	"github.com/cairn-dev/cairn/restore/ckpt"
 )
@@ -274,7 +275,7 @@ func recordFromMessage(msg string) (ckpt.Record, bool) {
 		case trailerAttempt:
 			r.Attempt, _ = strconv.Atoi(v)
 		case trailerParent:
-			if isHexSHA(v) {
+			if gitobj.IsHex(v) {
 				r.Parent = v
 			}
 		case "Codon":

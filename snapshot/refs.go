@@ -58,7 +58,7 @@ func ownRef(ref string) bool { return strings.HasPrefix(ref, "refs/cairn/") }
 // to: the parent of a checkpoint outside runs, and `← HEAD` in the listing.
 func (s *Store) position() string {
 	if b, err := readNoFollow(filepath.Join(s.gitDir, cairnSubdir, "position"), maxSmallFile); err == nil {
-		if sha := strings.TrimSpace(string(b)); isHexSHA(sha) {
+		if sha := strings.TrimSpace(string(b)); gitobj.IsHex(sha) {
 			return sha
 		}
 	}
@@ -107,18 +107,6 @@ func (s *Store) refTip(ctx context.Context, ref string) (string, bool) {
 		return s.resolve(ctx, ref) // symbolic, a link, or huge: let git say
 	}
 	return sha, ok
-}
-
-func isHexSHA(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for _, c := range s {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 func (s *Store) resolve(ctx context.Context, rev string) (string, bool) {

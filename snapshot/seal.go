@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/platform"
+	"github.com/cairn-dev/cairn/snapshot/gitobj"
 
 	"github.com/cairn-dev/cairn/restore/ckpt"
 )
@@ -281,7 +282,7 @@ func (s *Store) checkParent(ctx context.Context, parent string) (tree string, er
 			}
 			return "", s.damaged(what)
 		}
-		if f := strings.Fields(line); i == 1 && len(f) == 3 && f[1] == "tree" && isHexSHA(f[0]) {
+		if f := strings.Fields(line); i == 1 && len(f) == 3 && f[1] == "tree" && gitobj.IsHex(f[0]) {
 			tree = f[0]
 		}
 	}

@@ -8,7 +8,6 @@ package gitobj
 
 import (
 	"bufio"
-	"bytes"
 	"compress/zlib"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -23,6 +22,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,9 +55,6 @@ func FormatByName(name string) (Format, bool) {
 
 // HexLen is the length of an object id in hex.
 func (f Format) HexLen() int { return 2 * f.Size }
-
-// Zero is the all-zero id git uses for "no object".
-func (f Format) Zero() string { return string(bytes.Repeat([]byte{'0'}, f.HexLen())) }
 
 // Hash returns the id of an object of type typ holding data.
 func (f Format) Hash(typ string, data []byte) string {
@@ -366,7 +363,7 @@ func (d *DB) WriteBlobFrom(r io.Reader, size int64) (string, error) {
 		return "", fmt.Errorf("write blob: %w", err)
 	}
 	id := hex.EncodeToString(h.Sum(nil))
-	if d.freshen(id) {
+	if !noReplace.Load() && d.freshen(id) {
 		tmp.Close()
 		os.Remove(tmp.Name())
 		return id, nil
@@ -385,6 +382,9 @@ func moreThan(r io.Reader) bool {
 	n, _ := r.Read(b[:])
 	return n > 0
 }
+
+// maxHeader is the longest "<type> <size>" header git reads.
+const maxHeader = 32
 
 // Read returns a loose object's type and content; ErrNotFound when it is
 // not stored loose.
@@ -420,32 +420,36 @@ func (d *DB) Read(id string) (typ string, data []byte, err error) {
 	}
 	defer inflaters.Put(in)
 	br := in.out
-	hdr, err := br.ReadString(0)
-	if err != nil {
-		return "", nil, fmt.Errorf("object %s: bad header: %w", id, err)
+	// The header is at most 32 bytes, as git reads it; the body is read as
+	// it comes, so a header claiming a huge size allocates nothing.
+	var hb []byte
+	for len(hb) <= maxHeader {
+		c, err := br.ReadByte()
+		if err != nil {
+			return "", nil, fmt.Errorf("object %s: bad header: %w", id, err)
+		}
+		if c == 0 {
+			break
+		}
+		hb = append(hb, c)
 	}
 	var size int64
-	typ, sz, ok := cutSpace(hdr[:len(hdr)-1])
-	if ok {
+	typ, sz, ok := strings.Cut(string(hb), " ")
+	if ok && len(hb) <= maxHeader {
 		size, err = strconv.ParseInt(sz, 10, 64)
 	}
-	if !ok || err != nil || size < 0 {
-		return "", nil, fmt.Errorf("object %s: bad header %q", id, hdr)
+	if !ok || len(hb) > maxHeader || err != nil || size < 0 {
+		return "", nil, fmt.Errorf("object %s: bad header %q", id, hb)
 	}
-	data = make([]byte, size)
-	if _, err := io.ReadFull(br, data); err != nil {
+	data, err = io.ReadAll(io.LimitReader(br, size+1))
+	if err != nil {
 		return "", nil, fmt.Errorf("object %s: %w", id, err)
+	}
+	if int64(len(data)) != size {
+		return "", nil, fmt.Errorf("object %s: %d bytes, its header says %d", id, len(data), size)
 	}
 	if got := d.Format.Hash(typ, data); got != id {
 		return "", nil, fmt.Errorf("object %s: content hashes to %s", id, got)
 	}
 	return typ, data, nil
-}
-
-func cutSpace(s string) (string, string, bool) {
-	i := bytes.IndexByte([]byte(s), ' ')
-	if i < 0 {
-		return "", "", false
-	}
-	return s[:i], s[i+1:], true
 }

@@ -3,6 +3,10 @@
 package gitobj
 
 import (
+	"bytes"
+	"compress/zlib"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,4 +84,76 @@ func inode(t *testing.T, path string) uint64 {
 		t.Fatal(err)
 	}
 	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+// TestReadRefusesBadHeaders: a loose object whose header claims a huge size,
+// has no end, or whose body is shorter than its header says is an error, and
+// nothing of the claimed size is allocated (such a header used to panic in
+// make, or exhaust memory).
+func TestReadRefusesBadHeaders(t *testing.T) {
+	gitDir := t.TempDir()
+	db := NewDB(gitDir, SHA1)
+	for name, raw := range map[string][]byte{
+		"huge size":  []byte("blob 9223372036854775000\x00abc"),
+		"no end":     bytes.Repeat([]byte("b"), 4096),
+		"short body": []byte("blob 10\x00abc"),
+		"no size":    []byte("blob\x00abc"),
+	} {
+		id := fmt.Sprintf("%040x", len(name)) // any name: the read fails before the hash is checked
+		id = id[:38] + fmt.Sprintf("%02x", len(raw)%256)
+		if err := os.MkdirAll(filepath.Dir(db.Path(id)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var z bytes.Buffer
+		zw := zlib.NewWriter(&z)
+		zw.Write(raw)
+		zw.Close()
+		if err := os.WriteFile(db.Path(id), z.Bytes(), 0o444); err != nil {
+			t.Fatal(err)
+		}
+		if typ, data, err := db.Read(id); err == nil {
+			t.Errorf("%s: read as %s of %d bytes, want an error", name, typ, len(data))
+		}
+	}
+}
+
+// TestWriteBlobFromLarge streams a blob over the whole-read size: its id is
+// git's, a reader holding fewer or more bytes than said is ErrChanged, and
+// no temporary file is left either way.
+func TestWriteBlobFromLarge(t *testing.T) {
+	gitDir := t.TempDir()
+	db := NewDB(gitDir, SHA1)
+	if err := os.MkdirAll(db.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("0123456789abcdef"), (smallBlob/16)+100)
+	id, err := db.WriteBlobFrom(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := SHA1.Hash("blob", data); id != want {
+		t.Fatalf("id %s, want %s", id, want)
+	}
+	if typ, got, err := db.Read(id); err != nil || typ != "blob" || !bytes.Equal(got, data) {
+		t.Fatalf("read back: %s, %d bytes, %v", typ, len(got), err)
+	}
+	if _, err := db.WriteBlobFrom(bytes.NewReader(data[1:]), int64(len(data))); !errors.Is(err, ErrChanged) {
+		t.Errorf("a shorter reader: %v, want ErrChanged", err)
+	}
+	if _, err := db.WriteBlobFrom(bytes.NewReader(append(data, 'x')), int64(len(data))); !errors.Is(err, ErrChanged) {
+		t.Errorf("a longer reader: %v, want ErrChanged", err)
+	}
+	// Again, already stored: kept.
+	if again, err := db.WriteBlobFrom(bytes.NewReader(data), int64(len(data))); err != nil || again != id {
+		t.Errorf("stored again: %s, %v", again, err)
+	}
+	err = filepath.WalkDir(db.Dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasPrefix(d.Name(), "tmp_obj_") {
+			t.Errorf("temporary file left: %s", p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -33,7 +33,7 @@ func ReadRef(gitDir, ref string) (id string, ok bool, err error) {
 	switch {
 	case err == nil:
 		v := strings.TrimSpace(string(b))
-		if !isHex(v) {
+		if !IsHex(v) {
 			return "", false, fmt.Errorf("ref %s: not an object id: %q", ref, v)
 		}
 		return v, true, nil
@@ -53,14 +53,15 @@ func ReadRef(gitDir, ref string) (id string, ok bool, err error) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		if v, name, found := strings.Cut(sc.Text(), " "); found && name == ref && isHex(v) {
+		if v, name, found := strings.Cut(sc.Text(), " "); found && name == ref && IsHex(v) {
 			return v, true, nil
 		}
 	}
 	return "", false, sc.Err()
 }
 
-func isHex(s string) bool {
+// IsHex reports whether s is a full object id in lower-case hex (SHA-1 or SHA-256).
+func IsHex(s string) bool {
 	if len(s) != 40 && len(s) != 64 {
 		return false
 	}
@@ -82,33 +83,6 @@ type Reflog struct {
 	Create bool
 }
 
-// Steps are called as an update passes them (crash tests stop there).
-type Steps struct {
-	Locked  func() // <ref>.lock holds the new value, fsynced
-	Renamed func() // the lock became the ref
-	// StaleLockAge is how old a <ref>.lock must be to be taken for a crashed
-	// writer's and removed; a younger one fails the update. 0: any lock is
-	// stale (the caller knows no other writer can hold one).
-	StaleLockAge time.Duration
-}
-
-// UpdateRef moves ref from old (the zero id: must not exist) to new with
-// git's lock-file protocol: create <ref>.lock exclusively, write and fsync
-// the new value, compare the current value (loose or packed) with old,
-// append the reflog entry, and rename the lock over the ref. On a mismatch
-// the lock is removed and ErrRefMoved returned.
-func UpdateRef(gitDir, ref, newID, oldID string, log *Reflog, steps Steps) error {
-	l, err := LockRef(gitDir, ref, newID, steps.StaleLockAge, true)
-	if err != nil {
-		return err
-	}
-	defer l.Release()
-	if steps.Locked != nil {
-		steps.Locked()
-	}
-	return l.Commit(oldID, log, steps.Renamed)
-}
-
 // RefLock is a ref's <ref>.lock, taken and holding the new value, until
 // Commit renames it over the ref or Release removes it.
 type RefLock struct {
@@ -121,7 +95,7 @@ type RefLock struct {
 // Commit, as a seal does once for its objects and the lock together. A lock
 // at least staleAge old is taken for a crashed writer's and removed (0: any).
 func LockRef(gitDir, ref, newID string, staleAge time.Duration, sync bool) (*RefLock, error) {
-	if !isHex(newID) || !strings.HasPrefix(ref, "refs/") || strings.Contains(ref, "..") {
+	if !IsHex(newID) || !strings.HasPrefix(ref, "refs/") || strings.Contains(ref, "..") {
 		return nil, fmt.Errorf("update %s: bad arguments", ref)
 	}
 	path := filepath.Join(gitDir, filepath.FromSlash(ref))
@@ -163,7 +137,7 @@ func (l *RefLock) Commit(oldID string, log *Reflog, renamed func()) error {
 	if l.done {
 		return fmt.Errorf("update %s: lock already released", l.ref)
 	}
-	if !isHex(oldID) {
+	if !IsHex(oldID) {
 		return fmt.Errorf("update %s: bad arguments", l.ref)
 	}
 	cur, exists, err := ReadRef(l.gitDir, l.ref)
@@ -209,7 +183,8 @@ func (l *RefLock) Release() {
 // "<old> <new> <ident> <unix time> <±hhmm>\t<message>\n".
 func appendReflog(gitDir, ref, oldID, newID string, log *Reflog) error {
 	path := filepath.Join(gitDir, "logs", filepath.FromSlash(ref))
-	flags := os.O_WRONLY | os.O_APPEND
+	// Never through a link or into a FIFO planted in the store's folders.
+	flags := os.O_WRONLY | os.O_APPEND | platform.NoFollow | syscall.O_NONBLOCK
 	if log.Create {
 		flags |= os.O_CREATE
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -222,12 +197,16 @@ func appendReflog(gitDir, ref, oldID, newID string, log *Reflog) error {
 	} else if err != nil {
 		return err
 	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return fmt.Errorf("reflog %s: not a regular file", path)
+	}
 	_, off := log.When.Zone()
 	sign := '+'
 	if off < 0 {
 		sign, off = '-', -off
 	}
-	line := fmt.Sprintf("%s %s %s %d %c%02d%02d\t%s\n", oldID, newID, log.Ident, log.When.Unix(), sign, off/3600, off%3600/60, ReflogMessage(log.Message))
+	line := fmt.Sprintf("%s %s %s %d %c%02d%02d\t%s\n", oldID, newID, log.Ident, log.When.Unix(), sign, off/3600, off%3600/60, reflogMessage(log.Message))
 	// Not fsynced, as git does not: the ledger's fsync after the seal
 	// commits the file system's journal.
 	_, err = f.Write([]byte(line))
@@ -237,9 +216,9 @@ func appendReflog(gitDir, ref, oldID, newID string, log *Reflog) error {
 	return err
 }
 
-// ReflogMessage normalizes a message as git's copy_reflog_msg does: leading
+// reflogMessage normalizes a message as git's copy_reflog_msg does: leading
 // white space dropped, each run of it one space, trailing white space cut.
-func ReflogMessage(msg string) string {
+func reflogMessage(msg string) string {
 	var b bytes.Buffer
 	wasSpace := true
 	for i := 0; i < len(msg); i++ {

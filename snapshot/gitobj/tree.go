@@ -56,8 +56,8 @@ func ParseTree(data []byte, f Format) ([]TreeEntry, error) {
 	return out, nil
 }
 
-// SortTree puts entries in git's order (CompareEntries).
-func SortTree(entries []TreeEntry) {
+// sortTree puts entries in git's order (CompareEntries).
+func sortTree(entries []TreeEntry) {
 	slices.SortFunc(entries, CompareEntries)
 }
 
@@ -85,7 +85,7 @@ func nextByte(e TreeEntry, i int) int {
 
 // EncodeTree encodes entries (sorted here) as a tree object's content.
 func EncodeTree(entries []TreeEntry, f Format) ([]byte, error) {
-	SortTree(entries)
+	sortTree(entries)
 	var b bytes.Buffer
 	b.Grow(len(entries) * (f.Size + 24))
 	for i, e := range entries {

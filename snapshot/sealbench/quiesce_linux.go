@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"os"
-	"strconv"
+	"strings"
 	"time"
 )
 
@@ -16,11 +16,11 @@ import (
 func quiesce() {
 	settle()
 	deadline := time.Now().Add(30 * time.Second)
-	last, quietSince := diskWrites(), time.Now()
+	last, quietSince := diskActivity(), time.Now()
 	for time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
-		n := diskWrites()
-		if n != last {
+		n := diskActivity()
+		if n != last || strings.Contains(n, "busy") {
 			last, quietSince = n, time.Now()
 			continue
 		}
@@ -30,25 +30,31 @@ func quiesce() {
 	}
 }
 
-// diskWrites sums, over every block device, the writes and discards
-// completed and the I/Os in flight (/proc/diskstats); -1 when unreadable.
-func diskWrites() int64 {
+// diskActivity is, for every block device, its writes and discards
+// completed, and "busy" when it has I/O in flight (/proc/diskstats): two
+// equal readings without "busy" mean nothing was written in between.
+func diskActivity() string {
 	data, err := os.ReadFile("/proc/diskstats")
 	if err != nil {
-		return -1
+		return ""
 	}
-	var sum int64
+	var b strings.Builder
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
-		f := bytes.Fields(sc.Bytes())
-		// major minor name, then reads (4 fields), writes completed, …,
-		// in flight (index 11), …, discards completed (index 14).
-		for _, i := range []int{7, 11, 14} {
-			if i < len(f) {
-				v, _ := strconv.ParseInt(string(f[i]), 10, 64)
-				sum += v
-			}
+		// major minor name, then reads (4 fields), writes completed (index
+		// 7), …, in flight (index 11), …, discards completed (index 14).
+		f := strings.Fields(sc.Text())
+		if len(f) < 12 {
+			continue
 		}
+		b.WriteString(f[2] + " " + f[7])
+		if len(f) > 14 {
+			b.WriteString(" " + f[14])
+		}
+		if f[11] != "0" {
+			b.WriteString(" busy")
+		}
+		b.WriteByte('\n')
 	}
-	return sum
+	return b.String()
 }

@@ -330,8 +330,9 @@ func runSize(ctx context.Context, cfg Config, env *gitEnv, n int, dir string, lo
 		if err := sameTree(ctx, cs, incr, floor, floorTree, "incremental seal", note); err != nil {
 			return res, err
 		}
-		// The git engine seals the same change into its own store; which
-		// of the two runs first alternates with the runs, as above.
+		// The git engine seals the same change into its own store, always
+		// after the pair above (its store is separate: it shares no cache
+		// with the in-process engine's).
 		var incrGit ckpt.Record
 		if err := timed(OpIncrGit, func() error {
 			var err error
