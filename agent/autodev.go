@@ -181,7 +181,7 @@ func (l *autodevLayout) checkpoint(ctx context.Context, req snapshot.SealRequest
 		return ckpt.Record{}, err
 	}
 	l.sealed(e)
-	return entryRecord(e), err
+	return e.Record(), err
 }
 
 // lifecycle makes a task checkpoint for each codon the runtime completed
@@ -215,7 +215,7 @@ func (l *autodevLayout) lifecycle(ctx context.Context) {
 }
 
 func (l *autodevLayout) sealed(e autodev.Entry) {
-	rec := entryRecord(e)
+	rec := e.Record()
 	l.w.met.sealed(rec.Kind, rec, nil, 0)
 	l.w.log.Info().Str("id", e.ID).Str("sha", e.Commit).Str("kind", e.Kind).Str("label", e.Label).Msg("checkpoint committed")
 	if l.w.emit != nil {
@@ -236,12 +236,6 @@ func (l *autodevLayout) failed(kind string, err error) {
 	l.w.log.Error().Str("kind", kind).Err(err).Msg("checkpoint failed")
 	l.w.publishError("SEAL_FAILED", err.Error())
 	l.w.setStatus(func(s *api.WorkspaceStatus) { s.Failures++ })
-}
-
-// entryRecord is an entry as the socket's records show it.
-func entryRecord(e autodev.Entry) ckpt.Record {
-	return ckpt.Record{ID: e.ID, SHA: e.Commit, Kind: ckpt.Kind(e.Kind), Label: e.Label, CodonID: e.Task,
-		Time: e.Time, State: ckpt.StateOK, Ref: e.Branch}
 }
 
 // autodevOf is the repository of an autodev workspace, or nil.
@@ -277,7 +271,7 @@ func (d *Daemon) autodevList(w http.ResponseWriter, r *http.Request) bool {
 		}
 		out := api.List{Workspace: ws.dir, Head: l.Head, Layout: layoutAutodev, Off: l.Off, Records: []api.Record{}}
 		for _, e := range l.Entries {
-			out.Records = append(out.Records, entryRecord(e))
+			out.Records = append(out.Records, e.Record())
 		}
 		writeJSON(w, http.StatusOK, out)
 	})
@@ -317,10 +311,10 @@ func (d *Daemon) autodevRestore(w http.ResponseWriter, r *http.Request, dir, tar
 		if err == nil && !undone {
 			err = restore.ErrNothingToUndo
 		}
-		out := api.RestoreResult{Target: entryRecord(res.Target), Layout: layoutAutodev, SavedOn: res.SavedOn,
+		out := api.RestoreResult{Target: res.Target.Record(), Layout: layoutAutodev, SavedOn: res.SavedOn,
 			Write: []api.PlanFile{}, Delete: []api.PlanFile{}}
 		if res.PreRestore.ID != "" {
-			pre := entryRecord(res.PreRestore)
+			pre := res.PreRestore.Record()
 			out.PreRestore = &pre
 		}
 		if res.Target.ID != "" {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/platform"
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 // Entry is one checkpoint in checkpoints.json (docs/cairn-formats.md, "The
@@ -38,6 +39,13 @@ func idNum(id string) int {
 		return 0
 	}
 	return n
+}
+
+// Record is the entry as a checkpoint record, the shape cairn's listings,
+// restores and events share.
+func (e Entry) Record() ckpt.Record {
+	return ckpt.Record{ID: e.ID, SHA: e.Commit, Kind: ckpt.Kind(e.Kind), Label: e.Label, CodonID: e.Task,
+		Time: e.Time, State: ckpt.StateOK, Ref: e.Branch}
 }
 
 // nextID is one more than the highest id in entries.
@@ -92,9 +100,13 @@ func (r *Repo) load(ctx context.Context) ([]Entry, error) {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	entries, err := r.rebuild(ctx)
-	if err != nil || len(entries) == 0 {
-		return entries, err
+	if errors.Is(err, ErrNotRepo) {
+		return nil, nil // nothing to list, and nothing written into a folder that is no repository
+	} else if err != nil {
+		return nil, err
 	}
+	// Saved even when empty: else every list (the daemon's, every poll)
+	// would walk the whole history again.
 	return entries, r.save(entries)
 }
 
@@ -122,8 +134,8 @@ func sortEntries(entries []Entry) {
 // Ids, kinds and tasks come from the trailers; a commit without them is a
 // task (or the baseline, by its subject) numbered after the rest.
 func (r *Repo) rebuild(ctx context.Context) ([]Entry, error) {
-	if _, err := os.Lstat(filepath.Join(r.dir, ".git")); err != nil {
-		return nil, nil
+	if err := r.ownGitDir(); err != nil {
+		return nil, err
 	}
 	revs := []string{"--glob=refs/heads/" + strings.TrimSuffix(ParkPrefix, "-") + "*"}
 	if _, err := r.run(ctx, "", nil, nil, "rev-parse", "-q", "--verify", "HEAD^{commit}"); err == nil {
@@ -236,10 +248,11 @@ func (r *Repo) Checkpoint(ctx context.Context, req Request) (e Entry, made bool,
 		return Entry{}, false, err
 	}
 	defer unlock()
-	st, err := r.probe(ctx)
-	if err != nil {
+	if err := r.ownGitDir(); err != nil {
 		return Entry{}, false, err
 	}
+	// A marker already checkpointed (the daemon hands every marker of the
+	// run, each time state.json changes) costs no git process.
 	entries, err := r.load(ctx)
 	if err != nil {
 		return Entry{}, false, err
@@ -250,6 +263,10 @@ func (r *Repo) Checkpoint(ctx context.Context, req Request) (e Entry, made bool,
 				return x, false, nil
 			}
 		}
+	}
+	st, err := r.probe(ctx)
+	if err != nil {
+		return Entry{}, false, err
 	}
 	tree, dirty, err := r.tree(ctx, st)
 	if err != nil {

@@ -14,12 +14,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/snapshot"
 )
 
@@ -144,14 +146,35 @@ var inProgress = []struct{ name, what string }{
 	{"index.lock", "another git command is running (index.lock exists)"},
 }
 
+// ownGitDir checks that .git is a folder (not a link, nor a file pointing
+// elsewhere) that belongs to the user cairn runs as. git reads the
+// repository's own config and attributes (filters, a fsmonitor) whoever
+// runs it, and GIT_DIR set explicitly skips its safe.directory check: run by
+// root on a .git another user controls, git would run that user's commands
+// as root.
+func (r *Repo) ownGitDir() error {
+	f, err := platform.OpenDirNoFollow(filepath.Join(r.dir, ".git"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return ErrNotRepo
+	} else if err != nil {
+		return &BlockedError{Reason: fmt.Sprintf("%s/.git is not a folder cairn can use (a link, or a file as in a linked worktree or submodule): %v", r.dir, err)}
+	}
+	uid, _, _, _, err := platform.DirInfo(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("look at %s/.git: %w", r.dir, err)
+	}
+	if euid := os.Geteuid(); euid >= 0 && uid != uint32(euid) {
+		return &BlockedError{Reason: fmt.Sprintf("%s/.git belongs to uid %d, not to uid %d that cairn runs as: git would run that user's config (filters, hooks) as this one", r.dir, uid, euid)}
+	}
+	return nil
+}
+
 // probe says whether cairn may touch the repository now: ErrNotRepo, a
 // *BlockedError, or its state.
 func (r *Repo) probe(ctx context.Context) (repoState, error) {
-	if _, err := os.Lstat(filepath.Join(r.dir, ".git")); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return repoState{}, ErrNotRepo
-		}
-		return repoState{}, fmt.Errorf("look for %s/.git: %w", r.dir, err)
+	if err := r.ownGitDir(); err != nil {
+		return repoState{}, err
 	}
 	gitDir, err := r.run(ctx, "", nil, nil, "rev-parse", "--absolute-git-dir")
 	if err != nil {

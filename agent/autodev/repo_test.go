@@ -306,19 +306,27 @@ func TestAutodevRefusesWhileGitIsBusy(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
 			dir := newRepo(t)
+			r := open(t, dir)
+			// A checkpoint to restore to, made before git got busy: the
+			// restore below must be refused for the busy state, not for
+			// an unknown target.
+			write(t, filepath.Join(dir, "first.txt"), "first\n")
+			first, made, err := r.Checkpoint(ctx, autodev.Request{Kind: autodev.KindTask, Label: "before"})
+			if err != nil || !made {
+				t.Fatalf("checkpoint before: %v (made %v)", err, made)
+			}
 			c.setup(t, dir)
 			write(t, filepath.Join(dir, "dirty.txt"), "dirty\n")
 			before := snap(t, dir)
 			refs := userGit(t, dir, "for-each-ref")
 			head := userGit(t, dir, "rev-parse", "HEAD")
-			r := open(t, dir)
-			_, _, err := r.Checkpoint(ctx, autodev.Request{Kind: autodev.KindTask, Label: "x"})
+			_, _, err = r.Checkpoint(ctx, autodev.Request{Kind: autodev.KindTask, Label: "x"})
 			var blocked *autodev.BlockedError
 			if !errors.As(err, &blocked) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("checkpoint: %v, want a refusal saying %q", err, c.want)
 			}
-			if _, err := r.Restore(ctx, "c1"); err == nil {
-				t.Fatal("restore went ahead")
+			if _, err := r.Restore(ctx, first.ID); !errors.As(err, &blocked) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("restore to %s: %v, want a refusal saying %q", first.ID, err, c.want)
 			}
 			after := snap(t, dir)
 			if userGit(t, dir, "rev-parse", "HEAD") != head || userGit(t, dir, "for-each-ref") != refs ||
@@ -584,5 +592,64 @@ func TestAutodevListAsAnAttackerLeavesIt(t *testing.T) {
 				t.Error("the link's target was written")
 			}
 		})
+	}
+}
+
+// TestAutodevRefusesAnotherUsersGitDir: git runs a repository's own config
+// (here a clean filter) for whoever runs it, and GIT_DIR skips its
+// safe.directory check. A .git that belongs to another user, or is a link,
+// is refused before any git runs; the filter never runs.
+func TestAutodevRefusesAnotherUsersGitDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to give .git to another user")
+	}
+	ctx := context.Background()
+	dir := newRepo(t)
+	ran := filepath.Join(t.TempDir(), "filter-ran")
+	userGit(t, dir, "config", "filter.x.clean", "touch "+ran+"; cat")
+	write(t, filepath.Join(dir, ".git", "info", "attributes"), "* filter=x\n")
+	if err := filepath.WalkDir(filepath.Join(dir, ".git"), func(p string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, 65534, 65534)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "b.txt"), "new\n")
+	r := open(t, dir)
+	var blocked *autodev.BlockedError
+	if _, _, err := r.Checkpoint(ctx, autodev.Request{Kind: autodev.KindTask, Label: "x"}); !errors.As(err, &blocked) || !strings.Contains(err.Error(), "belongs to uid 65534") {
+		t.Fatalf("checkpoint in a repository another user owns: %v", err)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Fatal("the repository's filter ran")
+	}
+
+	// A .git that is a link to that repository's folder: refused too.
+	other := filepath.Join(t.TempDir(), "ws")
+	write(t, filepath.Join(other, "a.txt"), "one\n")
+	if err := os.Symlink(filepath.Join(dir, ".git"), filepath.Join(other, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := open(t, other).Checkpoint(ctx, autodev.Request{Kind: autodev.KindTask, Label: "x"}); !errors.As(err, &blocked) {
+		t.Fatalf("checkpoint through a linked .git: %v", err)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Fatal("the repository's filter ran")
+	}
+}
+
+// TestAutodevEmptyListIsSaved: a repository with no checkpoint yet gets an
+// empty checkpoints.json at the first list, so later lists (the daemon's, at
+// every poll) do not walk the whole history again.
+func TestAutodevEmptyListIsSaved(t *testing.T) {
+	dir := newRepo(t)
+	r := open(t, dir)
+	if l, err := r.List(context.Background()); err != nil || len(l.Entries) != 0 {
+		t.Fatalf("list: %v, %v", l.Entries, err)
+	}
+	if got := strings.TrimSpace(read(t, r.ListPath())); got != "[]" {
+		t.Fatalf("checkpoints.json after the first list: %q, want []", got)
 	}
 }

@@ -62,14 +62,9 @@ func (b autodevBackend) list(ctx context.Context) (ledger, error) {
 	}
 	out := ledger{head: l.Head, layout: layoutAutodev, off: l.Off}
 	for _, e := range l.Entries {
-		out.recs = append(out.recs, recordOf(e))
+		out.recs = append(out.recs, e.Record())
 	}
 	return out, nil
-}
-
-func recordOf(e autodev.Entry) ckpt.Record {
-	return ckpt.Record{ID: e.ID, SHA: e.Commit, Kind: ckpt.Kind(e.Kind), Label: e.Label, CodonID: e.Task,
-		Time: e.Time, State: ckpt.StateOK, Ref: e.Branch}
 }
 
 func (b autodevBackend) checkpoint(ctx context.Context, req snapshot.SealRequest) (ckpt.Record, error) {
@@ -85,16 +80,16 @@ func (b autodevBackend) checkpoint(ctx context.Context, req snapshot.SealRequest
 	if e.ID == "" {
 		return ckpt.Record{}, err
 	}
-	return recordOf(e), err
+	return e.Record(), err
 }
 
 func (b autodevBackend) restored(res autodev.Restored, err error) (api.RestoreResult, error) {
 	if err != nil {
 		return api.RestoreResult{}, err
 	}
-	out := api.RestoreResult{Target: recordOf(res.Target), Layout: layoutAutodev, Message: res.Message(), SavedOn: res.SavedOn}
+	out := api.RestoreResult{Target: res.Target.Record(), Layout: layoutAutodev, Message: res.Message(), SavedOn: res.SavedOn}
 	if res.PreRestore.ID != "" {
-		pre := recordOf(res.PreRestore)
+		pre := res.PreRestore.Record()
 		out.PreRestore = &pre
 	}
 	return out, nil
