@@ -139,7 +139,7 @@ func (ic *ignoreChecker) ignored(ctx context.Context, paths []string) (map[strin
 	}
 	out := map[string]bool{}
 	err := ic.c.exchange(ctx, []byte(req.String()), func(r *bufio.Reader) error {
-		for range paths {
+		for _, p := range paths {
 			// <source> NUL <line> NUL <pattern> NUL <path> NUL; all but the
 			// path empty when no pattern matches (-n).
 			var f [4]string
@@ -149,6 +149,9 @@ func (ic *ignoreChecker) ignored(ctx context.Context, paths []string) (map[strin
 					return fmt.Errorf("check-ignore: %w", err)
 				}
 				f[i] = s[:len(s)-1]
+			}
+			if f[3] != "./"+p { // an answer left from an exchange cut short
+				return fmt.Errorf("check-ignore: answer for %q where %q was asked", f[3], "./"+p)
 			}
 			// The last matching pattern decides; a negated one re-includes.
 			if f[2] != "" && !strings.HasPrefix(f[2], "!") {

@@ -142,10 +142,13 @@ func (s *Store) engine(ctx context.Context) (*inproc, error) {
 	if s.eng != nil {
 		s.closeEngine() // check-ignore read the old ignore files
 	}
+	// Remembered from here on with its verdict (cfgOK), unless git could
+	// not answer at all: that is asked again at the next seal.
 	e := &inproc{cfg: stamps, commits: map[string]string{}}
 	s.eng = e
 	out, err := s.git.Run(ctx, nil, "config", "-l", "-z")
 	if err != nil {
+		s.eng = nil
 		return nil, err
 	}
 	cfg := map[string]string{}
@@ -177,7 +180,10 @@ func (s *Store) engine(ctx context.Context) (*inproc, error) {
 	e.logAll = strings.ToLower(cfg["core.logallrefupdates"])
 	e.empty = f.Hash("tree", nil)
 	varOut, err := s.git.Run(ctx, nil, "var", "GIT_COMMITTER_IDENT")
-	if err != nil {
+	if err != nil && ctx.Err() != nil {
+		s.eng = nil
+		return nil, err
+	} else if err != nil {
 		return nil, errFallback // git could not commit either; let it say so
 	}
 	ident := strings.TrimSpace(string(varOut))
@@ -185,6 +191,10 @@ func (s *Store) engine(ctx context.Context) (*inproc, error) {
 		ident = ident[:i+1]
 	}
 	aOut, err := s.git.Run(ctx, nil, "var", "GIT_AUTHOR_IDENT")
+	if err != nil && ctx.Err() != nil {
+		s.eng = nil
+		return nil, err
+	}
 	if err != nil || !strings.HasPrefix(strings.TrimSpace(string(aOut)), ident+" ") {
 		return nil, errFallback // author and committer differ: not written by this engine
 	}
@@ -638,6 +648,10 @@ func (s *Store) recordBase(ctx context.Context, tree string) {
 	if err != nil {
 		return
 	}
+	// git sealed the whole tree, maybe for ignore files the watch did not
+	// report: the checker starts again on the rules as they are now.
+	e.ign.stop()
+	e.ign = nil
 	if !s.statCacheFresh(e.cache) {
 		e.cache = s.loadStatCache(e.format.Name)
 	}
@@ -668,7 +682,7 @@ func (s *Store) syncIndex(ctx context.Context) error {
 		if s.eng != nil && s.eng.cfgOK {
 			format = s.eng.format.Name
 		} else {
-			b, err := readNoFollow(s.statCachePath(), 1<<30)
+			b, err := readNoFollow(s.statCachePath(), maxStatCache)
 			if err != nil {
 				return nil
 			}
@@ -908,7 +922,11 @@ func gitOpenReason(rel string, err error) string {
 func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec *ckpt.Record, sel *Selector, parent, oldTip string, now time.Time) (sha string, skipped bool, counts [3]int, err error) {
 	for _, c := range req.Changed {
 		if path.Base(c) == ".gitignore" {
-			return "", false, counts, errFallback // ignore rules moved: a full reconcile, by git
+			// Ignore rules moved: this seal is git's, and the checker,
+			// which read the old rules, starts again for the next one.
+			e.ign.stop()
+			e.ign = nil
+			return "", false, counts, errFallback
 		}
 	}
 	base := e.cache.hdr.Base
@@ -935,7 +953,10 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 	// An answer of check-ignore still under way is awaited however the seal ends.
 	defer func() {
 		if p.ignored != nil {
-			_, _ = p.ignored()
+			if _, err := p.ignored(); err != nil {
+				e.ign.stop() // its answers may be out of step with its questions now
+				e.ign = nil
+			}
 		}
 	}()
 	edits := map[string]edit{}

@@ -365,3 +365,66 @@ func TestTreeCacheHoldsNoReplacedTrees(t *testing.T) {
 		t.Errorf("the tree cache holds %d trees the last checkpoint does not (of %d live): %v", len(stale), len(live), stale)
 	}
 }
+
+// After a .gitignore changes, the in-process engine's seals follow the new
+// rules: its long-running check-ignore read the old ones, and went on
+// answering with them (x.tmp sealed, y.log left out, against git's own).
+func TestInprocFollowsNewIgnoreRules(t *testing.T) {
+	t.Parallel()
+	dir, st := newTestStore(t, Options{})
+	writeTree(t, dir, map[string]string{"a.txt": "a", ".gitignore": "*.log\n"})
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	writeFile(t, dir, "a.txt", "b", 0o644)
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: []string{"a.txt"}})
+	writeFile(t, dir, ".gitignore", "*.tmp\n", 0o644)
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: []string{".gitignore"}})
+	writeFile(t, dir, "x.tmp", "x", 0o644)
+	writeFile(t, dir, "y.log", "y", 0o644)
+	rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: []string{"x.tmp", "y.log"}})
+	if st.lastEngine != EngineInproc {
+		t.Fatalf("sealed by %s", st.lastEngine)
+	}
+	full := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	if got, want := strings.Join(treePaths(t, st, rec.SHA), " "), strings.Join(treePaths(t, st, full.SHA), " "); got != want {
+		t.Fatalf("in-process seal holds %s; git's full reconcile %s", got, want)
+	}
+}
+
+// An engine whose set-up git could not answer (the seal's context ended) is
+// not remembered as unusable: the next seal asks again. It was remembered,
+// and the in-process engine stayed off until a config file changed.
+func TestInprocEngineNotStuckAfterCancel(t *testing.T) {
+	t.Parallel()
+	_, st := newTestStore(t, Options{})
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := st.engine(cancelled); err == nil {
+		t.Fatal("engine set up with a cancelled context")
+	}
+	if _, err := st.engine(context.Background()); err != nil {
+		t.Fatalf("engine after a cancelled set-up: %v", err)
+	}
+}
+
+// check-ignore's answers name their path: an answer left in the pipe by an
+// exchange cut short is refused, never taken as the answer to the next
+// question (c.log was reported not ignored, from b.txt's answer).
+func TestIgnoreCheckerOutOfStep(t *testing.T) {
+	t.Parallel()
+	dir, st := newTestStore(t, Options{})
+	writeTree(t, dir, map[string]string{".gitignore": "*.log\n", "b.txt": "b"})
+	ic, err := startIgnoreChecker(st.git)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ic.stop()
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := ic.ignored(cancelled, []string{"b.txt"}); err == nil {
+		t.Fatal("an exchange with a cancelled context answered")
+	}
+	ig, err := ic.ignored(context.Background(), []string{"c.log"})
+	if err == nil && !ig["c.log"] {
+		t.Fatalf("c.log reported not ignored (the previous question's answer taken for it): %v", ig)
+	}
+}

@@ -376,11 +376,15 @@ func (c *statCache) apply(body []byte, first bool) error {
 
 func (s *Store) statCachePath() string { return filepath.Join(s.gitDir, cairnSubdir, "statcache") }
 
+// maxStatCache bounds what is read of the cache file (~120 bytes an entry:
+// two million files).
+const maxStatCache = 256 << 20
+
 // loadStatCache reads the cache file; a missing or damaged one is an empty
 // cache with no base (the next seal is git's, which records one).
 func (s *Store) loadStatCache(format string) *statCache {
 	path := s.statCachePath()
-	b, err := readNoFollow(path, 1<<30)
+	b, err := readNoFollow(path, maxStatCache)
 	if err == nil {
 		if c, err := decodeStatCache(b); err == nil && c.hdr.Format == format {
 			c.file, _ = stampFile(path)
