@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/restore/ckpt"
+	"github.com/cairn-dev/cairn/snapshot/gitobj"
 )
 
 // Entry is one checkpoint in checkpoints.json (docs/cairn-formats.md, "The
@@ -88,6 +89,9 @@ func (r *Repo) load(ctx context.Context) ([]Entry, error) {
 		var entries []Entry
 		if err == nil {
 			if err = json.Unmarshal(data, &entries); err == nil {
+				err = checkEntries(entries)
+			}
+			if err == nil {
 				sortEntries(entries)
 				return entries, nil
 			}
@@ -108,6 +112,17 @@ func (r *Repo) load(ctx context.Context) ([]Entry, error) {
 	// Saved even when empty: else every list (the daemon's, every poll)
 	// would walk the whole history again.
 	return entries, r.save(entries)
+}
+
+// checkEntries refuses a list whose commits are not full object names: they
+// go to git as arguments (one starting with "-" would read as an option).
+func checkEntries(entries []Entry) error {
+	for _, e := range entries {
+		if !gitobj.IsHex(e.Commit) {
+			return fmt.Errorf("checkpoint %s: commit %q is not an object name", e.ID, e.Commit)
+		}
+	}
+	return nil
 }
 
 // save writes checkpoints.json whole, atomically.

@@ -653,3 +653,32 @@ func TestAutodevEmptyListIsSaved(t *testing.T) {
 		t.Fatalf("checkpoints.json after the first list: %q, want []", got)
 	}
 }
+
+// TestAutodevListWithAnOptionForACommit: a checkpoints.json whose commit is
+// not an object name (here one git would read as an option) is moved aside
+// and the list rebuilt from git, as one that does not parse.
+func TestAutodevListWithAnOptionForACommit(t *testing.T) {
+	ctx := context.Background()
+	_, r, _ := restoreFixture(t)
+	want, err := r.List(ctx)
+	if err != nil || len(want.Entries) == 0 {
+		t.Fatalf("list: %v, %v", want.Entries, err)
+	}
+	write(t, r.ListPath(), `[{"id":"c1","commit":"--output=/tmp/cairn-pwned","kind":"task","label":"x","time":"2026-01-01T00:00:00Z"}]`)
+	got, err := r.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range got.Entries {
+		if strings.HasPrefix(e.Commit, "-") || len(e.Commit) != 40 {
+			t.Fatalf("entry %s kept commit %q", e.ID, e.Commit)
+		}
+	}
+	if len(got.Entries) != len(want.Entries) {
+		t.Fatalf("rebuilt %d entries, want %d", len(got.Entries), len(want.Entries))
+	}
+	aside, _ := filepath.Glob(r.ListPath() + ".bad-*")
+	if len(aside) != 1 {
+		t.Fatalf("the bad list was not moved aside: %v", aside)
+	}
+}
