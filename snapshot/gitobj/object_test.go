@@ -9,30 +9,49 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// TestWriteKeepsStoredObject writes an object that is already stored, with
-// and without renames that refuse to replace: the stored file is kept (same
-// inode, as git keeps it), made young again, and no temporary file is left.
-func TestWriteKeepsStoredObject(t *testing.T) {
-	for _, noRepl := range []bool{true, false} {
-		name := "look-first"
-		if noRepl {
-			name = "rename-no-replace"
+// writeModes are the three ways an object is written: an unnamed file
+// linked into place (Linux), else a named temporary file renamed without
+// replacing, else one renamed after looking first.
+var writeModes = []struct {
+	name            string
+	unnamed, noRepl bool
+}{{"unnamed-link", true, true}, {"rename-no-replace", false, true}, {"look-first", false, false}}
+
+// newDBIn returns a database in a new folder, writing the mode's way.
+func newDBIn(t *testing.T, unnamed, noRepl bool) *DB {
+	t.Helper()
+	old := noReplace.Load()
+	noReplace.Store(noRepl)
+	t.Cleanup(func() { noReplace.Store(old) })
+	db := NewDB(t.TempDir(), SHA1)
+	if err := os.MkdirAll(db.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if !unnamed {
+		db.unnamed.Store(unnamedNo)
+	} else if !db.useUnnamed() {
+		if runtime.GOOS == "linux" {
+			t.Fatal("unnamed files (O_TMPFILE and a link through /proc) do not work in a temporary folder here")
 		}
-		t.Run(name, func(t *testing.T) {
-			old := noReplace.Load()
-			noReplace.Store(noRepl)
-			t.Cleanup(func() { noReplace.Store(old) })
-			gitDir := t.TempDir()
-			if err := os.MkdirAll(filepath.Join(gitDir, "objects"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			db := NewDB(gitDir, SHA1)
+		t.Skip("unnamed files are Linux's")
+	}
+	return db
+}
+
+// TestWriteKeepsStoredObject writes an object that is already stored, each
+// way objects are written: the stored file is kept (same inode, as git
+// keeps it), made young again, and no temporary file is left.
+func TestWriteKeepsStoredObject(t *testing.T) {
+	for _, m := range writeModes {
+		t.Run(m.name, func(t *testing.T) {
+			db := newDBIn(t, m.unnamed, m.noRepl)
 			data := []byte("tree contents, or a blob's\n")
 			id, err := db.Write("blob", data)
 			if err != nil {
@@ -40,6 +59,9 @@ func TestWriteKeepsStoredObject(t *testing.T) {
 			}
 			if want := SHA1.Hash("blob", data); id != want {
 				t.Fatalf("id %s, want %s", id, want)
+			}
+			if fi, err := os.Stat(db.Path(id)); err != nil || fi.Mode().Perm()&0o222 != 0 || !fi.Mode().IsRegular() {
+				t.Fatalf("stored object: %v, %v; want a read-only regular file", fi.Mode(), err)
 			}
 			long := time.Now().Add(-48 * time.Hour)
 			if err := os.Chtimes(db.Path(id), long, long); err != nil {
@@ -121,11 +143,12 @@ func TestReadRefusesBadHeaders(t *testing.T) {
 // git's, a reader holding fewer or more bytes than said is ErrChanged, and
 // no temporary file is left either way.
 func TestWriteBlobFromLarge(t *testing.T) {
-	gitDir := t.TempDir()
-	db := NewDB(gitDir, SHA1)
-	if err := os.MkdirAll(db.Dir, 0o755); err != nil {
-		t.Fatal(err)
+	for _, m := range writeModes {
+		t.Run(m.name, func(t *testing.T) { testWriteBlobFromLarge(t, newDBIn(t, m.unnamed, m.noRepl)) })
 	}
+}
+
+func testWriteBlobFromLarge(t *testing.T, db *DB) {
 	data := bytes.Repeat([]byte("0123456789abcdef"), (smallBlob/16)+100)
 	id, err := db.WriteBlobFrom(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
