@@ -61,7 +61,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 		{"stage", nil, false}, {"write-tree", nil, false}, {"commit-tree", nil, false},
 		{"update-ref", nil, true}, {"position", nil, true}, {"ledger", nil, true},
 		{"blob-written", inprocChanged, false}, {"tree-written", inprocChanged, false},
-		{"commit-written", inprocChanged, false}, {"ref-locked", inprocChanged, false},
+		{"commit-written", inprocChanged, false}, {"pack-written", inprocChanged, false}, {"ref-locked", inprocChanged, false},
 		{"ref-renamed", inprocChanged, true}, {"update-ref", inprocChanged, true}, {"position", inprocChanged, true},
 		{"ledger", inprocChanged, true},
 	}

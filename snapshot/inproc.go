@@ -46,8 +46,9 @@ var errFallback = errors.New("in-process engine: fall back to git")
 type inproc struct {
 	format  gitobj.Format
 	db      *gitobj.DB
-	ident   string // "Name <email>", as git would write it
-	logAll  string // core.logAllRefUpdates
+	batch   *gitobj.Batch // the new objects of the seal under way, written as one pack
+	ident   string        // "Name <email>", as git would write it
+	logAll  string        // core.logAllRefUpdates
 	cfg     [4]fileStamp
 	cfgOK   bool
 	cache   *statCache
@@ -57,6 +58,11 @@ type inproc struct {
 	cat     *catFile
 	empty   string // the empty tree's id
 }
+
+// rollUpEvery is how many small packs of whole objects the in-process
+// engine lets a store hold before it merges them (gitobj.DB.RollUp), a seal
+// writing one: git looks in every pack's index for an object.
+const rollUpEvery = 16
 
 // treeCacheMax bounds the tree entries kept in memory between seals.
 const treeCacheMax = 200_000
@@ -427,14 +433,14 @@ func (e *inproc) rebuild(ctx context.Context, s *Store, root string, edits map[s
 	if err != nil {
 		return "", nil, err
 	}
-	if err := e.db.WriteAll(nt.objs); err != nil {
+	if err := e.batch.WriteAll(nt.objs); err != nil {
 		return "", nil, err
 	}
 	for id, t := range nt.entries {
 		e.cacheTree(id, t)
 	}
 	if id == "" { // nothing left: git writes the empty tree
-		id, err = e.db.Write("tree", nil)
+		id, err = e.batch.Write("tree", nil)
 	}
 	// A replaced tree may stand elsewhere in the new one too (two folders
 	// alike): those stay.
@@ -847,7 +853,7 @@ func (s *Store) hashFile(e *inproc, j *hashJob) {
 			j.h = hashed{mode: mode, id: id}
 			return
 		}
-		id, err := e.db.WriteBlobFrom(f, fi.Size())
+		id, err := e.batch.WriteBlobFrom(f, fi.Size())
 		f.Close()
 		if errors.Is(err, gitobj.ErrChanged) && attempt < 2 {
 			continue
@@ -867,7 +873,8 @@ func (s *Store) hashFile(e *inproc, j *hashJob) {
 
 // known reports whether blob id, which the stat cache vouches for, is surely
 // in the store: the base holds it at that path (baseID), or it is stored
-// loose (a blob of a seal that failed may have been pruned since).
+// loose (a blob of a seal that failed may have been pruned since). One
+// stored only in a pack is read again, which is rare and costs a rehash.
 func (e *inproc) known(baseID, id string) bool {
 	if baseID == id {
 		return true
@@ -930,6 +937,26 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 		}
 	}
 	base := e.cache.hdr.Base
+	// New objects are gathered and written as one pack before the stat
+	// cache is saved and the ref moves. The caches may name them sooner (a
+	// new tree is cached as it is made): a seal that ends early writes what
+	// it gathered, and one whose pack could not be written drops the engine,
+	// so the next seal starts again from what was saved.
+	e.batch = e.db.Batch()
+	flush := func() error {
+		if _, err := e.batch.Flush(); err != nil {
+			s.closeEngine()
+			s.eng = nil
+			return err
+		}
+		return nil
+	}
+	defer func() {
+		if e.batch.Len() > 0 {
+			flush()
+		}
+		e.batch = nil
+	}()
 	// The parent and its tree must be there, or nothing is sealed on top.
 	ptree, err := e.commitTree(ctx, s, parent)
 	if errors.Is(err, errMissing) {
@@ -1043,11 +1070,14 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 		e.trees.drop(replaced)
 	}
 	e.cache.hdr.Base = tree
-	if err := s.saveStatCache(e.cache); err != nil {
-		return "", false, counts, err
-	}
+	// The stat cache is saved once the objects it names are written (a
+	// process killed between the two must not leave it naming a tree the
+	// store lacks).
 	if req.SkipUnchanged && tree == ptree && len(rec.Issues) == 0 {
-		return "", true, counts, nil
+		if err := flush(); err != nil {
+			return "", false, counts, err
+		}
+		return "", true, counts, s.saveStatCache(e.cache)
 	}
 
 	logical := ""
@@ -1059,9 +1089,12 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 	}
 	msg := message(req, *rec, logical, now)
 	if gitobj.MessageAsIs(msg) {
-		sha, err = e.db.Write("commit", gitobj.Commit{Tree: tree, Parents: parents, Author: e.ident, Committer: e.ident,
+		sha, err = e.batch.Write("commit", gitobj.Commit{Tree: tree, Parents: parents, Author: e.ident, Committer: e.ident,
 			When: now, Message: msg}.Encode())
-	} else { // git rewrites such a message: let it
+	} else { // git rewrites such a message: let it, once it can read the tree
+		if err := flush(); err != nil {
+			return "", false, counts, err
+		}
 		args := []string{"commit-tree", tree, "-F", "-"}
 		for _, pp := range parents {
 			args = append(args, "-p", pp)
@@ -1075,6 +1108,20 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 		return "", false, counts, err
 	}
 	faultPoint("commit-written")
+	if err := flush(); err != nil {
+		return "", false, counts, err
+	}
+	faultPoint("pack-written")
+	// Once there are rollUpEvery small packs they are merged, the new pack
+	// flushed with the seal's objects and the old ones removed after the
+	// ref moved (maintenance merges them all when the workspace is idle).
+	_, rolledUp, rerr := e.db.RollUp(rollUpEvery)
+	if rerr != nil {
+		zerologCtx(ctx).Warn().Err(rerr).Msg("merging the in-process engine's packs failed; they stay as they are")
+	}
+	if err := s.saveStatCache(e.cache); err != nil {
+		return "", false, counts, err
+	}
 
 	if hookBeforeUpdateRef != nil {
 		hookBeforeUpdateRef()
@@ -1091,6 +1138,9 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 	}
 	if err := mv.finish(ctx, s, oldTip, "cairn: "+string(req.Kind)+" "+rec.ID); err != nil {
 		return "", false, counts, fmt.Errorf("ref %s moved while sealing (another writer?); not overwritten: %w", rec.Ref, err)
+	}
+	if err := gitobj.RemovePacks(rolledUp); err != nil {
+		zerologCtx(ctx).Warn().Err(err).Msg("removing packs merged into one failed; their objects are stored twice until maintenance")
 	}
 	return sha, false, counts, nil
 }

@@ -428,3 +428,70 @@ func TestIgnoreCheckerOutOfStep(t *testing.T) {
 		t.Fatalf("c.log reported not ignored (the previous question's answer taken for it): %v", ig)
 	}
 }
+
+// The in-process engine writes each seal's new objects as one pack and
+// merges the small packs every rollUpEvery seals: after many seals, with a
+// restart halfway (the caches empty, trees read back from the packs), the
+// store holds a few dozen packs at most and no new loose object, every
+// checkpoint holds what was written, and fsck is clean.
+func TestInprocSealsWriteFewPacks(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	stateDir := t.TempDir()
+	st := openTestStore(t, dir, Options{StateDir: stateDir})
+	files := map[string]string{}
+	var paths []string
+	for d := range 6 {
+		for f := range 4 {
+			p := fmt.Sprintf("src/d%d/f%d.txt", d, f)
+			files[p], paths = "v0", append(paths, p)
+		}
+	}
+	writeTree(t, dir, files)
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	loose := func() int {
+		n := 0
+		for _, line := range strings.Split(gitStr(t, st, "count-objects", "-v"), "\n") {
+			if v, ok := strings.CutPrefix(line, "count: "); ok {
+				fmt.Sscan(v, &n)
+			}
+		}
+		return n
+	}
+	looseBefore := loose()
+	type sealed struct{ sha, path, content string }
+	var all []sealed
+	most := 0
+	n := 3*rollUpEvery + 5
+	for i := range n {
+		if i == n/2 { // a restart: nothing cached
+			st.Close()
+			st = openTestStore(t, dir, Options{StateDir: stateDir})
+		}
+		p := paths[(i*5)%len(paths)]
+		content := fmt.Sprintf("v%d\n", i+1)
+		writeFile(t, dir, p, content, 0o644)
+		rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: []string{p}})
+		if st.lastEngine != EngineInproc {
+			t.Fatalf("seal %d by %s", i, st.lastEngine)
+		}
+		all = append(all, sealed{rec.SHA, p, content})
+		packs, _ := filepath.Glob(filepath.Join(st.GitDir(), "objects", "pack", "pack-*.pack"))
+		most = max(most, len(packs))
+	}
+	if most > rollUpEvery+8 {
+		t.Errorf("the store held %d packs after %d seals; want at most %d", most, n, rollUpEvery+8)
+	}
+	if got := loose(); got != looseBefore {
+		t.Errorf("%d loose objects after the in-process seals, %d before: they should all be packed", got, looseBefore)
+	}
+	for _, s := range all {
+		if got := gitStr(t, st, "show", s.sha+":"+s.path); got != strings.TrimSpace(s.content) {
+			t.Errorf("checkpoint %s holds %q at %s, want %q", s.sha, got, s.path, s.content)
+		}
+	}
+	if out := gitStr(t, st, "fsck", "--full", "--strict", "--no-dangling"); out != "" {
+		t.Errorf("fsck: %s", out)
+	}
+	t.Logf("%d packs at most over %d seals", most, n)
+}

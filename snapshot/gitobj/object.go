@@ -196,10 +196,10 @@ func (d *DB) writeKnown(o Object) error {
 // writeLoose writes the object id through a temporary file in its folder.
 func (d *DB) writeLoose(id string, body func(io.Writer) error) error {
 	dir := filepath.Join(d.Dir, id[:2])
-	tmp, err := d.newTemp(dir)
+	tmp, err := d.newTemp(dir, "tmp_obj_")
 	if errors.Is(err, fs.ErrNotExist) {
 		if err = os.Mkdir(dir, 0o755); err == nil || errors.Is(err, fs.ErrExist) {
-			tmp, err = d.newTemp(dir)
+			tmp, err = d.newTemp(dir, "tmp_obj_")
 		}
 	}
 	if err != nil {
@@ -230,12 +230,14 @@ func (t tempObject) discard() {
 	}
 }
 
-func (d *DB) newTemp(dir string) (tempObject, error) {
+// newTemp starts a file in dir; a named one's name starts with prefix, one
+// git and cairn's sweep of a failed write know.
+func (d *DB) newTemp(dir, prefix string) (tempObject, error) {
 	if d.useUnnamed() {
 		f, err := platform.CreateUnnamed(dir, 0o444)
 		return tempObject{File: f}, err
 	}
-	f, err := createTemp(dir)
+	f, err := createTemp(dir, prefix)
 	return tempObject{File: f, named: true}, err
 }
 
@@ -271,12 +273,12 @@ func (d *DB) useUnnamed() bool {
 	return ok
 }
 
-// createTemp makes a tmp_obj_* file, the name git uses (and cairn sweeps
-// after a failed write). The name only has to be new (O_EXCL checks it), so
+// createTemp makes a file named prefix and a random part (tmp_obj_,
+// tmp_pack_, tmp_idx_: git's names, which cairn sweeps after a failed write). The name only has to be new (O_EXCL checks it), so
 // it comes from the runtime's generator rather than the kernel's.
-func createTemp(dir string) (*os.File, error) {
+func createTemp(dir, prefix string) (*os.File, error) {
 	for range 10 {
-		name := "tmp_obj_" + strconv.FormatUint(rand.Uint64()>>16, 36)
+		name := prefix + strconv.FormatUint(rand.Uint64()>>16, 36)
 		f, err := os.OpenFile(filepath.Join(dir, name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o444)
 		if !errors.Is(err, fs.ErrExist) {
 			return f, err
@@ -429,19 +431,14 @@ const smallBlob = 1 << 20
 // number of bytes.
 func (d *DB) WriteBlobFrom(r io.Reader, size int64) (string, error) {
 	if size <= smallBlob {
-		data := make([]byte, size)
-		if _, err := io.ReadFull(r, data); err == io.EOF || err == io.ErrUnexpectedEOF {
-			return "", ErrChanged
-		} else if err != nil {
-			return "", fmt.Errorf("write blob: %w", err)
-		}
-		if moreThan(r) {
-			return "", ErrChanged
+		data, err := readExactly(r, size)
+		if err != nil {
+			return "", err
 		}
 		id := d.Format.Hash("blob", data)
 		return id, d.writeKnown(Object{ID: id, Type: "blob", Data: data})
 	}
-	tmp, err := d.newTemp(d.Dir)
+	tmp, err := d.newTemp(d.Dir, "tmp_obj_")
 	if err != nil {
 		return "", fmt.Errorf("write blob: %w", err)
 	}
