@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/restore/ckpt"
+	"github.com/cairn-dev/cairn/snapshot/gitobj"
 )
 
 // buildFaultSeal builds testdata/faultseal, a program that seals one
@@ -61,7 +62,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 		{"stage", nil, false}, {"write-tree", nil, false}, {"commit-tree", nil, false},
 		{"update-ref", nil, true}, {"position", nil, true}, {"ledger", nil, true},
 		{"blob-written", inprocChanged, false}, {"tree-written", inprocChanged, false},
-		{"commit-written", inprocChanged, false}, {"pack-written", inprocChanged, false}, {"ref-locked", inprocChanged, false},
+		{"commit-written", inprocChanged, false}, {"pack-written", inprocChanged, false}, {"packs-merged", inprocChanged, false}, {"ref-locked", inprocChanged, false},
 		{"ref-renamed", inprocChanged, true}, {"update-ref", inprocChanged, true}, {"position", inprocChanged, true},
 		{"ledger", inprocChanged, true},
 	}
@@ -85,6 +86,17 @@ func TestCrashAtEveryStep(t *testing.T) {
 			}
 			putFile(t, filepath.Join(ws, "a.txt"), "two\n")
 			putFile(t, filepath.Join(ws, "b/c.txt"), "new\n")
+			if sc.changed != nil {
+				// One pack short of a roll-up: the child's seal merges.
+				db := gitobj.NewDB(st.GitDir(), gitobj.SHA1)
+				for i := range rollUpEvery - 1 {
+					b := db.Batch()
+					b.Write("blob", []byte(fmt.Sprintf("an earlier seal's blob %d\n", i)))
+					if _, err := b.Flush(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
 
 			cmd := exec.Command(child, append([]string{ws, state}, sc.changed...)...)
 			cmd.Env = append(os.Environ(), FaultEnv+"="+step)

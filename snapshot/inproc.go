@@ -44,11 +44,14 @@ var errFallback = errors.New("in-process engine: fall back to git")
 
 // inproc is the in-process engine's state for one store, kept between seals.
 type inproc struct {
-	format  gitobj.Format
-	db      *gitobj.DB
-	batch   *gitobj.Batch // the new objects of the seal under way, written as one pack
-	ident   string        // "Name <email>", as git would write it
-	logAll  string        // core.logAllRefUpdates
+	format gitobj.Format
+	db     *gitobj.DB
+	batch  *gitobj.Batch // the new objects of the seal under way, written as one pack
+	// fresh are the trees the seal under way made: only in its batch until
+	// it is written, so kept here whatever the tree cache drops meanwhile.
+	fresh   map[string][]gitobj.TreeEntry
+	ident   string // "Name <email>", as git would write it
+	logAll  string // core.logAllRefUpdates
 	cfg     [4]fileStamp
 	cfgOK   bool
 	cache   *statCache
@@ -64,8 +67,9 @@ type inproc struct {
 // writing one: git looks in every pack's index for an object.
 const rollUpEvery = 16
 
-// treeCacheMax bounds the tree entries kept in memory between seals.
-const treeCacheMax = 200_000
+// treeCacheMax bounds the tree entries kept in memory between seals (a
+// variable for tests).
+var treeCacheMax = 200_000
 
 // treeCache holds parsed trees in two generations: when the young one is
 // full it becomes the old one, and a tree found old is moved young. The
@@ -232,6 +236,9 @@ func (e *inproc) readObject(ctx context.Context, s *Store, id string) (string, [
 func (e *inproc) tree(ctx context.Context, s *Store, id string) ([]gitobj.TreeEntry, error) {
 	if id == "" || id == e.empty {
 		return nil, nil
+	}
+	if t, ok := e.fresh[id]; ok {
+		return t, nil
 	}
 	if t, ok := e.trees.get(id); ok {
 		return t, nil
@@ -439,6 +446,7 @@ func (e *inproc) rebuild(ctx context.Context, s *Store, root string, edits map[s
 	for id, t := range nt.entries {
 		e.cacheTree(id, t)
 	}
+	e.fresh = nt.entries
 	if id == "" { // nothing left: git writes the empty tree
 		id, err = e.batch.Write("tree", nil)
 	}
@@ -955,7 +963,7 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 		if e.batch.Len() > 0 {
 			flush()
 		}
-		e.batch = nil
+		e.batch, e.fresh = nil, nil
 	}()
 	// The parent and its tree must be there, or nothing is sealed on top.
 	ptree, err := e.commitTree(ctx, s, parent)
@@ -1047,11 +1055,18 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 			counts[1]++
 		}
 	}
+	// The pending entries change only once both walks are done: a walk
+	// that fails leaves the cache standing for the base it had.
+	type pend struct {
+		path string
+		p    pendEntry
+	}
+	var pending []pend
 	if err := e.diff(ctx, s, base, tree, "", func(q string, old, nw *gitobj.TreeEntry) {
 		if nw == nil {
-			e.cache.setPending(q, pendEntry{})
+			pending = append(pending, pend{q, pendEntry{}})
 		} else {
-			e.cache.setPending(q, pendEntry{Mode: nw.Mode, ID: nw.ID})
+			pending = append(pending, pend{q, pendEntry{Mode: nw.Mode, ID: nw.ID}})
 		}
 		if base == ptree {
 			count(old, nw)
@@ -1063,6 +1078,9 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 		if err := e.diff(ctx, s, ptree, tree, "", func(_ string, old, nw *gitobj.TreeEntry) { count(old, nw) }); err != nil {
 			return "", false, counts, err
 		}
+	}
+	for _, p := range pending {
+		e.cache.setPending(p.path, p.p)
 	}
 	// The versions the new trees replaced are read no more (the diffs above
 	// were their last use): kept, they would make the cache a history.
@@ -1119,6 +1137,9 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 	if rerr != nil {
 		zerologCtx(ctx).Warn().Err(rerr).Msg("merging the in-process engine's packs failed; they stay as they are")
 	}
+	if len(rolledUp) > 0 {
+		faultPoint("packs-merged")
+	}
 	if err := s.saveStatCache(e.cache); err != nil {
 		return "", false, counts, err
 	}
@@ -1141,6 +1162,12 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 	}
 	if err := gitobj.RemovePacks(rolledUp); err != nil {
 		zerologCtx(ctx).Warn().Err(err).Msg("removing packs merged into one failed; their objects are stored twice until maintenance")
+	}
+	if len(rolledUp) > 0 && e.cat != nil {
+		// git never forgets a pack it opened: the long-running reader would
+		// hold the removed ones (and their space) for the daemon's life.
+		e.cat.stop()
+		e.cat = nil
 	}
 	return sha, false, counts, nil
 }

@@ -495,3 +495,80 @@ func TestInprocSealsWriteFewPacks(t *testing.T) {
 	}
 	t.Logf("%d packs at most over %d seals", most, n)
 }
+
+// A seal whose new trees outnumber the tree cache still reads them back for
+// its own walks: they are only in its unwritten pack until the end, so the
+// cache dropping them made the seal fail with "object missing".
+func TestInprocSealBeyondTreeCache(t *testing.T) {
+	old := treeCacheMax
+	treeCacheMax = 16
+	defer func() { treeCacheMax = old }()
+	dir, st := newTestStore(t, Options{})
+	files := map[string]string{}
+	var paths []string
+	for d := range 40 {
+		for f := range 3 {
+			p := fmt.Sprintf("src/d%02d/f%d.txt", d, f)
+			files[p] = "v0"
+			if f == 0 {
+				paths = append(paths, p)
+			}
+		}
+	}
+	writeTree(t, dir, files)
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	for _, p := range paths {
+		writeFile(t, dir, p, "v1 of "+p, 0o644)
+	}
+	rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: paths})
+	if st.lastEngine != EngineInproc {
+		t.Fatalf("sealed by %s", st.lastEngine)
+	}
+	for _, p := range paths {
+		if got := gitStr(t, st, "show", rec.SHA+":"+p); got != "v1 of "+p {
+			t.Errorf("%s holds %q", p, got)
+		}
+	}
+	if out := gitStr(t, st, "fsck", "--full", "--strict", "--no-dangling"); out != "" {
+		t.Errorf("fsck: %s", out)
+	}
+}
+
+// A seal whose pack cannot be written fails, and the next one starts again
+// from what was saved: the failed seal's trees, which its caches held
+// though they were never written, must not be built upon.
+func TestInprocUnwrittenPackNotBuiltUpon(t *testing.T) {
+	t.Parallel()
+	dir, st := newTestStore(t, Options{})
+	writeTree(t, dir, map[string]string{"a/x.txt": "x0", "a/y.txt": "y0", "b/z.txt": "z0"})
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	packDir := filepath.Join(st.GitDir(), "objects", "pack")
+	if err := os.RemoveAll(packDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(packDir, nil, 0o644); err != nil { // not a folder: no pack can be written
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "a/x.txt", "x1", 0o644)
+	rec, err := st.Seal(context.Background(), SealRequest{Kind: ckpt.KindManual, Changed: []string{"a/x.txt"}})
+	if err == nil && rec.State != ckpt.StateFailed {
+		t.Fatalf("a seal without room for its pack: %+v", rec)
+	}
+	if err := os.Remove(packDir); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "b/z.txt", "z1", 0o644)
+	// The failed seal's path is named again, as the daemon keeps it dirty.
+	rec = mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: []string{"a/x.txt", "b/z.txt"}})
+	if st.lastEngine != EngineInproc {
+		t.Fatalf("sealed by %s", st.lastEngine)
+	}
+	for p, want := range map[string]string{"a/x.txt": "x1", "a/y.txt": "y0", "b/z.txt": "z1"} {
+		if got := gitStr(t, st, "show", rec.SHA+":"+p); got != want {
+			t.Errorf("%s holds %q, want %q", p, got, want)
+		}
+	}
+	if out := gitStr(t, st, "fsck", "--full", "--strict", "--no-dangling"); out != "" {
+		t.Errorf("fsck: %s", out)
+	}
+}

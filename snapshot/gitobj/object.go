@@ -1,9 +1,10 @@
 // Package gitobj reads and writes git's object database and refs the way git
 // itself does, for the in-process seal (docs/cairn-formats.md, "The
 // in-process engine"): loose objects (zlib, "<type> <len>\0" header, named by
-// their SHA-1 or SHA-256), trees and commits in git's exact encoding, and a
-// ref moved with git's lock-file protocol. It reads loose objects only; the
-// caller asks git for packed ones. It knows nothing of cairn.
+// their SHA-1 or SHA-256), a seal's objects as one pack and its index (Batch)
+// and small packs merged (RollUp), trees and commits in git's exact
+// encoding, and a ref moved with git's lock-file protocol. It reads loose
+// objects only; the caller asks git for packed ones. It knows nothing of cairn.
 package gitobj
 
 import (

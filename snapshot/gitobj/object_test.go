@@ -180,3 +180,22 @@ func testWriteBlobFromLarge(t *testing.T, db *DB) {
 		t.Fatal(err)
 	}
 }
+
+// A pack whose index cannot be written is removed: git never sees a pack
+// without its index, so it would stay for good, one per retried seal.
+func TestPackWithoutIndexRemoved(t *testing.T) {
+	db := newDBIn(t, true, true)
+	idxFault = func() error { return errors.New("no room for the index") }
+	defer func() { idxFault = nil }()
+	b := db.Batch()
+	if _, err := b.Write("blob", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Flush(); err == nil {
+		t.Fatal("the flush succeeded without its index")
+	}
+	left, _ := filepath.Glob(filepath.Join(db.Dir, "pack", "*"))
+	if len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}

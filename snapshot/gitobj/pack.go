@@ -195,7 +195,14 @@ func (d *DB) writePack(objs []packEntry) (string, error) {
 		offsets[i] = off
 		var err error
 		if o.src != nil {
-			_, err = io.Copy(bw, io.NewSectionReader(o.src, o.off, o.n))
+			// A copied entry must be whole and match its CRC-32: a damaged
+			// pack is not rewritten into one that looks sound.
+			c := crc32.NewIEEE()
+			var n int64
+			n, err = io.CopyN(io.MultiWriter(bw, c), io.NewSectionReader(o.src, o.off, o.n), o.n)
+			if err == nil && (n != o.n || c.Sum32() != o.crc) {
+				err = fmt.Errorf("object %x: its bytes in the pack do not match its index", o.id)
+			}
 		} else {
 			_, err = bw.Write(o.data)
 		}
@@ -262,11 +269,24 @@ func (d *DB) writePack(objs []packEntry) (string, error) {
 	if err := d.finalize(tmp, base+".pack", filepath.Base(base)+".pack"); err != nil {
 		return "", err
 	}
-	if err := d.writeFileOnce(dir, base+".idx", idx.Bytes()); err != nil {
+	if idxFault != nil {
+		err = idxFault()
+	} else {
+		err = d.writeFileOnce(dir, base+".idx", idx.Bytes())
+	}
+	if err != nil {
+		// A pack without its index is invisible to git and would stay for
+		// good (a full disk, then retried seals, would leave one each).
+		if _, serr := os.Lstat(base + ".idx"); errors.Is(serr, fs.ErrNotExist) {
+			os.Remove(base + ".pack")
+		}
 		return "", err
 	}
 	return base + ".pack", nil
 }
+
+// idxFault, set by tests, fails the write of a pack's index.
+var idxFault func() error
 
 // writeFileOnce writes data to a new read-only file named final, through a
 // temporary file in dir; a file already named final is kept (a pack's name
@@ -355,6 +375,13 @@ func (d *DB) RollUp(minPacks int) (string, []string, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return "", nil, err
+	}
+	for _, e := range ents {
+		if e.Name() == "multi-pack-index" {
+			// It names the packs it covers; removing one would leave it
+			// stale (git falls back, fsck complains). Left to git.
+			return "", nil, nil
+		}
 	}
 	names := map[string]bool{}
 	for _, e := range ents {
@@ -475,6 +502,9 @@ func (d *DB) readPack(base string, size int64) (*os.File, []packEntry, error) {
 		}
 	}
 	slices.SortFunc(entries, func(a, b packEntry) int { return cmp.Compare(a.off, b.off) })
+	if entries[0].off != 12 {
+		return nil, nil, errors.New("pack index does not start at the first entry")
+	}
 	f, err := platform.OpenRegular(base + ".pack")
 	if err != nil {
 		return nil, nil, err

@@ -241,3 +241,43 @@ func TestRollUpMergesSmallPacks(t *testing.T) {
 	}
 	t.Logf("%d packs at most, %d at the end", most, len(packs))
 }
+
+// A roll-up that meets a pack whose bytes do not match its index (a flipped
+// byte inside an entry) fails and changes nothing: the damaged pack, the
+// only copy git could recover from, is not rewritten and removed.
+func TestRollUpRefusesDamagedPack(t *testing.T) {
+	_, gitDir := newRepo(t, "sha1")
+	db := gitobj.NewDB(gitDir, gitobj.SHA1)
+	var packs []string
+	for i := range 16 {
+		b := db.Batch()
+		if _, err := b.Write("blob", []byte(strings.Repeat("seal ", 50)+string(rune('a'+i)))); err != nil {
+			t.Fatal(err)
+		}
+		p, err := b.Flush()
+		if err != nil {
+			t.Fatal(err)
+		}
+		packs = append(packs, p)
+	}
+	data, err := os.ReadFile(packs[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[20] ^= 0xff // inside the first entry's compressed bytes
+	os.Chmod(packs[3], 0o644)
+	if err := os.WriteFile(packs[3], data, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	pack, replaced, err := db.RollUp(16)
+	if err == nil || pack != "" || len(replaced) > 0 {
+		t.Fatalf("RollUp over a damaged pack: %q, %v, %v; want an error", pack, replaced, err)
+	}
+	left, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "pack-*.pack"))
+	if len(left) != 16 {
+		t.Errorf("%d packs after the refused roll-up, want the 16", len(left))
+	}
+	if tmp, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "tmp_*")); len(tmp) > 0 {
+		t.Errorf("temporary files left: %v", tmp)
+	}
+}
