@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -279,5 +281,72 @@ func TestRollUpRefusesDamagedPack(t *testing.T) {
 	}
 	if tmp, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "tmp_*")); len(tmp) > 0 {
 		t.Errorf("temporary files left: %v", tmp)
+	}
+}
+
+// RollUp as an attacker who can write the store's pack folder would try it:
+// a pack that is a symbolic link, an index that is a FIFO with no writer,
+// and a huge index beside a small pack are left alone, nothing hangs, and
+// the real packs are merged.
+func TestRollUpIgnoresLinksFIFOsAndHugeIndexes(t *testing.T) {
+	_, gitDir := newRepo(t, "sha1")
+	db := gitobj.NewDB(gitDir, gitobj.SHA1)
+	packDir := filepath.Join(gitDir, "objects", "pack")
+	var first string
+	for i := range 16 {
+		b := db.Batch()
+		b.Write("blob", []byte(fmt.Sprintf("blob %d\n", i)))
+		p, err := b.Flush()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = p
+		}
+	}
+	link := filepath.Join(packDir, "pack-"+strings.Repeat("1", 40))
+	if err := os.Symlink(first, link+".pack"); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(strings.TrimSuffix(first, ".pack")+".idx", link+".idx")
+	fifo := filepath.Join(packDir, "pack-"+strings.Repeat("2", 40))
+	os.WriteFile(fifo+".pack", []byte("PACK\x00\x00\x00\x02\x00\x00\x00\x01"), 0o444)
+	if err := syscall.Mkfifo(fifo+".idx", 0o644); err != nil {
+		t.Fatal(err)
+	}
+	huge := filepath.Join(packDir, "pack-"+strings.Repeat("3", 40))
+	os.WriteFile(huge+".pack", []byte("PACK\x00\x00\x00\x02\x00\x00\x00\x01"), 0o444)
+	if f, err := os.Create(huge + ".idx"); err == nil {
+		f.Truncate(1 << 40) // sparse: a terabyte that must not be read
+		f.Close()
+	}
+
+	done := make(chan struct{})
+	var replaced []string
+	var err error
+	go func() {
+		defer close(done)
+		_, replaced, err = db.RollUp(16)
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("RollUp hung")
+	}
+	if err != nil || len(replaced) != 16 {
+		t.Fatalf("RollUp: %d packs replaced, %v; want the 16 real ones", len(replaced), err)
+	}
+	for _, p := range replaced {
+		if p == link+".pack" || p == fifo+".pack" || p == huge+".pack" {
+			t.Errorf("rolled up %s", p)
+		}
+	}
+	if err := gitobj.RemovePacks(replaced); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{link + ".pack", fifo + ".idx", huge + ".idx"} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
 	}
 }
