@@ -244,10 +244,24 @@ func TestOpenSweepsStaleTmpObjects(t *testing.T) {
 	objs := filepath.Join(st.GitDir(), "objects")
 	old := time.Now().Add(-time.Hour)
 	var stale, young []string
-	for _, p := range []string{"ab/tmp_obj_old1", "ab/tmp_obj_old2", "pack/tmp_pack_old", "pack/tmp_idx_old"} {
+	// A pack without its index (a crash between the two names) is
+	// invisible to git and would stay for good.
+	orphan, kept := "pack/pack-"+strings.Repeat("1", 40)+".pack", "pack/pack-"+strings.Repeat("2", 40)
+	for _, p := range []string{"ab/tmp_obj_old1", "ab/tmp_obj_old2", "pack/tmp_pack_old", "pack/tmp_idx_old", orphan} {
 		stale = append(stale, filepath.Join(objs, p))
 	}
-	young = append(young, filepath.Join(objs, "ab/tmp_obj_young"), filepath.Join(objs, "pack/tmp_pack_young"))
+	young = append(young, filepath.Join(objs, "ab/tmp_obj_young"), filepath.Join(objs, "pack/tmp_pack_young"),
+		filepath.Join(objs, "pack/pack-"+strings.Repeat("3", 40)+".pack"))
+	// An old pack with its index is a pack.
+	for _, ext := range []string{".pack", ".idx"} {
+		p := filepath.Join(objs, kept+ext)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, nil, 0o444); err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(p, old, old)
+		young = append(young, p)
+	}
 	for _, p := range append(append([]string(nil), stale...), young...) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)

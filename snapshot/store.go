@@ -334,7 +334,8 @@ func (s *Store) sweepTemp() {
 const staleTmpAge = 5 * time.Minute
 
 // sweepTmpObjects removes temporary files git leaves in objects/ when a write
-// fails (a full disk leaves empty tmp_obj_* behind for good; git fsck warns).
+// fails (a full disk leaves empty tmp_obj_* behind for good; git fsck warns),
+// and packs left without their index.
 // Only files older than minAge go: another git may be writing younger ones.
 func (s *Store) sweepTmpObjects(minAge time.Duration) {
 	objects := filepath.Join(s.gitDir, "objects")
@@ -364,6 +365,25 @@ func (s *Store) sweepTmpObjects(minAge time.Duration) {
 		}
 	}
 	sweep(filepath.Join(objects, "pack"), "tmp_pack_", "tmp_idx_", "tmp_rev_", "tmp_mtimes_", "tmp_bitmap_")
+	// A pack without its index (a writer killed between naming the two;
+	// git and the in-process engine name the pack first) is invisible to
+	// git, which never removes it. Only old ones: the index may be on its way.
+	packDir := filepath.Join(objects, "pack")
+	if ents, err := os.ReadDir(packDir); err == nil {
+		for _, e := range ents {
+			stem, ok := strings.CutSuffix(e.Name(), ".pack")
+			if !ok || !strings.HasPrefix(stem, "pack-") {
+				continue
+			}
+			p := filepath.Join(packDir, e.Name())
+			if _, err := os.Lstat(filepath.Join(packDir, stem+".idx")); !errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) >= max(minAge, staleTmpAge) {
+				_ = os.Remove(p)
+			}
+		}
+	}
 }
 
 func hasAnyPrefix(s string, prefixes []string) bool {
