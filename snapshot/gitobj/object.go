@@ -91,7 +91,8 @@ type DB struct {
 	// linked into place (unnamedYes), or as tmp_obj_* files renamed into
 	// place (unnamedNo); unnamedUnknown until the first write tries it.
 	unnamed atomic.Int32
-	probe   sync.Mutex
+	probe   sync.Mutex      // guards the probe of unnamed files, and damaged
+	damaged map[string]bool // packs a roll-up found damaged: left out of the next ones
 }
 
 const (

@@ -45,12 +45,13 @@ const maxBatch = 64 << 20
 // stores it (type and size, then zlib) in data or, copied from another
 // pack, at off in src, and the entry's CRC-32.
 type packEntry struct {
-	id   []byte
-	data []byte
-	src  io.ReaderAt
-	off  int64
-	n    int64 // length of the entry
-	crc  uint32
+	id      []byte
+	data    []byte
+	src     io.ReaderAt
+	srcPath string
+	off     int64
+	n       int64 // length of the entry
+	crc     uint32
 }
 
 // Batch starts a batch of objects for db.
@@ -201,7 +202,7 @@ func (d *DB) writePack(objs []packEntry) (string, error) {
 			var n int64
 			n, err = io.CopyN(io.MultiWriter(bw, c), io.NewSectionReader(o.src, o.off, o.n), o.n)
 			if err == nil && (n != o.n || c.Sum32() != o.crc) {
-				err = fmt.Errorf("object %x: its bytes in the pack do not match its index", o.id)
+				err = &damagedPack{path: o.srcPath, id: o.id}
 			}
 		} else {
 			_, err = bw.Write(o.data)
@@ -400,7 +401,7 @@ func (d *DB) RollUp(minPacks int) (string, []string, error) {
 			continue
 		}
 		fi, err := e.Info()
-		if err != nil || !fi.Mode().IsRegular() || fi.Size() > rollUpMax {
+		if err != nil || !fi.Mode().IsRegular() || fi.Size() > rollUpMax || d.isDamaged(filepath.Join(dir, n)) {
 			continue
 		}
 		cands = append(cands, cand{filepath.Join(dir, stem), fi.Size()})
@@ -460,6 +461,10 @@ func (d *DB) RollUp(minPacks int) (string, []string, error) {
 		return "", nil, nil
 	}
 	pack, err := d.writePack(objs)
+	var dp *damagedPack
+	if errors.As(err, &dp) {
+		d.noteDamaged(dp.path) // said once; the next roll-ups go on without it
+	}
 	if err != nil {
 		return "", nil, err
 	}
@@ -522,7 +527,7 @@ func (d *DB) readPack(base string, size int64) (*os.File, []packEntry, error) {
 		if i+1 < n {
 			next = entries[i+1].off
 		}
-		e.src, e.n = f, next-e.off
+		e.src, e.srcPath, e.n = f, base+".pack", next-e.off
 		var b [1]byte
 		if e.off < 12 || e.n <= 0 || next > end {
 			f.Close()
@@ -565,4 +570,29 @@ func readRegular(path string, max int64) ([]byte, error) {
 		err = fmt.Errorf("%s: larger than %d bytes", path, max)
 	}
 	return data, err
+}
+
+// damagedPack is an entry whose bytes do not match its pack's index.
+type damagedPack struct {
+	path string
+	id   []byte
+}
+
+func (e *damagedPack) Error() string {
+	return fmt.Sprintf("pack %s: object %x does not match the pack's index (left as it is; git fsck says more)", filepath.Base(e.path), e.id)
+}
+
+func (d *DB) isDamaged(pack string) bool {
+	d.probe.Lock()
+	defer d.probe.Unlock()
+	return d.damaged[pack]
+}
+
+func (d *DB) noteDamaged(pack string) {
+	d.probe.Lock()
+	defer d.probe.Unlock()
+	if d.damaged == nil {
+		d.damaged = map[string]bool{}
+	}
+	d.damaged[pack] = true
 }
