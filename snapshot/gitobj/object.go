@@ -138,10 +138,16 @@ type Object struct {
 // across goroutines (and compression across cores). It returns when every
 // write has ended, with the first error.
 func (d *DB) WriteAll(objs []Object) error {
-	workers := min(len(objs), writers())
+	return forEach(len(objs), func(i int) error { return d.writeKnown(objs[i]) })
+}
+
+// forEach calls fn(0) … fn(n-1) from writers() goroutines and returns the
+// first error, once every call has ended; none starts after an error.
+func forEach(n int, fn func(int) error) error {
+	workers := min(n, writers())
 	if workers <= 1 {
-		for _, o := range objs {
-			if err := d.writeKnown(o); err != nil {
+		for i := range n {
+			if err := fn(i); err != nil {
 				return err
 			}
 		}
@@ -161,12 +167,12 @@ func (d *DB) WriteAll(objs []Object) error {
 				mu.Lock()
 				i := next
 				next++
-				stop := first != nil || i >= len(objs)
+				stop := first != nil || i >= n
 				mu.Unlock()
 				if stop {
 					return
 				}
-				if err := d.writeKnown(objs[i]); err != nil {
+				if err := fn(i); err != nil {
 					mu.Lock()
 					if first == nil {
 						first = err

@@ -73,28 +73,7 @@ func (b *Batch) Write(typ string, data []byte) (string, error) {
 // WriteAll adds objects whose ids are known, compressing them on several
 // goroutines.
 func (b *Batch) WriteAll(objs []Object) error {
-	errs := make([]error, len(objs))
-	var wg sync.WaitGroup
-	var next sync.Mutex
-	i := 0
-	for range min(len(objs), writers()) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				next.Lock()
-				k := i
-				i++
-				next.Unlock()
-				if k >= len(objs) {
-					return
-				}
-				errs[k] = b.add(objs[k])
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return forEach(len(objs), func(i int) error { return b.add(objs[i]) })
 }
 
 // WriteBlobFrom stores a blob of exactly size bytes read from r, as
