@@ -22,10 +22,10 @@ import (
 )
 
 // A Batch collects the new objects of one seal and writes them as one pack
-// and its index (docs/cairn-formats.md, "Packs"): two files instead of one
-// per object. Creating a file costs far more than compressing a small
-// object, and, when the folders' blocks have left the cache, a disk read
-// per object's folder too. Objects are compressed as they are added, from
+// and its index (docs/cairn-formats.md, "Packs and loose objects"): two
+// files instead of one per object. Creating a file costs far more than
+// compressing a small object, and, when the folders' blocks have left the
+// cache, a disk read per object's folder too. Objects are compressed as they are added, from
 // any goroutine; Flush writes the pack. Blobs too large to hold whole, and
 // objects once the batch holds maxBatch bytes, are written loose at once.
 // Nothing is fsynced: the caller flushes the file system before a ref names
