@@ -87,19 +87,9 @@ type DB struct {
 	// (core.looseCompression unset) is best speed.
 	Compression int
 
-	// unnamed is whether new objects are written as unnamed files and
-	// linked into place (unnamedYes), or as tmp_obj_* files renamed into
-	// place (unnamedNo); unnamedUnknown until the first write tries it.
-	unnamed atomic.Int32
-	probe   sync.Mutex      // guards the probe of unnamed files, and damaged
+	mu      sync.Mutex
 	damaged map[string]bool // packs a roll-up found damaged: left out of the next ones
 }
-
-const (
-	unnamedUnknown = iota
-	unnamedYes
-	unnamedNo
-)
 
 // NewDB returns the object database of gitDir.
 func NewDB(gitDir string, f Format) *DB {
@@ -191,7 +181,7 @@ func forEach(n int, fn func(int) error) error {
 func writers() int { return min(2*runtime.GOMAXPROCS(0), 8) }
 
 func (d *DB) writeKnown(o Object) error {
-	if !noReplace.Load() && !d.useUnnamed() && d.freshen(o.ID) {
+	if !noReplace.Load() && d.freshen(o.ID) {
 		return nil
 	}
 	return d.writeLoose(o.ID, func(w io.Writer) error {
@@ -204,81 +194,26 @@ func (d *DB) writeKnown(o Object) error {
 // writeLoose writes the object id through a temporary file in its folder.
 func (d *DB) writeLoose(id string, body func(io.Writer) error) error {
 	dir := filepath.Join(d.Dir, id[:2])
-	tmp, err := d.newTemp(dir, "tmp_obj_")
+	tmp, err := createTemp(dir, "tmp_obj_")
 	if errors.Is(err, fs.ErrNotExist) {
 		if err = os.Mkdir(dir, 0o755); err == nil || errors.Is(err, fs.ErrExist) {
-			tmp, err = d.newTemp(dir, "tmp_obj_")
+			tmp, err = createTemp(dir, "tmp_obj_")
 		}
 	}
 	if err != nil {
 		return fmt.Errorf("write object %s: %w", id, err)
 	}
-	if err := d.deflateTo(tmp.File, body); err != nil {
-		tmp.discard()
+	if err := d.deflateTo(tmp, body); err != nil {
+		discard(tmp)
 		return fmt.Errorf("write object %s: %w", id, err)
 	}
-	return d.finalize(tmp, d.Path(id), id)
+	return finalize(tmp, d.Path(id), id)
 }
 
-// tempObject is an object being written: an unnamed file (O_TMPFILE) where
-// the system and file system have them, else a tmp_obj_* file. An unnamed
-// one is named by one link, which fails if the object is there, where a
-// named one takes a create and a rename, two changes of its folder: about
-// 30 % less time per object on ext4, and a crash leaves no temporary file.
-type tempObject struct {
-	*os.File
-	named bool
-}
-
-// discard drops an object whose write failed.
-func (t tempObject) discard() {
-	t.Close()
-	if t.named {
-		os.Remove(t.Name())
-	}
-}
-
-// newTemp starts a file in dir; a named one's name starts with prefix, one
-// git and cairn's sweep of a failed write know.
-func (d *DB) newTemp(dir, prefix string) (tempObject, error) {
-	if d.useUnnamed() {
-		f, err := platform.CreateUnnamed(dir, 0o444)
-		return tempObject{File: f}, err
-	}
-	f, err := createTemp(dir, prefix)
-	return tempObject{File: f, named: true}, err
-}
-
-// useUnnamed reports whether objects are written unnamed: tried once per
-// database, by creating and naming such a file in its objects folder (a
-// system with O_TMPFILE can still refuse the link, without /proc or in a
-// file system that does not support it).
-func (d *DB) useUnnamed() bool {
-	switch d.unnamed.Load() {
-	case unnamedYes:
-		return true
-	case unnamedNo:
-		return false
-	}
-	d.probe.Lock()
-	defer d.probe.Unlock()
-	if v := d.unnamed.Load(); v != unnamedUnknown {
-		return v == unnamedYes
-	}
-	ok := false
-	if f, err := platform.CreateUnnamed(d.Dir, 0o444); err == nil {
-		name := filepath.Join(d.Dir, "tmp_obj_probe_"+strconv.FormatUint(rand.Uint64()>>16, 36))
-		if platform.LinkUnnamed(f, name) == nil {
-			ok = os.Remove(name) == nil
-		}
-		f.Close()
-	}
-	if ok {
-		d.unnamed.Store(unnamedYes)
-	} else {
-		d.unnamed.Store(unnamedNo)
-	}
-	return ok
+// discard drops a temporary file whose write failed.
+func discard(tmp *os.File) {
+	tmp.Close()
+	os.Remove(tmp.Name())
 }
 
 // createTemp makes a file named prefix and a random part (tmp_obj_,
@@ -318,21 +253,23 @@ type inflater struct {
 
 var inflaters sync.Pool
 
-func (d *DB) deflateTo(f *os.File, body func(io.Writer) error) error {
+// deflateTo writes what body writes to w, compressed at the database's
+// level: a loose object's file, or a pack entry's buffer.
+func (d *DB) deflateTo(w io.Writer, body func(io.Writer) error) error {
 	var df *deflater
 	select {
 	case df = <-deflaters:
 	default:
 	}
 	if df == nil || df.level != d.Compression {
-		df = &deflater{bw: bufio.NewWriterSize(f, 32<<10), level: d.Compression}
+		df = &deflater{bw: bufio.NewWriterSize(w, 32<<10), level: d.Compression}
 		zw, err := zlib.NewWriterLevel(df.bw, d.Compression)
 		if err != nil {
 			return err
 		}
 		df.zw = zw
 	} else {
-		df.bw.Reset(f)
+		df.bw.Reset(w)
 		df.zw.Reset(df.bw)
 	}
 	err := body(df.zw)
@@ -358,13 +295,9 @@ var noReplace atomic.Bool
 
 func init() { noReplace.Store(true) }
 
-// finalize names tmp final and closes it. An object already there (the
+// finalize closes tmp and renames it to final. An object already there (the
 // same content, by its name) is kept, as git keeps it, and made young.
-func (d *DB) finalize(t tempObject, final, id string) error {
-	if !t.named {
-		return d.linkUnnamed(t.File, final, id)
-	}
-	tmp := t.File
+func finalize(tmp *os.File, final, id string) error {
 	name := tmp.Name()
 	if err := tmp.Close(); err != nil {
 		os.Remove(name)
@@ -400,33 +333,6 @@ func (d *DB) finalize(t tempObject, final, id string) error {
 	return nil
 }
 
-// linkUnnamed names the unnamed file tmp final and closes it.
-func (d *DB) linkUnnamed(tmp *os.File, final, id string) error {
-	defer tmp.Close()
-	err := platform.LinkUnnamed(tmp, final)
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("write object %s: %w", id, err)
-	}
-	now := time.Now()
-	if os.Chtimes(final, now, now) == nil {
-		return nil
-	}
-	// It cannot be made young: store it anew, as git does, through a name
-	// of its own renamed over it.
-	name := filepath.Join(filepath.Dir(final), "tmp_obj_"+strconv.FormatUint(rand.Uint64()>>16, 36))
-	if err := platform.LinkUnnamed(tmp, name); err != nil {
-		return fmt.Errorf("write object %s: %w", id, err)
-	}
-	if err := os.Rename(name, final); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("write object %s: %w", id, err)
-	}
-	return nil
-}
-
 // smallBlob is the size up to which WriteBlobFrom reads a blob whole before
 // storing it, as git does: its id is then known first, so a blob already
 // stored costs no new file, and the temporary file goes into the object's
@@ -446,12 +352,12 @@ func (d *DB) WriteBlobFrom(r io.Reader, size int64) (string, error) {
 		id := d.Format.Hash("blob", data)
 		return id, d.writeKnown(Object{ID: id, Type: "blob", Data: data})
 	}
-	tmp, err := d.newTemp(d.Dir, "tmp_obj_")
+	tmp, err := createTemp(d.Dir, "tmp_obj_")
 	if err != nil {
 		return "", fmt.Errorf("write blob: %w", err)
 	}
 	h := d.Format.new()
-	err = d.deflateTo(tmp.File, func(zw io.Writer) error {
+	err = d.deflateTo(tmp, func(zw io.Writer) error {
 		w := io.MultiWriter(h, zw)
 		writeHeader(w, "blob", size)
 		n, err := io.CopyN(w, r, size)
@@ -461,22 +367,22 @@ func (d *DB) WriteBlobFrom(r io.Reader, size int64) (string, error) {
 		return err
 	})
 	if err != nil {
-		tmp.discard()
+		discard(tmp)
 		if errors.Is(err, ErrChanged) {
 			return "", err
 		}
 		return "", fmt.Errorf("write blob: %w", err)
 	}
 	id := hex.EncodeToString(h.Sum(nil))
-	if (tmp.named && !noReplace.Load()) && d.freshen(id) {
-		tmp.discard()
+	if !noReplace.Load() && d.freshen(id) {
+		discard(tmp)
 		return id, nil
 	}
 	if err := os.Mkdir(filepath.Join(d.Dir, id[:2]), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		tmp.discard()
+		discard(tmp)
 		return "", fmt.Errorf("write object %s: %w", id, err)
 	}
-	return id, d.finalize(tmp, d.Path(id), id)
+	return id, finalize(tmp, d.Path(id), id)
 }
 
 // moreThan reports whether r has bytes left.

@@ -9,23 +9,21 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// writeModes are the three ways an object is written: an unnamed file
-// linked into place (Linux), else a named temporary file renamed without
-// replacing, else one renamed after looking first.
+// writeModes are the two ways a loose object is written: a temporary file
+// renamed without replacing (Linux), else one renamed after looking first.
 var writeModes = []struct {
-	name            string
-	unnamed, noRepl bool
-}{{"unnamed-link", true, true}, {"rename-no-replace", false, true}, {"look-first", false, false}}
+	name   string
+	noRepl bool
+}{{"rename-no-replace", true}, {"look-first", false}}
 
 // newDBIn returns a database in a new folder, writing the mode's way.
-func newDBIn(t *testing.T, unnamed, noRepl bool) *DB {
+func newDBIn(t *testing.T, noRepl bool) *DB {
 	t.Helper()
 	old := noReplace.Load()
 	noReplace.Store(noRepl)
@@ -33,14 +31,6 @@ func newDBIn(t *testing.T, unnamed, noRepl bool) *DB {
 	db := NewDB(t.TempDir(), SHA1)
 	if err := os.MkdirAll(db.Dir, 0o755); err != nil {
 		t.Fatal(err)
-	}
-	if !unnamed {
-		db.unnamed.Store(unnamedNo)
-	} else if !db.useUnnamed() {
-		if runtime.GOOS == "linux" {
-			t.Fatal("unnamed files (O_TMPFILE and a link through /proc) do not work in a temporary folder here")
-		}
-		t.Skip("unnamed files are Linux's")
 	}
 	return db
 }
@@ -51,7 +41,7 @@ func newDBIn(t *testing.T, unnamed, noRepl bool) *DB {
 func TestWriteKeepsStoredObject(t *testing.T) {
 	for _, m := range writeModes {
 		t.Run(m.name, func(t *testing.T) {
-			db := newDBIn(t, m.unnamed, m.noRepl)
+			db := newDBIn(t, m.noRepl)
 			data := []byte("tree contents, or a blob's\n")
 			id, err := db.Write("blob", data)
 			if err != nil {
@@ -144,7 +134,7 @@ func TestReadRefusesBadHeaders(t *testing.T) {
 // no temporary file is left either way.
 func TestWriteBlobFromLarge(t *testing.T) {
 	for _, m := range writeModes {
-		t.Run(m.name, func(t *testing.T) { testWriteBlobFromLarge(t, newDBIn(t, m.unnamed, m.noRepl)) })
+		t.Run(m.name, func(t *testing.T) { testWriteBlobFromLarge(t, newDBIn(t, m.noRepl)) })
 	}
 }
 
@@ -184,7 +174,7 @@ func testWriteBlobFromLarge(t *testing.T, db *DB) {
 // A pack whose index cannot be written is removed: git never sees a pack
 // without its index, so it would stay for good, one per retried seal.
 func TestPackWithoutIndexRemoved(t *testing.T) {
-	db := newDBIn(t, true, true)
+	db := newDBIn(t, true)
 	idxFault = func() error { return errors.New("no room for the index") }
 	defer func() { idxFault = nil }()
 	b := db.Batch()

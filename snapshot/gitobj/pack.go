@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
-	"compress/zlib"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -117,7 +116,7 @@ func (b *Batch) add(o Object) error {
 		c = byte(n & 0x7f)
 	}
 	buf.WriteByte(c)
-	if err := b.db.deflateMem(&buf, o.Data); err != nil {
+	if err := b.db.deflateTo(&buf, func(w io.Writer) error { _, err := w.Write(o.Data); return err }); err != nil {
 		return fmt.Errorf("pack object %s: %w", o.ID, err)
 	}
 	e := packEntry{id: raw, data: buf.Bytes(), n: int64(buf.Len()), crc: crc32.ChecksumIEEE(buf.Bytes())}
@@ -158,7 +157,7 @@ func (d *DB) writePack(objs []packEntry) (string, error) {
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return "", fmt.Errorf("write pack: %w", err)
 	}
-	tmp, err := d.newTemp(dir, "tmp_pack_")
+	tmp, err := createTemp(dir, "tmp_pack_")
 	if err != nil {
 		return "", fmt.Errorf("write pack: %w", err)
 	}
@@ -187,18 +186,18 @@ func (d *DB) writePack(objs []packEntry) (string, error) {
 			_, err = bw.Write(o.data)
 		}
 		if err != nil {
-			tmp.discard()
+			discard(tmp)
 			return "", fmt.Errorf("write pack: %w", err)
 		}
 		off += uint64(o.n)
 	}
 	if err := bw.Flush(); err != nil {
-		tmp.discard()
+		discard(tmp)
 		return "", fmt.Errorf("write pack: %w", err)
 	}
 	sum := h.Sum(nil)
 	if _, err := tmp.Write(sum); err != nil {
-		tmp.discard()
+		discard(tmp)
 		return "", fmt.Errorf("write pack: %w", err)
 	}
 
@@ -246,7 +245,7 @@ func (d *DB) writePack(objs []packEntry) (string, error) {
 	idx.Write(ih.Sum(nil))
 
 	base := filepath.Join(dir, "pack-"+hex.EncodeToString(sum))
-	if err := d.finalize(tmp, base+".pack", filepath.Base(base)+".pack"); err != nil {
+	if err := finalize(tmp, base+".pack", filepath.Base(base)+".pack"); err != nil {
 		return "", err
 	}
 	if idxFault != nil {
@@ -272,52 +271,15 @@ var idxFault func() error
 // temporary file in dir; a file already named final is kept (a pack's name
 // is its checksum: the same name is the same bytes).
 func (d *DB) writeFileOnce(dir, final string, data []byte) error {
-	tmp, err := d.newTemp(dir, "tmp_idx_")
+	tmp, err := createTemp(dir, "tmp_idx_")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Base(final), err)
 	}
 	if _, err := tmp.Write(data); err != nil {
-		tmp.discard()
+		discard(tmp)
 		return fmt.Errorf("write %s: %w", filepath.Base(final), err)
 	}
-	return d.finalize(tmp, final, filepath.Base(final))
-}
-
-// memDeflater is an idle compressor for objects compressed in memory (a
-// batch's); up to eight are kept, as deflaters are.
-type memDeflater struct {
-	zw    *zlib.Writer
-	level int
-}
-
-var memDeflaters = make(chan memDeflater, 8)
-
-// deflateMem appends data, compressed at the database's level, to buf.
-func (d *DB) deflateMem(buf *bytes.Buffer, data []byte) error {
-	var md memDeflater
-	select {
-	case md = <-memDeflaters:
-	default:
-	}
-	if md.zw == nil || md.level != d.Compression {
-		zw, err := zlib.NewWriterLevel(buf, d.Compression)
-		if err != nil {
-			return err
-		}
-		md = memDeflater{zw: zw, level: d.Compression}
-	} else {
-		md.zw.Reset(buf)
-	}
-	_, err := md.zw.Write(data)
-	if err == nil {
-		err = md.zw.Close()
-	}
-	md.zw.Reset(nil)
-	select {
-	case memDeflaters <- md:
-	default:
-	}
-	return err
+	return finalize(tmp, final, filepath.Base(final))
 }
 
 // readExactly reads exactly size bytes from r: ErrChanged when r holds
@@ -562,14 +524,14 @@ func (e *damagedPack) Error() string {
 }
 
 func (d *DB) isDamaged(pack string) bool {
-	d.probe.Lock()
-	defer d.probe.Unlock()
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	return d.damaged[pack]
 }
 
 func (d *DB) noteDamaged(pack string) {
-	d.probe.Lock()
-	defer d.probe.Unlock()
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if d.damaged == nil {
 		d.damaged = map[string]bool{}
 	}
