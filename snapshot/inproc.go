@@ -10,12 +10,9 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -798,36 +795,13 @@ func (s *Store) hashFiles(ctx context.Context, e *inproc, base string, rels []st
 			jobs[i].baseID = x.ID
 		}
 	}
-	parallel(len(jobs), func(i int) { s.hashFile(e, &jobs[i]) })
+	gitobj.ForEach(len(jobs), func(i int) error { s.hashFile(e, &jobs[i]); return nil })
 	for _, j := range jobs {
 		if j.read {
 			e.cache.remember(j.rel, j.st, j.h.mode, j.h.id)
 		}
 	}
 	return jobs, nil
-}
-
-// parallel calls fn(0) … fn(n-1) from a few goroutines and waits for them.
-func parallel(n int, fn func(int)) {
-	workers := min(n, 2*runtime.GOMAXPROCS(0), 8)
-	if workers <= 1 {
-		for i := range n {
-			fn(i)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				fn(i)
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 // hashFile stores the blob of a work-tree file (or finds it in the stat

@@ -344,12 +344,27 @@ func (s *Store) sweepTmpObjects(minAge time.Duration) {
 		if err != nil {
 			return
 		}
+		names := map[string]bool{}
 		for _, e := range ents {
-			if e.IsDir() || !hasAnyPrefix(e.Name(), prefixes) {
+			names[e.Name()] = true
+		}
+		for _, e := range ents {
+			n := e.Name()
+			// A pack without its index (a writer killed between naming the
+			// two, or between removing a merged pack's index and the pack)
+			// is invisible to git, which never removes it. Only old ones:
+			// the index may be on its way.
+			stem, isPack := strings.CutSuffix(n, ".pack")
+			orphan := isPack && strings.HasPrefix(n, "pack-") && !names[stem+".idx"]
+			if e.IsDir() || !hasAnyPrefix(n, prefixes) && !orphan {
 				continue
 			}
-			p := filepath.Join(dir, e.Name())
-			if fi, err := os.Lstat(p); err == nil && time.Since(fi.ModTime()) >= minAge {
+			p := filepath.Join(dir, n)
+			age := minAge
+			if orphan {
+				age = max(minAge, staleTmpAge)
+			}
+			if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) >= age {
 				_ = os.Remove(p)
 			}
 		}
@@ -365,25 +380,6 @@ func (s *Store) sweepTmpObjects(minAge time.Duration) {
 		}
 	}
 	sweep(filepath.Join(objects, "pack"), "tmp_pack_", "tmp_idx_", "tmp_rev_", "tmp_mtimes_", "tmp_bitmap_")
-	// A pack without its index (a writer killed between naming the two;
-	// git and the in-process engine name the pack first) is invisible to
-	// git, which never removes it. Only old ones: the index may be on its way.
-	packDir := filepath.Join(objects, "pack")
-	if ents, err := os.ReadDir(packDir); err == nil {
-		for _, e := range ents {
-			stem, ok := strings.CutSuffix(e.Name(), ".pack")
-			if !ok || !strings.HasPrefix(stem, "pack-") {
-				continue
-			}
-			p := filepath.Join(packDir, e.Name())
-			if _, err := os.Lstat(filepath.Join(packDir, stem+".idx")); !errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) >= max(minAge, staleTmpAge) {
-				_ = os.Remove(p)
-			}
-		}
-	}
 }
 
 func hasAnyPrefix(s string, prefixes []string) bool {

@@ -25,7 +25,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cairn-dev/cairn/platform"
@@ -99,13 +98,13 @@ func NewDB(gitDir string, f Format) *DB {
 // Path is where the loose object id lives.
 func (d *DB) Path(id string) string { return filepath.Join(d.Dir, id[:2], id[2:]) }
 
-// freshen makes a loose object that exists young again, as git does when it
-// would have written it: a prune that expires old unreachable objects must
-// not take one a new checkpoint is about to name. It reports whether the
-// object exists loose.
-func (d *DB) freshen(id string) bool {
+// freshen makes an object file (a loose object, a pack) that exists young
+// again, as git does when it would have written it: a prune that expires old
+// unreachable objects must not take one a new checkpoint is about to name. It
+// reports whether the file exists; a caller writes it only when it does not.
+func freshen(path string) bool {
 	now := time.Now()
-	return os.Chtimes(d.Path(id), now, now) == nil
+	return os.Chtimes(path, now, now) == nil
 }
 
 // Write stores an object (unless it is already stored loose) and returns its
@@ -128,12 +127,14 @@ type Object struct {
 // across goroutines (and compression across cores). It returns when every
 // write has ended, with the first error.
 func (d *DB) WriteAll(objs []Object) error {
-	return forEach(len(objs), func(i int) error { return d.writeKnown(objs[i]) })
+	return ForEach(len(objs), func(i int) error { return d.writeKnown(objs[i]) })
 }
 
-// forEach calls fn(0) … fn(n-1) from writers() goroutines and returns the
-// first error, once every call has ended; none starts after an error.
-func forEach(n int, fn func(int) error) error {
+// ForEach calls fn(0) … fn(n-1) from a few goroutines (twice the usable
+// cores, at most 8: work that spends much of its time in system calls) and
+// returns the first error, once every call has ended; none starts after an
+// error.
+func ForEach(n int, fn func(int) error) error {
 	workers := min(n, writers())
 	if workers <= 1 {
 		for i := range n {
@@ -181,7 +182,7 @@ func forEach(n int, fn func(int) error) error {
 func writers() int { return min(2*runtime.GOMAXPROCS(0), 8) }
 
 func (d *DB) writeKnown(o Object) error {
-	if !noReplace.Load() && d.freshen(o.ID) {
+	if freshen(d.Path(o.ID)) {
 		return nil
 	}
 	return d.writeLoose(o.ID, func(w io.Writer) error {
@@ -287,44 +288,13 @@ func (d *DB) deflateTo(w io.Writer, body func(io.Writer) error) error {
 	return err
 }
 
-// noReplace says renames never replace an object already stored: where
-// the system can rename without replacing, an object is written first and
-// the rename tells whether it was there (the common case, a new object,
-// then costs no separate look-up); elsewhere writeKnown looks first.
-var noReplace atomic.Bool
-
-func init() { noReplace.Store(true) }
-
-// finalize closes tmp and renames it to final. An object already there (the
-// same content, by its name) is kept, as git keeps it, and made young.
+// finalize closes tmp and renames it to final. The caller looked first
+// (freshen): an object already stored is kept, as git keeps it.
 func finalize(tmp *os.File, final, id string) error {
 	name := tmp.Name()
 	if err := tmp.Close(); err != nil {
 		os.Remove(name)
 		return fmt.Errorf("write object %s: %w", id, err)
-	}
-	if noReplace.Load() {
-		err := platform.RenameNoReplace(name, final)
-		switch {
-		case err == nil:
-			return nil
-		case errors.Is(err, platform.ErrNoReplaceUnsupported):
-			noReplace.Store(false) // the caller looks first from now on
-			if _, err := os.Lstat(final); err != nil {
-				break
-			}
-			fallthrough
-		case errors.Is(err, fs.ErrExist):
-			now := time.Now()
-			if os.Chtimes(final, now, now) == nil {
-				os.Remove(name)
-				return nil
-			}
-			// It cannot be made young: store it anew, as git does.
-		default:
-			os.Remove(name)
-			return fmt.Errorf("write object %s: %w", id, err)
-		}
 	}
 	if err := os.Rename(name, final); err != nil {
 		os.Remove(name)
@@ -374,7 +344,7 @@ func (d *DB) WriteBlobFrom(r io.Reader, size int64) (string, error) {
 		return "", fmt.Errorf("write blob: %w", err)
 	}
 	id := hex.EncodeToString(h.Sum(nil))
-	if !noReplace.Load() && d.freshen(id) {
+	if freshen(d.Path(id)) {
 		discard(tmp)
 		return id, nil
 	}
@@ -391,6 +361,10 @@ func moreThan(r io.Reader) bool {
 	n, _ := r.Read(b[:])
 	return n > 0
 }
+
+// maxRead bounds an object Read returns whole: it reads trees and commits
+// (a tree of a million entries is about 40 MB).
+const maxRead = 256 << 20
 
 // maxHeader is the longest "<type> <size>" header git reads.
 const maxHeader = 32
@@ -449,6 +423,9 @@ func (d *DB) Read(id string) (typ string, data []byte, err error) {
 	}
 	if !ok || len(hb) > maxHeader || err != nil || size < 0 {
 		return "", nil, fmt.Errorf("object %s: bad header %q", id, hb)
+	}
+	if size > maxRead { // a header may lie, and zlib inflates a little into a lot
+		return "", nil, fmt.Errorf("object %s: %d bytes, more than %d read whole", id, size, maxRead)
 	}
 	data, err = io.ReadAll(io.LimitReader(br, size+1))
 	if err != nil {

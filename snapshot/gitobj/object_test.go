@@ -15,19 +15,9 @@ import (
 	"time"
 )
 
-// writeModes are the two ways a loose object is written: a temporary file
-// renamed without replacing (Linux), else one renamed after looking first.
-var writeModes = []struct {
-	name   string
-	noRepl bool
-}{{"rename-no-replace", true}, {"look-first", false}}
-
-// newDBIn returns a database in a new folder, writing the mode's way.
-func newDBIn(t *testing.T, noRepl bool) *DB {
+// newDBIn returns a database in a new folder.
+func newDBIn(t *testing.T) *DB {
 	t.Helper()
-	old := noReplace.Load()
-	noReplace.Store(noRepl)
-	t.Cleanup(func() { noReplace.Store(old) })
 	db := NewDB(t.TempDir(), SHA1)
 	if err := os.MkdirAll(db.Dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -35,57 +25,53 @@ func newDBIn(t *testing.T, noRepl bool) *DB {
 	return db
 }
 
-// TestWriteKeepsStoredObject writes an object that is already stored, each
-// way objects are written: the stored file is kept (same inode, as git
-// keeps it), made young again, and no temporary file is left.
+// TestWriteKeepsStoredObject writes an object that is already stored: the
+// stored file is kept (same inode, as git keeps it), made young again, and no
+// temporary file is left.
 func TestWriteKeepsStoredObject(t *testing.T) {
-	for _, m := range writeModes {
-		t.Run(m.name, func(t *testing.T) {
-			db := newDBIn(t, m.noRepl)
-			data := []byte("tree contents, or a blob's\n")
-			id, err := db.Write("blob", data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := SHA1.Hash("blob", data); id != want {
-				t.Fatalf("id %s, want %s", id, want)
-			}
-			if fi, err := os.Stat(db.Path(id)); err != nil || fi.Mode().Perm()&0o222 != 0 || !fi.Mode().IsRegular() {
-				t.Fatalf("stored object: %v, %v; want a read-only regular file", fi.Mode(), err)
-			}
-			long := time.Now().Add(-48 * time.Hour)
-			if err := os.Chtimes(db.Path(id), long, long); err != nil {
-				t.Fatal(err)
-			}
-			before := inode(t, db.Path(id))
+	db := newDBIn(t)
+	data := []byte("tree contents, or a blob's\n")
+	id, err := db.Write("blob", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := SHA1.Hash("blob", data); id != want {
+		t.Fatalf("id %s, want %s", id, want)
+	}
+	if fi, err := os.Stat(db.Path(id)); err != nil || fi.Mode().Perm()&0o222 != 0 || !fi.Mode().IsRegular() {
+		t.Fatalf("stored object: %v, %v; want a read-only regular file", fi.Mode(), err)
+	}
+	long := time.Now().Add(-48 * time.Hour)
+	if err := os.Chtimes(db.Path(id), long, long); err != nil {
+		t.Fatal(err)
+	}
+	before := inode(t, db.Path(id))
 
-			if err := db.WriteAll([]Object{{ID: id, Type: "blob", Data: data}}); err != nil {
-				t.Fatal(err)
-			}
-			if got := inode(t, db.Path(id)); got != before {
-				t.Errorf("the stored object was replaced (inode %d, was %d)", got, before)
-			}
-			fi, err := os.Stat(db.Path(id))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if time.Since(fi.ModTime()) > time.Hour {
-				t.Errorf("the stored object was not made young: mtime %s", fi.ModTime())
-			}
-			typ, got, err := db.Read(id)
-			if err != nil || typ != "blob" || string(got) != string(data) {
-				t.Errorf("read back %q %q %v", typ, got, err)
-			}
-			entries, err := os.ReadDir(filepath.Dir(db.Path(id)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, e := range entries {
-				if strings.HasPrefix(e.Name(), "tmp_obj_") {
-					t.Errorf("temporary file left: %s", e.Name())
-				}
-			}
-		})
+	if err := db.WriteAll([]Object{{ID: id, Type: "blob", Data: data}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := inode(t, db.Path(id)); got != before {
+		t.Errorf("the stored object was replaced (inode %d, was %d)", got, before)
+	}
+	fi, err := os.Stat(db.Path(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(fi.ModTime()) > time.Hour {
+		t.Errorf("the stored object was not made young: mtime %s", fi.ModTime())
+	}
+	typ, got, err := db.Read(id)
+	if err != nil || typ != "blob" || string(got) != string(data) {
+		t.Errorf("read back %q %q %v", typ, got, err)
+	}
+	entries, err := os.ReadDir(filepath.Dir(db.Path(id)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "tmp_obj_") {
+			t.Errorf("temporary file left: %s", e.Name())
+		}
 	}
 }
 
@@ -133,12 +119,7 @@ func TestReadRefusesBadHeaders(t *testing.T) {
 // git's, a reader holding fewer or more bytes than said is ErrChanged, and
 // no temporary file is left either way.
 func TestWriteBlobFromLarge(t *testing.T) {
-	for _, m := range writeModes {
-		t.Run(m.name, func(t *testing.T) { testWriteBlobFromLarge(t, newDBIn(t, m.noRepl)) })
-	}
-}
-
-func testWriteBlobFromLarge(t *testing.T, db *DB) {
+	db := newDBIn(t)
 	data := bytes.Repeat([]byte("0123456789abcdef"), (smallBlob/16)+100)
 	id, err := db.WriteBlobFrom(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
@@ -174,7 +155,7 @@ func testWriteBlobFromLarge(t *testing.T, db *DB) {
 // A pack whose index cannot be written is removed: git never sees a pack
 // without its index, so it would stay for good, one per retried seal.
 func TestPackWithoutIndexRemoved(t *testing.T) {
-	db := newDBIn(t, true)
+	db := newDBIn(t)
 	idxFault = func() error { return errors.New("no room for the index") }
 	defer func() { idxFault = nil }()
 	b := db.Batch()

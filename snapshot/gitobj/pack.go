@@ -72,7 +72,7 @@ func (b *Batch) Write(typ string, data []byte) (string, error) {
 // WriteAll adds objects whose ids are known, compressing them on several
 // goroutines.
 func (b *Batch) WriteAll(objs []Object) error {
-	return forEach(len(objs), func(i int) error { return b.add(objs[i]) })
+	return ForEach(len(objs), func(i int) error { return b.add(objs[i]) })
 }
 
 // WriteBlobFrom stores a blob of exactly size bytes read from r, as
@@ -245,7 +245,9 @@ func (d *DB) writePack(objs []packEntry) (string, error) {
 	idx.Write(ih.Sum(nil))
 
 	base := filepath.Join(dir, "pack-"+hex.EncodeToString(sum))
-	if err := finalize(tmp, base+".pack", filepath.Base(base)+".pack"); err != nil {
+	if freshen(base + ".pack") { // the same objects in the same order: this pack
+		discard(tmp)
+	} else if err := finalize(tmp, base+".pack", filepath.Base(base)+".pack"); err != nil {
 		return "", err
 	}
 	if idxFault != nil {
@@ -271,6 +273,9 @@ var idxFault func() error
 // temporary file in dir; a file already named final is kept (a pack's name
 // is its checksum: the same name is the same bytes).
 func (d *DB) writeFileOnce(dir, final string, data []byte) error {
+	if freshen(final) {
+		return nil
+	}
 	tmp, err := createTemp(dir, "tmp_idx_")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Base(final), err)

@@ -385,7 +385,9 @@ func runSize(ctx context.Context, cfg Config, env *gitEnv, n int, dir string, lo
 		if err := firstSeals(ctx, env, treeDir, filepath.Join(dir, fmt.Sprintf("first-%d", run)), floor, floorTree, pair, note); err != nil {
 			return res, err
 		}
-		quiesce()
+		if run < cfg.Runs { // nothing timed follows the last run
+			quiesce()
+		}
 	}
 
 	for _, nd := range notes {
