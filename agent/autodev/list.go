@@ -219,8 +219,11 @@ type Listing struct {
 
 // List reads the checkpoints.
 func (r *Repo) List(ctx context.Context) (Listing, error) {
-	if _, err := os.Lstat(filepath.Join(r.dir, ".git")); errors.Is(err, os.ErrNotExist) {
+	// Refused before any git runs, as a checkpoint is (ownGitDir).
+	if err := r.ownGitDir(); errors.Is(err, ErrNotRepo) {
 		return Listing{Off: MsgNotRepo}, nil
+	} else if err != nil {
+		return Listing{}, err
 	}
 	unlock, err := r.lock()
 	if err != nil {

@@ -129,7 +129,6 @@ func exitCode(err error) int {
 
 // repoState is what a checkpoint or a restore needs to know first.
 type repoState struct {
-	gitDir string // this work tree's git folder (a linked worktree has its own)
 	branch string // refs/heads/…
 	head   string // the branch's commit; empty on an unborn branch
 }
@@ -176,12 +175,9 @@ func (r *Repo) probe(ctx context.Context) (repoState, error) {
 	if err := r.ownGitDir(); err != nil {
 		return repoState{}, err
 	}
-	gitDir, err := r.run(ctx, "", nil, nil, "rev-parse", "--absolute-git-dir")
-	if err != nil {
-		return repoState{}, fmt.Errorf("%s is not a usable git repository: %w", r.dir, err)
-	}
+	// .git is a folder of the work tree (ownGitDir): no git needed to find it.
 	for _, p := range inProgress {
-		if _, err := os.Lstat(filepath.Join(gitDir, p.name)); err == nil {
+		if _, err := os.Lstat(filepath.Join(r.git.Dir, p.name)); err == nil {
 			return repoState{}, &BlockedError{Reason: p.what}
 		}
 	}
@@ -195,7 +191,7 @@ func (r *Repo) probe(ctx context.Context) (repoState, error) {
 	if !strings.HasPrefix(branch, "refs/heads/") {
 		return repoState{}, &BlockedError{Reason: "HEAD points at " + branch + ", not a branch"}
 	}
-	st := repoState{gitDir: gitDir, branch: branch}
+	st := repoState{branch: branch}
 	if head, err := r.run(ctx, "", nil, nil, "rev-parse", "-q", "--verify", branch+"^{commit}"); err == nil {
 		st.head = head
 	} else if exitCode(err) != 1 {

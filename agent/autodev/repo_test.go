@@ -682,3 +682,27 @@ func TestAutodevListWithAnOptionForACommit(t *testing.T) {
 		t.Fatalf("the bad list was not moved aside: %v", aside)
 	}
 }
+
+// TestAutodevRefusesLinkedGitDir: a .git that is a link to a repository the
+// user owns (so only the link can be the reason) is refused before any git
+// runs, by a checkpoint, a list and a restore alike.
+func TestAutodevRefusesLinkedGitDir(t *testing.T) {
+	ctx := context.Background()
+	real := newRepo(t)
+	ws := filepath.Join(t.TempDir(), "ws")
+	write(t, filepath.Join(ws, "a.txt"), "one\n")
+	if err := os.Symlink(filepath.Join(real, ".git"), filepath.Join(ws, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	r := open(t, ws)
+	var blocked *autodev.BlockedError
+	if _, _, err := r.Checkpoint(ctx, autodev.Request{Kind: autodev.KindTask, Label: "x"}); !errors.As(err, &blocked) || !strings.Contains(err.Error(), "not a folder") {
+		t.Fatalf("checkpoint through a linked .git: %v", err)
+	}
+	if l, err := r.List(ctx); !errors.As(err, &blocked) {
+		t.Fatalf("list through a linked .git: %+v, %v", l, err)
+	}
+	if _, err := r.Restore(ctx, "c1"); !errors.As(err, &blocked) {
+		t.Fatalf("restore through a linked .git: %v", err)
+	}
+}

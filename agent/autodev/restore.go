@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -99,8 +97,10 @@ func (r *Repo) Restore(ctx context.Context, target string) (Restored, error) {
 	if RunLive(r.dir) {
 		return Restored{}, &RestoreError{Live: true}
 	}
-	if _, err := os.Lstat(filepath.Join(r.dir, ".git")); errors.Is(err, os.ErrNotExist) {
+	if err := r.ownGitDir(); errors.Is(err, ErrNotRepo) {
 		return Restored{}, &RestoreError{Reason: MsgNotRepo, Err: ErrNotRepo}
+	} else if err != nil {
+		return Restored{}, &RestoreError{Reason: err.Error(), Err: err}
 	}
 	unlock, err := r.lock()
 	if err != nil {
