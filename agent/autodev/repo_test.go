@@ -699,6 +699,8 @@ func TestAutodevRefusesLinkedGitDir(t *testing.T) {
 	if _, _, err := r.Checkpoint(ctx, autodev.Request{Kind: autodev.KindTask, Label: "x"}); !errors.As(err, &blocked) || !strings.Contains(err.Error(), "not a folder") {
 		t.Fatalf("checkpoint through a linked .git: %v", err)
 	}
+	// With a saved list, listing ran git (rev-parse HEAD) without a look at .git.
+	write(t, r.ListPath(), "[]\n")
 	if l, err := r.List(ctx); !errors.As(err, &blocked) {
 		t.Fatalf("list through a linked .git: %+v, %v", l, err)
 	}
