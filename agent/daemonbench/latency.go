@@ -47,6 +47,9 @@ type LatencyResult struct {
 	RacyIssues  []string `json:"racyIssues,omitempty"`
 	Failed      int      `json:"failed"`  // … recorded failed
 	Missing     int      `json:"missing"` // counted markers with no checkpoint in the ledger
+	// OtherEngine counts checkpoints (the daemon's and the reference's)
+	// whose record names another engine than Engine: a fallback to git.
+	OtherEngine int `json:"otherEngine"`
 	TargetP50MS float64  `json:"targetP50Ms"`
 	TargetP99MS float64  `json:"targetP99Ms"`
 	RSSMiB      float64  `json:"rssMiB"` // after the samples
@@ -208,6 +211,9 @@ func (b *bench) latency(ctx context.Context) (*LatencyResult, error) {
 		if rec.State != ckpt.StateOK {
 			return nil, fmt.Errorf("engine seal of %s: state %s", c, rec.State)
 		}
+		if rec.Engine != engineName {
+			res.OtherEngine++
+		}
 		if i >= latencyWarmup {
 			r := &res.Runs[run]
 			r.SamplesMS = append(r.SamplesMS, ms(lat))
@@ -274,6 +280,9 @@ func (b *bench) latency(ctx context.Context) (*LatencyResult, error) {
 		case r.State == ckpt.StateFailed:
 			res.Failed++
 		default:
+			if r.Engine != engineName {
+				res.OtherEngine++
+			}
 			if r.State == ckpt.StateRacy {
 				res.Racy++
 				for _, is := range r.Issues {

@@ -25,8 +25,8 @@ func writeLatency(out io.Writer, r *LatencyResult) error {
 	fmt.Fprintf(w, "   p50 / engine p50: %.2fx; the daemon's own seal (ledger durationMs) p50 %s\n", r.Ratio, sealbench.FormatMS(r.DaemonSealP50MS))
 	fmt.Fprintf(w, "   target p50 < %g ms: %s; p99 < %g ms: %s\n", r.TargetP50MS, verdict(r.P50MS < r.TargetP50MS),
 		r.TargetP99MS, verdict(r.P99MS < r.TargetP99MS))
-	fmt.Fprintf(w, "   checkpoints: %d racy (must be 0: nothing changes after a marker), %d failed, %d missing of %d\n",
-		r.Racy, r.Failed, r.Missing, len(r.Runs)*r.SamplesPerRun)
+	fmt.Fprintf(w, "   checkpoints: %d racy (must be 0: nothing changes after a marker), %d failed, %d missing of %d; %d sealed by another engine than %q (daemon and reference)\n",
+		r.Racy, r.Failed, r.Missing, len(r.Runs)*r.SamplesPerRun, r.OtherEngine, r.Engine)
 	fmt.Fprintf(w, "   daemon memory after: RSS %.1f MiB, peak %.1f MiB\n", r.RSSMiB, r.HWMMiB)
 	writeIdle(w, "with the runtime's lock held", r.Idle)
 	_, err := out.Write(w.Bytes())
