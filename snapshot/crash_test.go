@@ -91,7 +91,9 @@ func TestCrashAtEveryStep(t *testing.T) {
 				db := gitobj.NewDB(st.GitDir(), gitobj.SHA1)
 				for i := range rollUpEvery - 1 {
 					b := db.Batch()
-					b.Write("blob", []byte(fmt.Sprintf("an earlier seal's blob %d\n", i)))
+					if _, err := b.Write("blob", []byte(fmt.Sprintf("an earlier seal's blob %d\n", i))); err != nil {
+						t.Fatal(err)
+					}
 					if _, err := b.Flush(); err != nil {
 						t.Fatal(err)
 					}

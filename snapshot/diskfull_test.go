@@ -252,16 +252,6 @@ func TestOpenSweepsStaleTmpObjects(t *testing.T) {
 	}
 	young = append(young, filepath.Join(objs, "ab/tmp_obj_young"), filepath.Join(objs, "pack/tmp_pack_young"),
 		filepath.Join(objs, "pack/pack-"+strings.Repeat("3", 40)+".pack"))
-	// An old pack with its index is a pack.
-	for _, ext := range []string{".pack", ".idx"} {
-		p := filepath.Join(objs, kept+ext)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, nil, 0o444); err != nil {
-			t.Fatal(err)
-		}
-		os.Chtimes(p, old, old)
-		young = append(young, p)
-	}
 	for _, p := range append(append([]string(nil), stale...), young...) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
@@ -269,6 +259,18 @@ func TestOpenSweepsStaleTmpObjects(t *testing.T) {
 		if err := os.WriteFile(p, nil, 0o444); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// An old pack with its index is a pack: it stays.
+	var keep []string
+	for _, ext := range []string{".pack", ".idx"} {
+		p := filepath.Join(objs, kept+ext)
+		if err := os.WriteFile(p, nil, 0o444); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+		keep = append(keep, p)
 	}
 	for _, p := range stale {
 		if err := os.Chtimes(p, old, old); err != nil {
@@ -284,6 +286,11 @@ func TestOpenSweepsStaleTmpObjects(t *testing.T) {
 	for _, p := range young {
 		if _, err := os.Lstat(p); err != nil {
 			t.Errorf("young %s swept: %v", p, err)
+		}
+	}
+	for _, p := range keep {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("old pack with its index %s swept: %v", p, err)
 		}
 	}
 }

@@ -325,16 +325,7 @@ func TestTreeCacheHoldsNoReplacedTrees(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir, st := newTestStore(t, Options{})
-	files := map[string]string{}
-	var paths []string
-	for d := range 8 {
-		for f := range 5 {
-			p := fmt.Sprintf("src/d%d/sub/f%d.txt", d, f)
-			files[p], paths = "v0", append(paths, p)
-		}
-	}
-	writeTree(t, dir, files)
-	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	paths := sealGrid(t, dir, st, "src/d%02d/sub/f%d.txt", 8, 5)
 	var rec ckpt.Record
 	for i := range 40 {
 		p := paths[(i*7)%len(paths)]
@@ -443,16 +434,7 @@ func TestInprocSealsWriteFewPacks(t *testing.T) {
 	dir := t.TempDir()
 	stateDir := t.TempDir()
 	st := openTestStore(t, dir, Options{StateDir: stateDir})
-	files := map[string]string{}
-	var paths []string
-	for d := range 6 {
-		for f := range 4 {
-			p := fmt.Sprintf("src/d%d/f%d.txt", d, f)
-			files[p], paths = "v0", append(paths, p)
-		}
-	}
-	writeTree(t, dir, files)
-	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	paths := sealGrid(t, dir, st, "src/d%02d/f%d.txt", 6, 4)
 	loose := func() int {
 		n := 0
 		for _, line := range strings.Split(gitStr(t, st, "count-objects", "-v"), "\n") {
@@ -508,19 +490,12 @@ func TestInprocSealBeyondTreeCache(t *testing.T) {
 	treeCacheMax = 16
 	defer func() { treeCacheMax = old }()
 	dir, st := newTestStore(t, Options{})
-	files := map[string]string{}
 	var paths []string
-	for d := range 40 {
-		for f := range 3 {
-			p := fmt.Sprintf("src/d%02d/f%d.txt", d, f)
-			files[p] = "v0"
-			if f == 0 {
-				paths = append(paths, p)
-			}
+	for i, p := range sealGrid(t, dir, st, "src/d%02d/f%d.txt", 40, 3) {
+		if i%3 == 0 { // one file in every folder
+			paths = append(paths, p)
 		}
 	}
-	writeTree(t, dir, files)
-	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
 	for _, p := range paths {
 		writeFile(t, dir, p, "v1 of "+p, 0o644)
 	}
@@ -575,4 +550,22 @@ func TestInprocUnwrittenPackNotBuiltUpon(t *testing.T) {
 	if out := gitStr(t, st, "fsck", "--full", "--strict", "--no-dangling"); out != "" {
 		t.Errorf("fsck: %s", out)
 	}
+}
+
+// sealGrid writes folders × files files named by format (folder, file
+// numbers), all "v0", seals them with a full reconcile and returns their
+// paths, folder by folder.
+func sealGrid(t *testing.T, dir string, st *Store, format string, folders, files int) []string {
+	t.Helper()
+	tree := map[string]string{}
+	var paths []string
+	for d := range folders {
+		for f := range files {
+			p := fmt.Sprintf(format, d, f)
+			tree[p], paths = "v0", append(paths, p)
+		}
+	}
+	writeTree(t, dir, tree)
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	return paths
 }

@@ -91,13 +91,17 @@ func inode(t *testing.T, path string) uint64 {
 func TestReadRefusesBadHeaders(t *testing.T) {
 	gitDir := t.TempDir()
 	db := NewDB(gitDir, SHA1)
-	for name, raw := range map[string][]byte{
-		"huge size":  []byte("blob 9223372036854775000\x00abc"),
-		"no end":     bytes.Repeat([]byte("b"), 4096),
-		"short body": []byte("blob 10\x00abc"),
-		"no size":    []byte("blob\x00abc"),
+	for name, c := range map[string]struct {
+		raw  []byte
+		want string // the check that must refuse it, not the hash's
+	}{
+		"huge size":  {[]byte("blob 9223372036854775000\x00abc"), "more than"},
+		"no end":     {bytes.Repeat([]byte("b"), 4096), "bad header"},
+		"short body": {[]byte("blob 10\x00abc"), "its header says 10"},
+		"no size":    {[]byte("blob\x00abc"), "bad header"},
 	} {
-		id := fmt.Sprintf("%040x", len(name)) // any name: the read fails before the hash is checked
+		raw := c.raw
+		id := fmt.Sprintf("%040x", len(name))
 		id = id[:38] + fmt.Sprintf("%02x", len(raw)%256)
 		if err := os.MkdirAll(filepath.Dir(db.Path(id)), 0o755); err != nil {
 			t.Fatal(err)
@@ -109,8 +113,8 @@ func TestReadRefusesBadHeaders(t *testing.T) {
 		if err := os.WriteFile(db.Path(id), z.Bytes(), 0o444); err != nil {
 			t.Fatal(err)
 		}
-		if typ, data, err := db.Read(id); err == nil {
-			t.Errorf("%s: read as %s of %d bytes, want an error", name, typ, len(data))
+		if typ, data, err := db.Read(id); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: read as %s of %d bytes, %v; want an error saying %q", name, typ, len(data), err, c.want)
 		}
 	}
 }

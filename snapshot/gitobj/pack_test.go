@@ -51,9 +51,10 @@ func TestBatchWritesAPackGitReads(t *testing.T) {
 			large := make([]byte, 1<<20+1)
 			rand.Read(large)
 			blobs := [][]byte{nil, []byte("a"), bytes.Repeat([]byte("0123456789abcdef"), 300), large}
-			for i := range 40 { // sizes across the header's 4-, 11- and 18-bit steps
+			for i := range 40 { // sizes across the header's 4- and 11-bit steps
 				blobs = append(blobs, bytes.Repeat([]byte{byte('A' + i%26)}, i*i*37))
 			}
+			blobs = append(blobs, bytes.Repeat([]byte("past the 18-bit step\n"), 300<<10/21))
 			var entries []gitobj.TreeEntry
 			want := map[string][]byte{}
 			for i, data := range blobs {
@@ -300,7 +301,9 @@ func TestRollUpIgnoresLinksFIFOsAndHugeIndexes(t *testing.T) {
 	var first string
 	for i := range 16 {
 		b := db.Batch()
-		b.Write("blob", []byte(fmt.Sprintf("blob %d\n", i)))
+		if _, err := b.Write("blob", []byte(fmt.Sprintf("blob %d\n", i))); err != nil {
+			t.Fatal(err)
+		}
 		p, err := b.Flush()
 		if err != nil {
 			t.Fatal(err)
@@ -313,17 +316,25 @@ func TestRollUpIgnoresLinksFIFOsAndHugeIndexes(t *testing.T) {
 	if err := os.Symlink(first, link+".pack"); err != nil {
 		t.Fatal(err)
 	}
-	os.Symlink(strings.TrimSuffix(first, ".pack")+".idx", link+".idx")
+	if err := os.Symlink(strings.TrimSuffix(first, ".pack")+".idx", link+".idx"); err != nil {
+		t.Fatal(err)
+	}
 	fifo := filepath.Join(packDir, "pack-"+strings.Repeat("2", 40))
-	os.WriteFile(fifo+".pack", []byte("PACK\x00\x00\x00\x02\x00\x00\x00\x01"), 0o444)
+	if err := os.WriteFile(fifo+".pack", []byte("PACK\x00\x00\x00\x02\x00\x00\x00\x01"), 0o444); err != nil {
+		t.Fatal(err)
+	}
 	if err := syscall.Mkfifo(fifo+".idx", 0o644); err != nil {
 		t.Fatal(err)
 	}
 	huge := filepath.Join(packDir, "pack-"+strings.Repeat("3", 40))
-	os.WriteFile(huge+".pack", []byte("PACK\x00\x00\x00\x02\x00\x00\x00\x01"), 0o444)
-	if f, err := os.Create(huge + ".idx"); err == nil {
-		f.Truncate(1 << 40) // sparse: a terabyte that must not be read
-		f.Close()
+	if err := os.WriteFile(huge+".pack", []byte("PACK\x00\x00\x00\x02\x00\x00\x00\x01"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(huge+".idx", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(huge+".idx", 1<<40); err != nil { // sparse: a terabyte that must not be read
+		t.Fatal(err)
 	}
 
 	done := make(chan struct{})
