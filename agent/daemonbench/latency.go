@@ -44,16 +44,16 @@ type LatencyResult struct {
 	Racy            int     `json:"racy"` // counted checkpoints recorded racy
 	// RacyIssues names them: "<codon>: <path> (<reason>)". The benchmark
 	// changes nothing after a marker, so each one is a false alarm.
-	RacyIssues  []string `json:"racyIssues,omitempty"`
-	Failed      int      `json:"failed"`  // … recorded failed
-	Missing     int      `json:"missing"` // counted markers with no checkpoint in the ledger
+	RacyIssues []string `json:"racyIssues,omitempty"`
+	Failed     int      `json:"failed"`  // … recorded failed
+	Missing    int      `json:"missing"` // counted markers with no checkpoint in the ledger
 	// OtherEngine counts checkpoints (the daemon's and the reference's)
 	// whose record names another engine than Engine: a fallback to git.
-	OtherEngine int `json:"otherEngine"`
-	TargetP50MS float64  `json:"targetP50Ms"`
-	TargetP99MS float64  `json:"targetP99Ms"`
-	RSSMiB      float64  `json:"rssMiB"` // after the samples
-	HWMMiB      float64  `json:"hwmMiB"` // peak RSS
+	OtherEngine int     `json:"otherEngine"`
+	TargetP50MS float64 `json:"targetP50Ms"`
+	TargetP99MS float64 `json:"targetP99Ms"`
+	RSSMiB      float64 `json:"rssMiB"` // after the samples
+	HWMMiB      float64 `json:"hwmMiB"` // peak RSS
 	// Idle is the daemon doing nothing with the runtime's lock held.
 	Idle IdleResult `json:"idle"`
 }
