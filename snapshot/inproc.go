@@ -55,8 +55,37 @@ type inproc struct {
 	trees   treeCache
 	commits map[string]string // commit → its tree
 	ign     *ignoreChecker
-	cat     *catFile
-	empty   string // the empty tree's id
+	// ignSrc are the ignore files the checker may have read, by folder, as
+	// they were when it was asked about a path under them: one that is no
+	// longer the same file (edited, replaced, its folder swapped, gone)
+	// restarts the checker, which would answer from the old rules.
+	ignSrc map[string]ignoreSource
+	cat    *catFile
+	empty  string // the empty tree's id
+	// known answers whether an object is stored; whole holds the trees
+	// whose every object was found stored, under the packs known has seen
+	// (cleared when one is gone or changed). A seal names no object
+	// without either (inproc.vouch).
+	known *gitobj.Known
+	whole map[string]bool
+	// The work tree's timestamp granularities, learned from its own times
+	// (settled).
+	mgrain, cgrain *grain
+}
+
+// ignoreSource is what an ignore file was: its stamp and file system, or absent.
+type ignoreSource struct {
+	fileStamp
+	dev     uint64
+	present bool
+}
+
+func stampIgnore(path string) ignoreSource {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return ignoreSource{}
+	}
+	return ignoreSource{fileStamp: stampOf(fi), dev: device(fi), present: true}
 }
 
 // rollUpEvery is how many small packs of whole objects the in-process
@@ -118,10 +147,49 @@ func (s *Store) engineName() string {
 // closeEngine stops the engine's git processes.
 func (s *Store) closeEngine() {
 	if s.eng != nil {
-		s.eng.ign.stop()
+		s.eng.stopIgnore()
 		s.eng.cat.stop()
-		s.eng.ign, s.eng.cat = nil, nil
+		s.eng.cat = nil
 	}
+}
+
+// stopIgnore stops the ignore checker and forgets what it read.
+func (e *inproc) stopIgnore() {
+	e.ign.stop()
+	e.ign = nil
+	e.ignSrc = nil
+}
+
+// ignoreChanged reports whether an ignore file the checker may have read
+// for a path among files is no longer the file it read, noting the ones it
+// will read now. The sources are stamped before the checker is asked, so a
+// file changed after the stamp shows as a change at the next seal.
+func (e *inproc) ignoreChanged(workTree string, files []string) bool {
+	if e.ignSrc == nil {
+		e.ignSrc = map[string]ignoreSource{}
+	}
+	seen := map[string]bool{}
+	changed := false
+	for _, f := range files {
+		for dir := path.Dir(f); ; dir = path.Dir(dir) {
+			if dir == "." {
+				dir = ""
+			}
+			if seen[dir] {
+				break
+			}
+			seen[dir] = true
+			now := stampIgnore(filepath.Join(workTree, filepath.FromSlash(dir), ".gitignore"))
+			if was, ok := e.ignSrc[dir]; ok && was != now {
+				changed = true
+			}
+			e.ignSrc[dir] = now
+			if dir == "" {
+				break
+			}
+		}
+	}
+	return changed
 }
 
 // cfgFiles are the files whose change may change what git would do: the
@@ -184,6 +252,12 @@ func (s *Store) engine(ctx context.Context) (*inproc, error) {
 		return nil, errFallback
 	}
 	e.format, e.db = f, gitobj.NewDB(s.gitDir, f)
+	e.known, e.whole = e.db.Known(), map[string]bool{}
+	e.mgrain, e.cgrain = newGrain(), newGrain()
+	if fi, err := os.Lstat(s.workTree); err == nil {
+		e.mgrain.see(fi.ModTime().UnixNano())
+		e.cgrain.see(ctime(fi))
+	}
 	e.logAll = strings.ToLower(cfg["core.logallrefupdates"])
 	e.empty = f.Hash("tree", nil)
 	varOut, err := s.git.Run(ctx, nil, "var", "GIT_COMMITTER_IDENT")
@@ -593,7 +667,14 @@ func (ip inprocPlan) considerUnignored(ctx context.Context, p *stagePlan, sel *S
 		}
 		restart = restart || path.Base(f) == ".gitignore"
 	}
-	if restart && e.ign != nil { // it read the old rules
+	if restart { // it read the old rules
+		e.stopIgnore()
+	}
+	if e.ignoreChanged(s.workTree, ask) && e.ign != nil {
+		// An ignore file it read was edited, replaced or removed (a folder
+		// holding a self-ignoring one swapped for another): the rules it
+		// holds are not the disk's. The stamps just taken are kept: they
+		// are what the new checker reads.
 		e.ign.stop()
 		e.ign = nil
 	}
@@ -614,8 +695,7 @@ func (ip inprocPlan) considerUnignored(ctx context.Context, p *stagePlan, sel *S
 		return ign.ignored(ctx, ask)
 	})
 	if err != nil {
-		e.ign.stop()
-		e.ign = nil
+		e.stopIgnore()
 		return fmt.Errorf("%w: check-ignore: %v", errFallback, err)
 	}
 	return nil
@@ -641,6 +721,11 @@ func (s *Store) inprocReady(ctx context.Context, sel *Selector) (*inproc, bool) 
 	if st, ok := stampFile(s.git.Index); !ok || st != e.cache.hdr.Index {
 		return nil, false
 	}
+	// The cache must stand for the newest checkpoint sealed: an older one
+	// (a record lost at its end, a copy put back) names an older base.
+	if last, ok := s.lastSealed(); !ok || last.SHA != e.cache.hdr.Commit {
+		return nil, false
+	}
 	var prev indexMeta
 	b, err := readNoFollow(s.git.Index+".json", maxSmallFile)
 	if err != nil || json.Unmarshal(b, &prev) != nil || prev != (indexMeta{Selection: sel.Key(), MaxSize: s.opts.MaxFileSize}) {
@@ -649,9 +734,10 @@ func (s *Store) inprocReady(ctx context.Context, sel *Selector) (*inproc, bool) 
 	return e, true
 }
 
-// recordBase notes, after git wrote tree from cairn's index, that the index
-// stands for tree: the in-process engine can seal on top of it.
-func (s *Store) recordBase(ctx context.Context, tree string) {
+// recordBase notes, after git wrote tree from cairn's index and sealed
+// commit from it, that the index stands for tree: the in-process engine can
+// seal on top of it.
+func (s *Store) recordBase(ctx context.Context, tree, commit string) {
 	if s.engineName() != EngineInproc {
 		return
 	}
@@ -661,8 +747,7 @@ func (s *Store) recordBase(ctx context.Context, tree string) {
 	}
 	// git sealed the whole tree, maybe for ignore files the watch did not
 	// report: the checker starts again on the rules as they are now.
-	e.ign.stop()
-	e.ign = nil
+	e.stopIgnore()
 	if !s.statCacheFresh(e.cache) {
 		e.cache = s.loadStatCache(e.format.Name)
 	}
@@ -670,7 +755,7 @@ func (s *Store) recordBase(ctx context.Context, tree string) {
 	if !ok || len(e.cache.pending) > 0 { // a sync should have emptied it
 		return
 	}
-	e.cache.hdr.Base, e.cache.hdr.Index = tree, st
+	e.cache.hdr.Base, e.cache.hdr.Index, e.cache.hdr.Commit = tree, st, commit
 	if err := s.saveStatCache(e.cache); err != nil {
 		zerologCtx(ctx).Warn().Err(err).Msg("could not record the in-process engine's base")
 	}
@@ -770,38 +855,33 @@ type hashed struct {
 	reason string // could not be read: the reason
 }
 
-// hashJob is one file to store: the blob the base holds at its path, and
-// what reading it found.
+// hashJob is one file to store, and what reading it found.
 type hashJob struct {
 	rel    string
-	baseID string // "" when the base holds no blob there
 	h      hashed
 	st     fileStamp
-	read   bool // read now, not vouched for by the stat cache: remember it
+	read   bool  // read now, not vouched for by the stat cache: remember it
+	readAt int64 // when it was opened, by cairn's clock
 }
 
 // hashFiles stores the blobs of work-tree files, several at once (most of a
 // small file's time is opening, creating and renaming files), and notes
 // those it read in the stat cache.
-func (s *Store) hashFiles(ctx context.Context, e *inproc, base string, rels []string) ([]hashJob, error) {
+func (s *Store) hashFiles(e *inproc, rels []string) []hashJob {
 	jobs := make([]hashJob, len(rels))
 	for i, rel := range rels {
 		jobs[i].rel = rel
-		x, err := e.entryAt(ctx, s, base, rel)
-		if err != nil {
-			return nil, err
-		}
-		if x != nil && !x.IsTree() {
-			jobs[i].baseID = x.ID
-		}
 	}
 	gitobj.ForEach(len(jobs), func(i int) error { s.hashFile(e, &jobs[i]); return nil })
 	for _, j := range jobs {
-		if j.read {
+		switch {
+		case j.read && settled(j.st, j.readAt, e.mgrain, e.cgrain):
 			e.cache.remember(j.rel, j.st, j.h.mode, j.h.id)
+		case j.read:
+			e.cache.forget(j.rel) // too young to vouch for: read again next time
 		}
 	}
-	return jobs, nil
+	return jobs
 }
 
 // hashFile stores the blob of a work-tree file (or finds it in the stat
@@ -810,6 +890,7 @@ func (s *Store) hashFiles(ctx context.Context, e *inproc, base string, rels []st
 func (s *Store) hashFile(e *inproc, j *hashJob) {
 	abs := filepath.Join(s.workTree, filepath.FromSlash(j.rel))
 	for attempt := 0; ; attempt++ {
+		readAt := time.Now().UnixNano()
 		f, err := platform.OpenRegular(abs)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, platform.ErrSymlink) || errors.Is(err, platform.ErrNotRegular) {
@@ -830,7 +911,9 @@ func (s *Store) hashFile(e *inproc, j *hashJob) {
 			mode = gitobj.ModeExec
 		}
 		st := stampOf(fi)
-		if id, ok := e.cache.lookup(j.rel, st, mode); ok && e.known(j.baseID, id) {
+		e.mgrain.see(st.Mtime)
+		e.cgrain.see(st.Ctime)
+		if id, ok := e.cache.lookup(j.rel, st, mode); ok && e.has(id) {
 			f.Close()
 			j.h = hashed{mode: mode, id: id}
 			return
@@ -848,21 +931,78 @@ func (s *Store) hashFile(e *inproc, j *hashJob) {
 			j.h = hashed{reason: err.Error()}
 			return
 		}
-		j.h, j.st, j.read = hashed{mode: mode, id: id}, st, true
+		j.h, j.st, j.read, j.readAt = hashed{mode: mode, id: id}, st, true, readAt
 		return
 	}
 }
 
-// known reports whether blob id, which the stat cache vouches for, is surely
-// in the store: the base holds it at that path (baseID), or it is stored
-// loose (a blob of a seal that failed may have been pruned since). One
-// stored only in a pack is read again, which is rare and costs a rehash.
-func (e *inproc) known(baseID, id string) bool {
-	if baseID == id {
-		return true
+// has reports whether object id is stored, or in the seal's pack.
+func (e *inproc) has(id string) bool {
+	return e.batch.Has(id) || e.known.Has(id)
+}
+
+// errMissingObject means an object a seal would name is not stored (a
+// foreign prune or repack, a damaged or deleted pack): nothing cairn caches
+// about the store can be trusted, and the seal goes the slow, exact way.
+type errMissingObject struct{ id, what string }
+
+func (e *errMissingObject) Error() string {
+	return fmt.Sprintf("object %s (%s) is missing from the store", e.id, e.what)
+}
+
+// wholeMax bounds the trees remembered as whole: past it they are checked
+// again from the root at the next seal.
+const wholeMax = 1 << 20
+
+// vouch checks that every object tree id names is stored or in the seal's
+// pack, so the checkpoint never points at a missing object. A tree found
+// whole before (under the packs seen since) is not walked again; in a tree
+// the seal made, only the entries that differ from was (its version in the
+// base, when that was whole) are checked.
+func (e *inproc) vouch(ctx context.Context, s *Store, id, was, at string) error {
+	if id == "" || id == e.empty || e.whole[id] {
+		return nil
 	}
-	_, err := os.Lstat(e.db.Path(id))
-	return err == nil
+	if !e.has(id) {
+		return &errMissingObject{id, "tree " + at}
+	}
+	t, err := e.tree(ctx, s, id)
+	if err != nil {
+		return err
+	}
+	var before map[string]gitobj.TreeEntry
+	if was != "" && e.whole[was] {
+		if bt, err := e.tree(ctx, s, was); err == nil {
+			before = make(map[string]gitobj.TreeEntry, len(bt))
+			for _, x := range bt {
+				before[x.Name] = x
+			}
+		}
+	}
+	for _, x := range t {
+		b, inBefore := before[x.Name]
+		if inBefore && b == x {
+			continue
+		}
+		switch {
+		case x.IsTree():
+			prev := ""
+			if inBefore && b.IsTree() {
+				prev = b.ID
+			}
+			if err := e.vouch(ctx, s, x.ID, prev, at+x.Name+"/"); err != nil {
+				return err
+			}
+		case x.Mode == gitobj.ModeGitlink: // a commit of another repository: not stored here
+		case !e.has(x.ID):
+			return &errMissingObject{x.ID, "blob " + at + x.Name}
+		}
+	}
+	if len(e.whole) >= wholeMax {
+		clear(e.whole)
+	}
+	e.whole[id] = true
+	return nil
 }
 
 // ignoredNow takes check-ignore's answer, if it was left to come while the
@@ -875,8 +1015,7 @@ func (s *Store) ignoredNow(e *inproc, p *stagePlan, edits map[string]edit) error
 	ig, err := p.ignored()
 	p.ignored = nil
 	if err != nil {
-		e.ign.stop()
-		e.ign = nil
+		e.stopIgnore()
 		return fmt.Errorf("%w: check-ignore: %v", errFallback, err)
 	}
 	if len(ig) == 0 {
@@ -913,12 +1052,16 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 		if path.Base(c) == ".gitignore" {
 			// Ignore rules moved: this seal is git's, and the checker,
 			// which read the old rules, starts again for the next one.
-			e.ign.stop()
-			e.ign = nil
+			e.stopIgnore()
 			return "", false, counts, errFallback
 		}
 	}
 	base := e.cache.hdr.Base
+	// What the store holds: a pack gone or changed, or a loose object
+	// removed, since the last seal makes every tree checked again.
+	if e.known.Refresh() {
+		clear(e.whole)
+	}
 	// New objects are gathered and written as one pack before the stat
 	// cache is saved and the ref moves. The caches may name them sooner (a
 	// new tree is cached as it is made): a seal that ends early writes what
@@ -963,8 +1106,7 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 	defer func() {
 		if p.ignored != nil {
 			if _, err := p.ignored(); err != nil {
-				e.ign.stop() // its answers may be out of step with its questions now
-				e.ign = nil
+				e.stopIgnore() // its answers may be out of step with its questions now
 			}
 		}
 	}()
@@ -980,10 +1122,7 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 	todo := slices.Clone(p.add)
 	sort.Strings(todo)
 	for attempt := 0; len(todo) > 0; attempt++ {
-		jobs, err := s.hashFiles(ctx, e, base, todo)
-		if err != nil {
-			return "", false, counts, err
-		}
+		jobs := s.hashFiles(e, todo)
 		for _, j := range jobs {
 			rel, h := j.rel, j.h
 			switch {
@@ -1012,6 +1151,10 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 
 	tree, replaced, err := e.rebuild(ctx, s, base, edits)
 	if err != nil {
+		return "", false, counts, err
+	}
+	// Every object the new tree names is stored or in this seal's pack.
+	if err := e.vouch(ctx, s, tree, base, ""); err != nil {
 		return "", false, counts, err
 	}
 	faultPoint("tree-written")
@@ -1078,6 +1221,9 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 		logical = parent
 	} else {
 		parents = []string{parent}
+		if !e.has(parent) {
+			return "", false, counts, &errMissingObject{parent, "the parent checkpoint"}
+		}
 	}
 	msg := message(req, *rec, logical, now)
 	if gitobj.MessageAsIs(msg) {
@@ -1114,6 +1260,7 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 	if len(rolledUp) > 0 {
 		faultPoint("packs-merged")
 	}
+	e.cache.hdr.Commit = sha // the checkpoint the cache now stands for
 	if err := s.saveStatCache(e.cache); err != nil {
 		return "", false, counts, err
 	}
@@ -1136,6 +1283,11 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 	}
 	if err := gitobj.RemovePacks(rolledUp); err != nil {
 		zerologCtx(ctx).Warn().Err(err).Msg("removing packs merged into one failed; their objects are stored twice until maintenance")
+	}
+	if len(rolledUp) > 0 {
+		// The merged pack holds what the removed ones held: the trees
+		// found whole stay so.
+		e.known.Refresh()
 	}
 	if len(rolledUp) > 0 && e.cat != nil {
 		// git never forgets a pack it opened: the long-running reader would

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 	"time"
 
@@ -78,12 +80,29 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 		return fail(err)
 	}
 	rec.Ref = ref
+	if req.Changed != nil {
+		if why := s.indexDoubt(); why != "" {
+			zerologCtx(ctx).Warn().Str("store", s.gitDir).Str("reason", why).Msg("this seal is a full reconcile")
+			req.Changed = nil
+		}
+	}
 	if req.Changed != nil && req.afterStage == nil && req.engine != EngineGit {
 		if e, ok := s.inprocReady(ctx, sel); ok {
 			sha, skipped, counts, err := s.sealInproc(ctx, e, req, &rec, sel, parent, oldTip, now)
 			switch {
 			case errors.Is(err, errFallback):
 				zerologCtx(ctx).Debug().Err(err).Msg("incremental seal by git")
+			case errors.As(err, new(*errMissingObject)):
+				// What cairn knew of the store is wrong: the engine starts
+				// afresh, and git rebuilds the index from the work tree,
+				// storing every file's blob again.
+				zerologCtx(ctx).Warn().Err(err).Str("store", s.gitDir).Msg("an object cairn knew of is gone; this seal rebuilds cairn's index from the work tree")
+				s.closeEngine()
+				s.eng = nil
+				if rerr := os.Remove(s.git.Index); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+					return fail(rerr)
+				}
+				req.Changed = nil
 			case err != nil:
 				s.lastEngine, rec.Engine = EngineInproc, EngineInproc
 				return fail(s.damageHint(err))
@@ -139,7 +158,6 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 		return fail(s.damageHint(err))
 	}
 	tree := strings.TrimSpace(string(treeOut))
-	s.recordBase(ctx, tree)
 	faultPoint("write-tree")
 	if req.SkipUnchanged {
 		ptree, ok := pc.tree, pc.tree != ""
@@ -147,6 +165,9 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 			ptree, ok = s.resolve(ctx, parent+"^{tree}")
 		}
 		if ok && ptree == tree && len(rec.Issues) == 0 {
+			if last, ok := s.lastSealed(); ok {
+				s.recordBase(ctx, tree, last.SHA)
+			}
 			return ckpt.Record{}, nil
 		}
 	}
@@ -169,6 +190,7 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 		return fail(err)
 	}
 	sha := strings.TrimSpace(string(commitOut))
+	s.recordBase(ctx, tree, sha)
 	faultPoint("commit-tree")
 
 	if hookBeforeUpdateRef != nil {
@@ -205,6 +227,49 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 		return fail(c.err)
 	}
 	return s.complete(req, rec, sha, parent, [3]int{c.added, c.changed, c.removed}, start)
+}
+
+// lastSealed is the newest checkpoint cairn sealed (not adopted from the
+// runtime): the one cairn's index and stat cache describe.
+func (s *Store) lastSealed() (ckpt.Record, bool) {
+	for i := len(s.records) - 1; i >= 0; i-- {
+		if r := s.records[i]; r.SHA != "" && !r.Adopted {
+			return r, true
+		}
+	}
+	return ckpt.Record{}, false
+}
+
+// indexDoubt says why cairn's index cannot stand for the newest checkpoint
+// sealed ("" when it can): the in-process engine sealed it, and the stat
+// cache holding the entries it did not write into the index is missing,
+// cannot be read whole, or describes an older checkpoint. An incremental
+// seal would then build on an older state; a full reconcile re-reads every
+// file whose stat the index does not vouch for, and is exact.
+func (s *Store) indexDoubt() string {
+	last, ok := s.lastSealed()
+	if !ok || last.Engine != EngineInproc {
+		return "" // git wrote the index whole at that seal
+	}
+	var hdr statHeader
+	if s.eng != nil && s.eng.cache != nil && s.eng.cache.loaded != loadedDamaged && s.statCacheFresh(s.eng.cache) {
+		hdr = s.eng.cache.hdr
+	} else {
+		b, err := readNoFollow(s.statCachePath(), maxStatCache)
+		if errors.Is(err, fs.ErrNotExist) {
+			return "the in-process engine's stat cache is missing"
+		}
+		c, derr := decodeStatCache(b)
+		if err != nil || derr != nil {
+			return "the in-process engine's stat cache cannot be read whole"
+		}
+		hdr = c.hdr
+	}
+	switch {
+	case hdr.Commit != last.SHA:
+		return "the in-process engine's stat cache describes another checkpoint than " + last.ID
+	}
+	return ""
 }
 
 // complete records a checkpoint whose ref moved: its state and the ledger.

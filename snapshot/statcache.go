@@ -67,11 +67,18 @@ func stampFile(path string) (fileStamp, bool) {
 	return stampOf(fi), true
 }
 
+// statHeader binds the cache to what it describes: the object format, the
+// tree the index plus the pending entries stand for (Base) and the index
+// file as it was then, the checkpoint last sealed from them (Commit: the
+// ledger's newest sealed record must name it, or the cache is older than
+// the store and is not used), and the work tree's file system (Dev: stat
+// entries of another file system vouch for nothing).
 type statHeader struct {
-	Format    string    `json:"format"`
-	Base      string    `json:"base,omitempty"`
-	Index     fileStamp `json:"index"`
-	WrittenAt int64     `json:"-"`
+	Format string    `json:"format"`
+	Base   string    `json:"base,omitempty"`
+	Index  fileStamp `json:"index"`
+	Commit string    `json:"commit,omitempty"`
+	Dev    uint64    `json:"dev,omitempty"`
 }
 
 // statEntry: a file with this stamp and mode held blob ID.
@@ -94,8 +101,11 @@ type statCache struct {
 	stats   map[string]statEntry
 	seq     uint64
 	// file is the cache file's own stamp as last read or written: another
-	// process's write shows as a change. Its mtime is the racy-git bound.
+	// process's write shows as a change.
 	file fileStamp
+	// loaded says how the cache was read: loadedWhole, or why it is empty
+	// (no file, or one that could not be read whole).
+	loaded loadState
 	// What changed since the file was written, for the next record.
 	dirtyPend map[string]bool
 	dirtyStat map[string]bool // set or removed: the map says which
@@ -106,18 +116,27 @@ type statCache struct {
 	wholeLen int64 // the file's size when it was last written whole
 }
 
+type loadState int
+
+const (
+	loadedNew     loadState = iota // made in memory, nothing read
+	loadedWhole                    // read whole and verified
+	loadedMissing                  // no cache file
+	loadedDamaged                  // a file that could not be read whole or verified
+)
+
 func newStatCache(format string) *statCache {
 	return &statCache{hdr: statHeader{Format: format}, pending: map[string]pendEntry{}, stats: map[string]statEntry{},
 		dirtyPend: map[string]bool{}, dirtyStat: map[string]bool{}, whole: true}
 }
 
 // lookup returns the blob of rel if the cache vouches for a file with this
-// stat: same size, times, inode and mode, and older than the cache file
-// (git's racy rule: a file changed in the same tick as the cache was
-// written may have changed again unseen, so it is read again).
+// stat: same size, times, inode and mode. Only settled entries are kept
+// (inproc.settled: git's racy rule in the work tree's own granularity), so
+// a file changed since it was read shows another stamp.
 func (c *statCache) lookup(rel string, st fileStamp, mode uint32) (string, bool) {
 	e, ok := c.stats[rel]
-	if !ok || e.fileStamp != st || e.Mode != mode || c.file.Mtime == 0 || st.Mtime >= c.file.Mtime || st.Ctime >= c.file.Mtime {
+	if !ok || e.fileStamp != st || e.Mode != mode {
 		return "", false
 	}
 	return e.ID, true
@@ -147,27 +166,6 @@ func (c *statCache) clearPending() {
 	clear(c.pending)
 	clear(c.dirtyPend)
 	c.whole = true
-}
-
-// smudgeRacy drops the stat entries written in the same tick as the cache
-// file (git smudges such index entries): as the file's mtime moves on they
-// would otherwise become trusted without the file being read again. only,
-// when set, limits the check to those paths (the ones just written).
-func (c *statCache) smudgeRacy(only map[string]bool) {
-	racy := func(e statEntry) bool { return e.Mtime >= c.file.Mtime || e.Ctime >= c.file.Mtime }
-	if only != nil {
-		for k := range only {
-			if e, ok := c.stats[k]; ok && racy(e) {
-				c.forget(k)
-			}
-		}
-		return
-	}
-	for k, e := range c.stats {
-		if racy(e) {
-			c.forget(k)
-		}
-	}
 }
 
 func (c *statCache) trim() {
@@ -261,12 +259,10 @@ func (c *statCache) encode() []byte {
 
 var errBadStatCache = errors.New("stat cache damaged")
 
-// decodeStatCache reads a journal. A last record cut short or failing its
-// checksum is an append a crash interrupted before the file system flush
-// (so before any ref named what it recorded): it is dropped, with every
-// stat entry (a racy entry's removal may have been in it), and the next
-// save rewrites the file. A bad record anywhere else, or a bad first one,
-// is damage: the whole cache is refused.
+// decodeStatCache reads a journal. Any record cut short or failing its
+// checksum refuses the whole file: a cache that cannot be read whole may
+// stand for an older state than the store's (a record lost at the end
+// takes a seal's pending entries with it), and is rebuilt instead.
 func decodeStatCache(data []byte) (*statCache, error) {
 	if !bytes.HasPrefix(data, []byte(statCacheMagic)) {
 		return nil, errBadStatCache
@@ -278,20 +274,12 @@ func decodeStatCache(data []byte) (*statCache, error) {
 		size, k := binenc.Uvarint(rest)
 		end := uint64(k) + size + sha256.Size
 		if k <= 0 || end > uint64(len(rest)) {
-			if n == 0 {
-				return nil, errBadStatCache
-			}
-			c.dropTail()
-			break
+			return nil, errBadStatCache
 		}
 		body := rest[k : uint64(k)+size]
 		sum := sha256.Sum256(body)
 		if !bytes.Equal(sum[:], rest[uint64(k)+size:end]) {
-			if n == 0 || end < uint64(len(rest)) {
-				return nil, errBadStatCache
-			}
-			c.dropTail()
-			break
+			return nil, errBadStatCache
 		}
 		if err := c.apply(body, n == 0); err != nil {
 			return nil, err
@@ -307,11 +295,6 @@ func decodeStatCache(data []byte) (*statCache, error) {
 	clear(c.dirtyPend)
 	clear(c.dirtyStat)
 	return c, nil
-}
-
-func (c *statCache) dropTail() {
-	clear(c.stats)
-	c.whole = true
 }
 
 // apply decodes one record's body (its checksum verified) into c; the first
@@ -381,19 +364,24 @@ func (s *Store) statCachePath() string { return filepath.Join(s.gitDir, cairnSub
 const maxStatCache = 256 << 20
 
 // loadStatCache reads the cache file; a missing or damaged one is an empty
-// cache with no base (the next seal is git's, which records one).
+// cache with no base (the next seal is git's, which records one), its
+// loaded state saying which (Store.indexVouched).
 func (s *Store) loadStatCache(format string) *statCache {
 	path := s.statCachePath()
 	b, err := readNoFollow(path, maxStatCache)
 	if err == nil {
 		if c, err := decodeStatCache(b); err == nil && c.hdr.Format == format {
 			c.file, _ = stampFile(path)
-			c.smudgeRacy(nil) // the last record's, written in the file's last tick; the next record removes them
+			c.loaded = loadedWhole
 			return c
 		}
 	}
 	c := newStatCache(format)
 	c.file, _ = stampFile(path)
+	c.loaded = loadedDamaged
+	if errors.Is(err, fs.ErrNotExist) {
+		c.loaded = loadedMissing
+	}
 	return c
 }
 
@@ -410,7 +398,6 @@ func (s *Store) saveStatCache(c *statCache) error {
 			whole = true // not the file last read or written
 		}
 	}
-	written := c.dirtyStat
 	if whole {
 		data := c.encode()
 		tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
@@ -423,7 +410,6 @@ func (s *Store) saveStatCache(c *statCache) error {
 		}
 		c.file, _ = stampFile(path)
 		c.whole, c.records, c.wholeLen = false, 1, int64(len(data))
-		written = nil // every entry was written now
 	} else {
 		st, err := appendNoFollow(path, c.record(false))
 		if err != nil {
@@ -434,7 +420,6 @@ func (s *Store) saveStatCache(c *statCache) error {
 		c.records++
 	}
 	c.dirtyPend, c.dirtyStat = map[string]bool{}, map[string]bool{}
-	c.smudgeRacy(written)
 	return nil
 }
 

@@ -89,6 +89,13 @@ func (b *Batch) WriteBlobFrom(r io.Reader, size int64) (string, error) {
 	return b.Write("blob", data)
 }
 
+// Has reports whether the batch holds object id for its pack.
+func (b *Batch) Has(id string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.seen[id]
+}
+
 func (b *Batch) add(o Object) error {
 	b.mu.Lock()
 	dup, full := b.seen[o.ID], b.size >= maxBatch

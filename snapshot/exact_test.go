@@ -1,0 +1,209 @@
+package snapshot
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
+)
+
+// Tests that a checkpoint is what was on disk, one per way the in-process
+// engine's caches could make it otherwise.
+
+// requireFile fails unless checkpoint sha holds rel with content want.
+func requireFile(t *testing.T, st *Store, sha, rel, want string) {
+	t.Helper()
+	out, err := st.git.Run(t.Context(), nil, "cat-file", "blob", sha+":"+rel)
+	if err != nil {
+		t.Fatalf("checkpoint %.12s lacks %s: %v", sha, rel, err)
+	}
+	if string(out) != want {
+		t.Fatalf("checkpoint %.12s holds %s = %q, want %q", sha, rel, out, want)
+	}
+}
+
+// requireAllObjects fails unless every object checkpoint sha names is stored.
+func requireAllObjects(t *testing.T, st *Store, sha string) {
+	t.Helper()
+	out, err := st.git.Run(t.Context(), nil, "rev-list", "--objects", "--missing=print", "--no-walk", sha)
+	if err != nil {
+		t.Fatalf("rev-list %s: %v", sha, err)
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "?") {
+			t.Fatalf("checkpoint %.12s names a missing object: %s", sha, l)
+		}
+	}
+}
+
+// A folder holding a self-ignoring .gitignore (as .pytest_cache has) is
+// moved away and a plain folder of the same name made: its files are
+// checkpointed. The ignore checker had read the old folder's rules, and the
+// new folder's changes name no .gitignore.
+func TestInprocIgnoreFolderSwap(t *testing.T) {
+	t.Parallel()
+	dir, st := newTestStore(t, Options{})
+	writeTree(t, dir, map[string]string{"a.txt": "a", "cache/.gitignore": "*\n", "cache/x": "x"})
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	writeFile(t, dir, "cache/y", "y", 0o644)
+	writeFile(t, dir, "a.txt", "a2", 0o644)
+	rec := sealWith(t, st, modeInproc, []string{"a.txt", "cache/y"}) // the checker reads cache/.gitignore
+	if _, ok := lsTree(t, st, rec.SHA)["cache/y"]; ok {
+		t.Fatal("an ignored file was checkpointed")
+	}
+	if err := os.Rename(filepath.Join(dir, "cache"), filepath.Join(t.TempDir(), "gone")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "cache/new.txt", "new", 0o644)
+	rec = sealWith(t, st, modeInproc, []string{"cache", "cache/new.txt"})
+	requireFile(t, st, rec.SHA, "cache/new.txt", "new")
+	// And back: a self-ignoring folder moved in leaves its files out again.
+	removeAll(t, dir, "cache")
+	writeTree(t, dir, map[string]string{"cache/.gitignore": "*\n", "cache/new.txt": "new"})
+	rec = sealWith(t, st, modeInproc, []string{"cache", "cache/.gitignore", "cache/new.txt"})
+	if _, ok := lsTree(t, st, rec.SHA)["cache/new.txt"]; ok {
+		t.Fatal("a file of a self-ignoring folder moved in was checkpointed")
+	}
+}
+
+// mountCoarse makes a folder on an ext4 file system with 128-byte inodes,
+// which keeps whole-second timestamps (root and mkfs.ext4 needed).
+func mountCoarse(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to loop-mount an ext4 file system with 1-second timestamps")
+	}
+	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
+		t.Skip("needs mkfs.ext4 (e2fsprogs)")
+	}
+	img := filepath.Join(t.TempDir(), "fs.img")
+	mnt := t.TempDir()
+	run := func(name string, args ...string) {
+		t.Helper()
+		if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+			t.Skipf("%s %s: %v: %s (no loop devices here?)", name, strings.Join(args, " "), err, out)
+		}
+	}
+	run("truncate", "-s", "64M", img)
+	run("mkfs.ext4", "-q", "-F", "-I", "128", img)
+	run("mount", "-o", "loop", img, mnt)
+	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+	return mnt
+}
+
+// On a file system with 1-second timestamps, a same-size rewrite in the
+// second after a seal is sealed with the new content. The stat cache
+// judged such a file by comparing its times with the cache file's, kept in
+// nanoseconds by another file system.
+func TestInprocCoarseTimestamps(t *testing.T) {
+	dir := filepath.Join(mountCoarse(t), "work")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st := openTestStore(t, dir, Options{})
+	writeTree(t, dir, map[string]string{"a.txt": "v00", "b.txt": "b"})
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	for i := 1; i <= 12; i++ {
+		v := []string{"one", "two"}[i%2]
+		writeFile(t, dir, "a.txt", v, 0o644)
+		rec := sealWith(t, st, modeInproc, []string{"a.txt"})
+		requireFile(t, st, rec.SHA, "a.txt", v)
+		if i%4 == 0 { // and once the second has passed, the settled entry
+			rec = sealWith(t, st, modeInproc, []string{"a.txt"})
+			requireFile(t, st, rec.SHA, "a.txt", v)
+		}
+	}
+	if g := st.eng.mgrain.get(); g < 1e9 {
+		t.Errorf("learned an mtime granularity of %d ns on a 1-second file system", g)
+	}
+}
+
+// A stat cache cut short (at a record's end, or inside one) is not taken
+// for the newest: the next checkpoint still holds the last edits.
+func TestInprocTruncatedStatCache(t *testing.T) {
+	t.Parallel()
+	for _, cut := range []string{"boundary", "torn", "removed", "garbage"} {
+		t.Run(cut, func(t *testing.T) {
+			t.Parallel()
+			dir, st := newTestStore(t, Options{})
+			writeTree(t, dir, map[string]string{"a.txt": "v0", "b.txt": "b0"})
+			mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+			writeFile(t, dir, "a.txt", "v1", 0o644)
+			sealWith(t, st, modeInproc, []string{"a.txt"})
+			mid, _ := os.ReadFile(st.statCachePath())
+			writeFile(t, dir, "a.txt", "v2", 0o644)
+			sealWith(t, st, modeInproc, []string{"a.txt"})
+			full, _ := os.ReadFile(st.statCachePath())
+			if len(full) <= len(mid) {
+				t.Fatalf("the journal did not grow (%d, then %d bytes)", len(mid), len(full))
+			}
+			var err error
+			switch cut {
+			case "boundary":
+				err = os.WriteFile(st.statCachePath(), mid, 0o644)
+			case "torn":
+				err = os.WriteFile(st.statCachePath(), full[:len(full)-7], 0o644)
+			case "removed":
+				err = os.Remove(st.statCachePath())
+			case "garbage":
+				err = os.WriteFile(st.statCachePath(), []byte("not a stat cache"), 0o644)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, dir, "b.txt", "b1", 0o644)
+			rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: []string{"b.txt"}})
+			requireOK(t, rec)
+			requireFile(t, st, rec.SHA, "a.txt", "v2")
+			requireFile(t, st, rec.SHA, "b.txt", "b1")
+			// The cache is whole again: the next seal is the engine's.
+			writeFile(t, dir, "b.txt", "b2", 0o644)
+			rec = sealWith(t, st, modeInproc, []string{"b.txt"})
+			requireFile(t, st, rec.SHA, "a.txt", "v2")
+			requireFile(t, st, rec.SHA, "b.txt", "b2")
+		})
+	}
+}
+
+// An object the engine had found stored is deleted under the store: the
+// next checkpoint does not point at it, and holds every file right.
+func TestInprocMissingObject(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"blob", "tree"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			dir, st := newTestStore(t, Options{})
+			writeTree(t, dir, map[string]string{"a.txt": "a0", "keep/b.txt": "b-content", "c/d.txt": "d0"})
+			mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+			writeFile(t, dir, "a.txt", "a1", 0o644)
+			sealWith(t, st, modeInproc, []string{"a.txt"})
+			writeFile(t, dir, "a.txt", "a2", 0o644)
+			sealWith(t, st, modeInproc, []string{"a.txt"})
+			blob := gitStr(t, st, "hash-object", filepath.Join(dir, "keep", "b.txt"))
+			obj := blob
+			if how == "tree" { // the folder's tree, which the seals carried along untouched
+				obj = gitStr(t, st, "rev-parse", st.Records()[0].SHA+":keep")
+			}
+			if err := os.Remove(filepath.Join(st.gitDir, "objects", obj[:2], obj[2:])); err != nil {
+				t.Fatalf("the baseline's %s is not loose: %v", how, err)
+			}
+			writeFile(t, dir, "c/d.txt", "d1", 0o644)
+			rec, err := st.Seal(t.Context(), SealRequest{Kind: ckpt.KindManual, Changed: []string{"c/d.txt"}})
+			if err != nil {
+				t.Fatalf("seal after an object was deleted: %v", err)
+			}
+			requireOK(t, rec)
+			requireAllObjects(t, st, rec.SHA)
+			requireFile(t, st, rec.SHA, "keep/b.txt", "b-content")
+			requireFile(t, st, rec.SHA, "a.txt", "a2")
+			requireFile(t, st, rec.SHA, "c/d.txt", "d1")
+			// The engine seals again afterwards.
+			writeFile(t, dir, "a.txt", "a3", 0o644)
+			rec = sealWith(t, st, modeInproc, []string{"a.txt"})
+			requireAllObjects(t, st, rec.SHA)
+		})
+	}
+}

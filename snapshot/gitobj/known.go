@@ -1,0 +1,149 @@
+package gitobj
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// maxIndexRead bounds one pack index read for presence checks (a million
+// objects take ~28 MiB in a version 2 index).
+const maxIndexRead = 1 << 30
+
+// Known answers whether objects are stored, without git: an object is there
+// if a pack index names it or its loose file exists. Each index's name table
+// is read once and kept while the index keeps its name, size and time (a
+// pack's name is its checksum: a new name is new content; one changed in
+// place shows another size or time). Refresh says when something seen
+// before is gone or changed (a repack, a prune, damage): what was checked
+// against it is checked again. Safe for concurrent use.
+type Known struct {
+	mu    sync.Mutex
+	d     *DB
+	packs map[string]knownIndex // by index path
+	loose map[string]bool       // objects found only as loose files
+}
+
+type knownIndex struct {
+	size, mtime int64
+	names       []byte // sorted object names, hash-size records
+}
+
+// Known returns a presence checker for the store.
+func (d *DB) Known() *Known { return &Known{d: d, packs: map[string]knownIndex{}, loose: map[string]bool{}} }
+
+// Refresh reads the pack indexes that are new or changed, and reports
+// whether an index or a loose object it had seen is gone or changed
+// (objects it vouched for may be missing now).
+func (k *Known) Refresh() (lost bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	dir := filepath.Join(k.d.Dir, "pack")
+	ents, _ := os.ReadDir(dir)
+	now := map[string]bool{}
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".idx") {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		fi, err := os.Lstat(p)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		now[p] = true
+		old, ok := k.packs[p]
+		if ok && old.size == fi.Size() && old.mtime == fi.ModTime().UnixNano() {
+			continue
+		}
+		lost = lost || ok
+		ki := knownIndex{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+		if data, err := readRegular(p, maxIndexRead); err == nil {
+			ki.names = indexNames(data, k.d.Format.Size)
+		}
+		k.packs[p] = ki // an unreadable index names nothing
+	}
+	for p := range k.packs {
+		if !now[p] {
+			delete(k.packs, p)
+			lost = true
+		}
+	}
+	for id := range k.loose {
+		if k.inPacks(id) {
+			delete(k.loose, id)
+			continue
+		}
+		if fi, err := os.Lstat(k.d.Path(id)); err != nil || !fi.Mode().IsRegular() {
+			delete(k.loose, id)
+			lost = true
+		}
+	}
+	return lost
+}
+
+// indexNames returns the sorted name table of a pack index (version 1 or
+// 2), nil if the index is not one.
+func indexNames(idx []byte, hs int) []byte {
+	if len(idx) >= 8+256*4 && string(idx[:8]) == "\xfftOc\x00\x00\x00\x02" {
+		n := int(binary.BigEndian.Uint32(idx[8+255*4:]))
+		start := 8 + 256*4
+		if start+n*hs > len(idx) {
+			return nil
+		}
+		return idx[start : start+n*hs]
+	}
+	if len(idx) >= 256*4 && string(idx[:4]) != "\xfftOc" { // version 1: offset and name per entry
+		n := int(binary.BigEndian.Uint32(idx[255*4:]))
+		start, rec := 256*4, 4+hs
+		if start+n*rec > len(idx) {
+			return nil
+		}
+		out := make([]byte, 0, n*hs)
+		for i := range n {
+			out = append(out, idx[start+i*rec+4:start+(i+1)*rec]...)
+		}
+		return out
+	}
+	return nil
+}
+
+func (k *Known) inPacks(id string) bool {
+	raw, err := hex.DecodeString(id)
+	hs := k.d.Format.Size
+	if err != nil || len(raw) != hs {
+		return false
+	}
+	for _, ki := range k.packs {
+		t := ki.names
+		n := len(t) / hs
+		i := sort.Search(n, func(i int) bool { return bytes.Compare(t[i*hs:(i+1)*hs], raw) >= 0 })
+		if i < n && bytes.Equal(t[i*hs:(i+1)*hs], raw) {
+			return true
+		}
+	}
+	return false
+}
+
+// Has reports whether object id (hex) is stored, as of the last Refresh for
+// packs and now for loose files.
+func (k *Known) Has(id string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.inPacks(id) {
+		return true
+	}
+	if len(id) != k.d.Format.HexLen() || !IsHex(id) {
+		return false
+	}
+	fi, err := os.Lstat(k.d.Path(id))
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {
+		return false
+	}
+	k.loose[id] = true
+	return true
+}
