@@ -357,6 +357,15 @@ func (c *statCache) apply(body []byte, first bool) error {
 	return nil
 }
 
+// workTreeDev is the file system the work tree is on (0 when unknown).
+func (s *Store) workTreeDev() uint64 {
+	fi, err := os.Lstat(s.workTree)
+	if err != nil {
+		return 0
+	}
+	return device(fi)
+}
+
 func (s *Store) statCachePath() string { return filepath.Join(s.gitDir, cairnSubdir, "statcache") }
 
 // maxStatCache bounds what is read of the cache file (~120 bytes an entry:
@@ -373,10 +382,19 @@ func (s *Store) loadStatCache(format string) *statCache {
 		if c, err := decodeStatCache(b); err == nil && c.hdr.Format == format {
 			c.file, _ = stampFile(path)
 			c.loaded = loadedWhole
+			if dev := s.workTreeDev(); c.hdr.Dev != dev {
+				// Stat data of another file system (the work tree moved, or
+				// a cache from before this was recorded) vouches for nothing.
+				for k := range c.stats {
+					c.forget(k)
+				}
+				c.hdr.Dev = dev
+			}
 			return c
 		}
 	}
 	c := newStatCache(format)
+	c.hdr.Dev = s.workTreeDev()
 	c.file, _ = stampFile(path)
 	c.loaded = loadedDamaged
 	if errors.Is(err, fs.ErrNotExist) {

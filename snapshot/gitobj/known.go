@@ -35,7 +35,9 @@ type knownIndex struct {
 }
 
 // Known returns a presence checker for the store.
-func (d *DB) Known() *Known { return &Known{d: d, packs: map[string]knownIndex{}, loose: map[string]bool{}} }
+func (d *DB) Known() *Known {
+	return &Known{d: d, packs: map[string]knownIndex{}, loose: map[string]bool{}}
+}
 
 // Refresh reads the pack indexes that are new or changed, and reports
 // whether an index or a loose object it had seen is gone or changed
