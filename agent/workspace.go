@@ -47,6 +47,7 @@ var (
 	rewatchFirst = 30 * time.Second
 	rewatchMax   = 10 * time.Minute
 	retryFirst   = 2 * time.Second
+	floorRecheck = 10 * time.Second // how often paused autosaves look at the disk again
 	retryMax     = 5 * time.Minute
 	healthEvery  = 5 * time.Second
 )
@@ -745,7 +746,14 @@ func (w *workspace) initialSeal(ctx context.Context) {
 // autosave seals what changed since the last checkpoint, if anything did.
 func (w *workspace) autosave(ctx context.Context, wt *watcher.Watcher) {
 	if w.autosavePaused() {
-		return // disk under the floor (budget.go); the dirty set waits
+		// Disk under the floor (budget.go): the dirty set waits, and the
+		// floor is checked again soon, so the pause ends by itself when
+		// space returns.
+		if len(w.dirty) > 0 && !w.retry.armed() {
+			w.retry.set(floorRecheck)
+			w.refreshStatus()
+		}
+		return
 	}
 	pats, ok := w.lay.selection(false)
 	if !ok {
@@ -830,7 +838,10 @@ func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 	}
 	after, _ := w.drain(wt, false)
 	changed := w.changed()
-	full := w.needFull || w.incomplete()
+	// A manual checkpoint means "what is on disk now": a write made an
+	// instant before the request may not be reported by the watch yet, so
+	// it reconciles the whole tree instead of trusting the dirty set.
+	full := w.needFull || w.incomplete() || req.Kind == ckpt.KindManual
 	if !full {
 		req.Changed = changed
 	}
@@ -881,8 +892,17 @@ func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 		w.deb.Take() // what it was waiting to autosave is sealed
 	}
 	w.failing = nil
-	w.retry.stop()
-	w.retryBackoff = retryFirst
+	if unsealed := w.keepUnsealed(rec, req.Racy); unsealed > 0 {
+		// Paths the checkpoint could not read (a full disk, a permission, a
+		// read error) stay dirty until one holds them: retried with backoff.
+		if !w.retry.armed() && w.autosaveOn() {
+			w.retry.set(w.retryBackoff)
+			w.retryBackoff = min(w.retryBackoff*2, retryMax)
+		}
+	} else {
+		w.retry.stop()
+		w.retryBackoff = retryFirst
+	}
 	if full && w.degraded {
 		// A full reconcile just ran: the next periodic one can wait.
 		w.lastReconcile = time.Now()
@@ -917,6 +937,27 @@ func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 		s.Kept = k
 	})
 	return rec, nil
+}
+
+// keepUnsealed puts back into the dirty set the paths a partial checkpoint
+// could not read, and returns how many: they are unchanged on disk
+// afterwards, so no event would ever name them again.
+func (w *workspace) keepUnsealed(rec ckpt.Record, racy []ckpt.PathIssue) int {
+	if rec.State != ckpt.StatePartial {
+		return 0
+	}
+	n := 0
+	for _, is := range rec.Issues {
+		if is.Path == "" || slices.Contains(racy, is) {
+			continue // racy paths were sealed, only late
+		}
+		if _, ok := w.dirty[is.Path]; !ok {
+			w.dirty[is.Path] = time.Now()
+			n++
+		}
+	}
+	w.setStatus(func(s *api.WorkspaceStatus) { s.Pending = len(w.dirty) })
+	return n
 }
 
 // oversized names the changed paths a seal will leave out for their size
