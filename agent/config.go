@@ -317,7 +317,10 @@ func (c *Config) validate(src string) error {
 			return bad("patterns", "patterns: %v", err)
 		}
 		for _, e := range s.Excludes {
-			if !doublestar.ValidatePattern(strings.TrimPrefix(e, "!")) {
+			if strings.HasPrefix(strings.TrimSpace(e), "!") {
+				return bad("excludes", "excludes: %q: excludes cannot re-include (a leading ! in .gitignore); drop the ! to exclude the name, or write \\! for a name that starts with !", e)
+			}
+			if !doublestar.ValidatePattern(snapshot.ExcludeGlob(e)) {
 				return bad("excludes", "excludes: invalid pattern %q", e)
 			}
 		}
