@@ -61,7 +61,7 @@ type Config struct {
 type Settings struct {
 	Layout      string   `toml:"layout"`   // auto, hankweave, plain, or autodev (opt-in only: the user's own repository)
 	Patterns    []string `toml:"patterns"` // plain layout: what a checkpoint holds
-	Excludes    []string `toml:"excludes"` // never checkpointed nor watched
+	Excludes    []string `toml:"excludes"` // never checkpointed nor watched; .gitignore lines (snapshot.ExcludeGlob)
 	MaxFileSize Size     `toml:"max_file_size"`
 	// Engine seals incremental checkpoints: "inproc" (default) or "git"
 	// (docs/cairn-formats.md, "The in-process engine").
