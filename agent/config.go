@@ -61,7 +61,7 @@ type Config struct {
 type Settings struct {
 	Layout      string   `toml:"layout"`   // auto, hankweave, plain, or autodev (opt-in only: the user's own repository)
 	Patterns    []string `toml:"patterns"` // plain layout: what a checkpoint holds
-	Excludes    []string `toml:"excludes"` // never checkpointed nor watched
+	Excludes    []string `toml:"excludes"` // never checkpointed nor watched; .gitignore lines (snapshot.ExcludeGlob)
 	MaxFileSize Size     `toml:"max_file_size"`
 	// Engine seals incremental checkpoints: "inproc" (default) or "git"
 	// (docs/cairn-formats.md, "The in-process engine").
@@ -317,7 +317,10 @@ func (c *Config) validate(src string) error {
 			return bad("patterns", "patterns: %v", err)
 		}
 		for _, e := range s.Excludes {
-			if !doublestar.ValidatePattern(strings.TrimPrefix(e, "!")) {
+			if strings.HasPrefix(strings.TrimSpace(e), "!") {
+				return bad("excludes", "excludes: %q: excludes cannot re-include (a leading ! in .gitignore); drop the ! to exclude the name, or write \\! for a name that starts with !", e)
+			}
+			if !doublestar.ValidatePattern(snapshot.ExcludeGlob(e)) {
 				return bad("excludes", "excludes: invalid pattern %q", e)
 			}
 		}

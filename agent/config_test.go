@@ -64,6 +64,9 @@ cross_mounts = true
 		{"relative watch", "[[watch]]\npath = \"runs/*\"\n", 2, "absolute"},
 		{"bad glob", "[[watch]]\npath = \"/srv/[runs\"\n", 2, "glob"},
 		{"bad pattern", "[defaults]\npatterns = [\"[x\"]\n", 2, "pattern"},
+		{"bad exclude", "[defaults]\nexcludes = [\"src/[x\"]\n", 2, "invalid pattern"},
+		{"re-including exclude", "[defaults]\nexcludes = [\"*.log\", \"!keep.log\"]\n", 2, "cannot re-include"},
+		{"re-including watch exclude", "[[watch]]\npath = \"/srv/*\"\nexcludes = [\" !x\"]\n", 3, "cannot re-include"},
 		{"quiet over max", "[defaults]\nautosave_quiet = \"2m\"\nautosave_max_wait = \"1m\"\n", 2, "longer"},
 		{"bad level", "log_level = \"loud\"\n", 1, "log_level"},
 	} {

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"maps"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bmatcuk/doublestar/v4"
 	"github.com/rs/zerolog"
 
 	"github.com/cairn-dev/cairn/agent/api"
@@ -351,30 +349,27 @@ func (w *workspace) adoptStore() {
 	w.log.Info().Str("store", dst).Msg("store adopted from the shared stores folder")
 }
 
-// patterns adds the configured excludes to a selection.
+// patterns adds the configured excludes (.gitignore lines, translated by
+// snapshot.ExcludeGlob) to a selection.
 func (w *workspace) patterns(base []string) []string {
 	out := append([]string(nil), base...)
 	for _, e := range w.set.Excludes {
-		if len(e) > 0 && e[0] != '!' {
-			e = "!" + e
+		if g := snapshot.ExcludeGlob(e); g != "" {
+			out = append(out, "!"+g)
 		}
-		out = append(out, e)
 	}
 	return out
 }
 
 // skip keeps the store, .git folders, runtime folders and configured
-// excludes out of the watch.
+// excludes out of the watch; excludes match as the selection reads them
+// (snapshot.ExcludeMatch).
 func (w *workspace) skip(rel string, isDir bool) bool {
 	if snapshot.Excluded(rel) {
 		return true
 	}
 	for _, e := range w.set.Excludes {
-		e = path.Clean(e)
-		if ok, _ := doublestar.Match(e, rel); ok {
-			return true
-		}
-		if ok, _ := doublestar.Match(e+"/**", rel); ok {
+		if snapshot.ExcludeMatch(e, rel, isDir) {
 			return true
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -369,11 +368,7 @@ func skipWatch(rel string, hank, agentRoot bool, excludes []string) bool {
 		return true
 	}
 	for _, e := range excludes {
-		e = path.Clean(e)
-		if ok, _ := doublestar.Match(e, rel); ok {
-			return true
-		}
-		if ok, _ := doublestar.Match(e+"/**", rel); ok {
+		if snapshot.ExcludeMatch(e, rel, true) { // the walk asks about folders only
 			return true
 		}
 	}
