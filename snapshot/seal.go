@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -211,6 +212,13 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 		c.added, c.changed, c.removed, c.err = s.diffCounts(ctx, parent, sha)
 		countC <- c
 	}()
+	if s.layout == LayoutPlain && (strings.HasPrefix(ref, "refs/cairn/") || strings.HasPrefix(ref, "refs/heads/run-")) {
+		// Under the store lock only a killed seal leaves a ref lock in a
+		// plain store (the in-process engine's LockRef takes it so too).
+		if err := os.Remove(filepath.Join(s.gitDir, filepath.FromSlash(ref)+".lock")); err == nil {
+			zerologCtx(ctx).Warn().Str("ref", ref).Msg("removed a ref lock left by an interrupted seal")
+		}
+	}
 	if _, err := s.git.Run(ctx, nil, "update-ref", "-m", "cairn: "+string(req.Kind)+" "+rec.ID, ref, sha, oldTip); err != nil {
 		<-countC
 		return fail(fmt.Errorf("ref %s moved while sealing (another writer?); not overwritten: %w", ref, err))
