@@ -435,14 +435,14 @@ func (d *Daemon) handleShow(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleVerify compares a checkpoint with git's own view of the work tree
-// (agent/verify.go), under the selection the workspace's next seal would use.
+// (agent/verify.go), under the workspace's selection and configured excludes.
 func (d *Daemon) handleVerify(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	ws, st, ok := d.workspaceFor(w, r, q.Get("workspace"))
 	if !ok {
 		return
 	}
-	out, err := Verify(r.Context(), st, ws.verifyPatterns(st), q.Get("id"))
+	out, err := Verify(r.Context(), st, q.Get("id"), ws.patterns)
 	if err != nil {
 		answerError(w, err, codeVerifyFailed)
 		return

@@ -101,17 +101,16 @@ func (b daemonBackend) verify(ctx context.Context, id string) (api.Verification,
 	return b.c.Verify(ctx, b.real, id)
 }
 
-// verify without a daemon reads the store with its default patterns; a
-// Hankweave workspace's plan (state.json) selects as the daemon's does, but
-// the daemon's configured excludes are not known here.
+// verify without a daemon reads the store with its default patterns (**);
+// a Hankweave workspace's plan (state.json) selects as the daemon's does,
+// but the daemon's configured patterns and excludes are not known here.
 func (b localBackend) verify(ctx context.Context, id string) (api.Verification, error) {
 	st, err := b.f.openExisting(ctx, b.real)
 	if err != nil {
 		return api.Verification{}, err
 	}
 	defer st.Close()
-	pats, _ := agent.PlanPatterns(st)
-	return agent.Verify(ctx, st, pats, id)
+	return agent.Verify(ctx, st, id, nil)
 }
 
 func (b autodevBackend) verify(context.Context, string) (api.Verification, error) {
