@@ -106,6 +106,7 @@ func (d *Daemon) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/list", d.handleList)
 	mux.HandleFunc("GET /v1/diff", d.handleDiff)
 	mux.HandleFunc("GET /v1/show", d.handleShow)
+	mux.HandleFunc("GET /v1/verify", d.handleVerify)
 	mux.HandleFunc("POST /v1/watch", d.handleWatch)
 	mux.HandleFunc("POST /v1/unwatch", d.handleUnwatch)
 	mux.HandleFunc("POST /v1/pin", d.handlePin)
@@ -433,6 +434,22 @@ func (d *Daemon) handleShow(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// handleVerify compares a checkpoint with git's own view of the work tree
+// (agent/verify.go), under the workspace's selection and configured excludes.
+func (d *Daemon) handleVerify(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	ws, st, ok := d.workspaceFor(w, r, q.Get("workspace"))
+	if !ok {
+		return
+	}
+	out, err := Verify(r.Context(), st, q.Get("id"), ws.patterns)
+	if err != nil {
+		answerError(w, err, codeVerifyFailed)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
 func (d *Daemon) handleWatch(w http.ResponseWriter, r *http.Request) { d.watchChange(w, r, true) }
 
 func (d *Daemon) handleUnwatch(w http.ResponseWriter, r *http.Request) { d.watchChange(w, r, false) }
@@ -550,6 +567,7 @@ const (
 	codeSealFailed    = "SEAL_FAILED"
 	codePinFailed     = "PIN_FAILED"
 	codePruneFailed   = "PRUNE_FAILED"
+	codeVerifyFailed  = "VERIFY_FAILED"
 )
 
 // notReadyError is a failure because the workspace stopped serving (its

@@ -123,6 +123,12 @@ func (h *hankState) currentPatterns() ([]string, bool) {
 	} else if len(st.Runs) > 0 && len(st.Runs[0].Codons) > 0 {
 		codon = st.Runs[0].Codons[len(st.Runs[0].Codons)-1].CodonID
 	}
+	return planUnion(st, codon), true
+}
+
+// planUnion is the union of checkpointedFiles of the plan's entries through
+// codon's, in plan order (all of them when the plan lacks codon).
+func planUnion(st *hankweave.State, codon string) []string {
 	var pats []string
 	seen := map[string]bool{}
 	for _, e := range st.ExecutionPlan {
@@ -136,7 +142,7 @@ func (h *hankState) currentPatterns() ([]string, bool) {
 			break
 		}
 	}
-	return pats, true
+	return pats
 }
 
 // lifecycle reads the runtime's state and seals every lifecycle checkpoint

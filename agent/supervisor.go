@@ -276,7 +276,7 @@ func (d *Daemon) workerFor(dir string) *worker {
 
 // forwarded are the endpoints that act on one workspace: a workspace a
 // worker serves is answered by that worker.
-var forwarded = []string{"/v1/checkpoint", "/v1/command", "/v1/restore", "/v1/undo", "/v1/list", "/v1/diff", "/v1/show", "/v1/gc", "/v1/pin", "/v1/unpin", "/v1/prune"}
+var forwarded = []string{"/v1/checkpoint", "/v1/command", "/v1/restore", "/v1/undo", "/v1/list", "/v1/diff", "/v1/show", "/v1/verify", "/v1/gc", "/v1/pin", "/v1/unpin", "/v1/prune"}
 
 // route sends a request about a workspace a worker serves to that worker,
 // after checking the path lexically and the peer's right to it.

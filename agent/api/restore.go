@@ -160,6 +160,17 @@ type Diff struct {
 // FileChange is one file a diff lists (restore/ckpt's).
 type FileChange = ckpt.FileChange
 
+// Verification answers GET /v1/verify?workspace=W[&id=T]: the checkpoint T
+// (default: the newest with a commit) compared with what git alone would
+// record for the work tree now, and the objects it names that the store
+// lacks (restore/ckpt's). Differences are the answer, not an error: the
+// status is 200 whether or not it is clean.
+type (
+	Verification  = ckpt.Verification
+	VerifyDiff    = ckpt.VerifyDiff
+	MissingObject = ckpt.MissingObject
+)
+
 // Event is one line of GET /v1/events (newline-delimited JSON).
 type Event struct {
 	Type      string    `json:"type"`

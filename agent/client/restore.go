@@ -68,6 +68,17 @@ func (c *Client) Show(ctx context.Context, workspace, id string) (api.Diff, erro
 	return d, c.get(ctx, "show?"+url.Values{"workspace": {workspace}, "id": {id}}.Encode(), &d)
 }
 
+// Verify compares checkpoint id (empty: the newest with a commit) with the
+// work tree as git would record it now, and looks up the objects it names.
+func (c *Client) Verify(ctx context.Context, workspace, id string) (api.Verification, error) {
+	q := url.Values{"workspace": {workspace}}
+	if id != "" {
+		q.Set("id", id)
+	}
+	var v api.Verification
+	return v, c.get(ctx, "verify?"+q.Encode(), &v)
+}
+
 // Watch adds (or, unwatch, removes) a watch root.
 func (c *Client) Watch(ctx context.Context, workspace string, unwatch bool) error {
 	path := "watch"

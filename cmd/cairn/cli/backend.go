@@ -118,6 +118,8 @@ type backend interface {
 	show(ctx context.Context, id string) (api.Diff, error)
 	// diff compares refs[0] with refs[1], or with the work tree.
 	diff(ctx context.Context, refs []string, patch bool) (api.Diff, error)
+	// verify compares checkpoint id (empty: the newest) with the work tree (verify.go).
+	verify(ctx context.Context, id string) (api.Verification, error)
 	// checkpoint may return a record with an error (a seal recorded as failed).
 	checkpoint(ctx context.Context, req snapshot.SealRequest) (ckpt.Record, error)
 	// restore goes to t, which the daemon parses from raw itself.

@@ -23,7 +23,7 @@ const (
 	ExitFailure    = 1 // the operation failed; the message says why
 	ExitUsage      = 2 // bad command line
 	ExitNoGit      = 3 // git missing or too old: checkpoints disabled
-	ExitIncomplete = 4 // a checkpoint was sealed but is partial or racy (a restore: the work tree differs from the target)
+	ExitIncomplete = 4 // a checkpoint was sealed but is partial or racy (a restore, verify: the work tree differs from the checkpoint)
 	ExitRefused    = 5 // refused: a codon is running, a rollback is in progress, an ambiguous or unusable target
 	ExitDoctor     = 6 // cairn doctor found problems; each is printed with its fix
 )
@@ -112,7 +112,7 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nexit codes: 0 ok, 1 failure, 2 usage, 3 git missing or too old, 4 checkpoint sealed but partial or racy, 5 refused, 6 doctor found problems")
+	fmt.Fprintln(w, "\nexit codes: 0 ok, 1 failure, 2 usage, 3 git missing or too old, 4 checkpoint sealed but partial or racy (verify: differences or missing objects), 5 refused, 6 doctor found problems")
 }
 
 // newLogger writes JSON, or the console format on a terminal; CAIRN_LOG_LEVEL sets the level.
