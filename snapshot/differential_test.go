@@ -36,7 +36,8 @@ import (
 // CAIRN_DIFF_TIME (a Go duration) sets the budget of each file system's run
 // (default a few seconds); CAIRN_DIFF_SEED replays one sequence;
 // CAIRN_DIFF_OPS (comma-separated op names) restricts the operations, to
-// narrow a failure down; CAIRN_DIFF_STEPS sets the steps of a sequence.
+// narrow a failure down; CAIRN_DIFF_STEPS sets the steps of a sequence;
+// CAIRN_DIFF_LOG=1 logs every sequence's op log, not only a failing one's.
 
 const (
 	diffDefaultBudget = 3 * time.Second
@@ -249,8 +250,7 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 		}
 	}
 	log = append(log, first)
-	fail := func(w *diffWorld, format string, args ...any) {
-		t.Helper()
+	logText := func() string {
 		var b strings.Builder
 		for i, s := range log {
 			fmt.Fprintf(&b, "  step %d: %s\n", i, s.seal)
@@ -258,7 +258,14 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 				fmt.Fprintf(&b, "    %s\n", o)
 			}
 		}
-		t.Fatalf("%s; engine %s: %s\nreplay: %s (CAIRN_DIFF_STEPS=%d)\nop log:\n%s", replay, w.engine, fmt.Sprintf(format, args...), replay, len(log)-1, b.String())
+		return b.String()
+	}
+	if os.Getenv("CAIRN_DIFF_LOG") != "" {
+		defer func() { t.Logf("%s: op log:\n%s", replay, logText()) }()
+	}
+	fail := func(w *diffWorld, format string, args ...any) {
+		t.Helper()
+		t.Fatalf("%s; engine %s: %s\nreplay: %s (CAIRN_DIFF_STEPS=%d)\nop log:\n%s", replay, w.engine, fmt.Sprintf(format, args...), replay, len(log)-1, logText())
 	}
 	for _, w := range worlds {
 		w.st = openTestStore(t, w.root, Options{Engine: w.engine, StateDir: w.state, MaxFileSize: diffMaxFileSize, Patterns: diffPatterns})
@@ -276,18 +283,20 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 		if !deadline.IsZero() && time.Now().After(deadline) {
 			break
 		}
+		// Each op is picked by the first world's tree as the ops before it left it.
 		var ops []diffOp
-		n := 1 + c.intn(3)
+		n := 1
+		if c.intn(2) == 0 {
+			n += c.intn(4)
+		}
+		s := diffStep{}
+		changed := map[string]bool{}
 		for len(ops) < n {
 			op, ok := genOp(t, c, worlds[0], recent, allowed)
 			if !ok {
 				break
 			}
 			ops = append(ops, op)
-		}
-		s := diffStep{}
-		changed := map[string]bool{}
-		for _, op := range ops {
 			s.ops = append(s.ops, op.desc)
 			var got [][]string
 			for _, w := range worlds {
@@ -666,7 +675,7 @@ var diffOpNames = []struct {
 	weight int
 }{
 	{"create", 12}, {"edit", 12}, {"rewrite", 8}, {"delete", 6}, {"rmdir", 3}, {"mvfile", 6}, {"mvdir", 4},
-	{"swap", 6}, {"chmod", 5}, {"ignore", 4}, {"unignore", 3}, {"negate", 2}, {"selfignore", 3}, {"selfswap", 4},
+	{"swap", 6}, {"chmod", 5}, {"ignore", 4}, {"unignore", 3}, {"negate", 2}, {"selfignore", 3}, {"cachewrite", 4}, {"selfswap", 4},
 	{"ignoredir-out", 2}, {"ignoredir-in", 2}, {"nested", 2}, {"fifo", 1}, {"big", 2}, {"statcache", 3},
 	{"delobj", 2}, {"enospc", 1}, {"tick", 1},
 }
@@ -674,11 +683,23 @@ var diffOpNames = []struct {
 // genOp picks an op (by the first world's tree) that each world then replays.
 func genOp(t *testing.T, c chooser, w0 *diffWorld, recent []string, allowed map[string]bool) (diffOp, bool) {
 	tr := scanTree(w0.root)
+	// A self-ignoring folder just written in is swapped more often: its
+	// rules are the last check-ignore read.
+	hot := slices.ContainsFunc(tr.selfIgnoring, func(d string) bool {
+		return slices.ContainsFunc(recent, func(p string) bool { return strings.HasPrefix(p, d+"/") })
+	})
+	weight := func(name string, w int) int {
+		switch {
+		case len(allowed) > 0 && !allowed[name]:
+			return 0
+		case name == "selfswap" && hot:
+			return 5 * w
+		}
+		return w
+	}
 	total := 0
 	for _, o := range diffOpNames {
-		if len(allowed) == 0 || allowed[o.name] {
-			total += o.weight
-		}
+		total += weight(o.name, o.weight)
 	}
 	if total == 0 {
 		return diffOp{}, false
@@ -687,14 +708,11 @@ func genOp(t *testing.T, c chooser, w0 *diffWorld, recent []string, allowed map[
 		k := c.intn(total)
 		var name string
 		for _, o := range diffOpNames {
-			if len(allowed) > 0 && !allowed[o.name] {
-				continue
-			}
-			if k < o.weight {
+			if k < weight(o.name, o.weight) {
 				name = o.name
 				break
 			}
-			k -= o.weight
+			k -= weight(o.name, o.weight)
 		}
 		if op, ok := makeOp(t, c, name, tr, w0, recent); ok {
 			return op, true
@@ -865,8 +883,26 @@ func makeOp(t *testing.T, c chooser, name string, tr diffTree, w0 *diffWorld, re
 			rep = append(rep, w.put(t, d+"/v/lastfailed", "{}\n", 0o644)...)
 			return append(rep, w.put(t, d+"/README.md", "cache\n", 0o644)...)
 		}}, true
-	case "selfswap":
+	case "cachewrite":
+		// A tool writing into its self-ignoring cache folder (pytest does).
 		d, ok := pickOf(c, tr.selfIgnoring)
+		if !ok {
+			return diffOp{}, false
+		}
+		p := d + "/" + []string{"README.md", "v/lastfailed", "nodeids"}[c.intn(3)]
+		return opPut("write in a self-ignoring folder", p, diffContent(c, c.intn(60)), 0o644), true
+	case "selfswap":
+		// Mostly one the last step wrote in (its rules are what check-ignore read last).
+		var hot []string
+		for _, d := range tr.selfIgnoring {
+			if slices.ContainsFunc(recent, func(p string) bool { return strings.HasPrefix(p, d+"/") }) {
+				hot = append(hot, d)
+			}
+		}
+		d, ok := pickOf(c, hot)
+		if !ok || c.intn(4) == 0 {
+			d, ok = pickOf(c, tr.selfIgnoring)
+		}
 		if !ok {
 			return diffOp{}, false
 		}
