@@ -1,0 +1,1169 @@
+//go:build unix
+
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
+)
+
+// The differential test (issue 22): random, reproducible sequences of
+// real-world operations on a work tree, sealed by each engine in its own
+// store over its own copy of the tree, and after every seal the checkpoint is
+// compared with git's own view of the tree, computed here independently of
+// cairn's staging: a temporary index, `ls-files -o --exclude-standard`,
+// cairn's documented filters (exclusions, regular files, the selection, the
+// size limit, nested repositories as stage.go records them), `update-index
+// --add`, `write-tree`, `diff-tree -r`. Every object a checkpoint names must
+// be in the store.
+//
+// CAIRN_DIFF_TIME (a Go duration) sets the budget of each file system's run
+// (default a few seconds); CAIRN_DIFF_SEED replays one sequence;
+// CAIRN_DIFF_OPS (comma-separated op names) restricts the operations, to
+// narrow a failure down; CAIRN_DIFF_STEPS sets the steps of a sequence;
+// CAIRN_DIFF_LOG=1 logs every sequence's op log, not only a failing one's.
+
+const (
+	diffDefaultBudget = 3 * time.Second
+	diffMaxFileSize   = 4096 // Options.MaxFileSize of the stores: the "big" op goes past it
+)
+
+// diffPatterns is the selection of every store: all but *.tmp files.
+var diffPatterns = []string{"**", "!**/*.tmp"}
+
+// TestDifferential runs the differential test on the ordinary temporary file
+// system and, as root with mkfs.ext4, on an ext4 with 1-second timestamps.
+func TestDifferential(t *testing.T) {
+	budget := diffDefaultBudget
+	if v := os.Getenv("CAIRN_DIFF_TIME"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("CAIRN_DIFF_TIME=%q: %v", v, err)
+		}
+		budget = d
+	}
+	hostGitPath(t)
+	t.Run("tmp", func(t *testing.T) {
+		t.Parallel()
+		diffRun(t, func(t *testing.T) string { return t.TempDir() }, budget)
+	})
+	t.Run("ext4-1s", func(t *testing.T) {
+		t.Parallel()
+		if os.Geteuid() != 0 {
+			t.Skip("needs root to loop-mount an ext4 with 1-second timestamps (mkfs.ext4 -I 128)")
+		}
+		mkfs, err := exec.LookPath("mkfs.ext4")
+		if err != nil {
+			t.Skip("mkfs.ext4 not found: the 1-second file system run needs it")
+		}
+		mnt := mountExt4Coarse(t, mkfs)
+		diffRun(t, func(t *testing.T) string {
+			d, err := os.MkdirTemp(mnt, "wt")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}, budget)
+	})
+}
+
+// mountExt4Coarse makes and loop-mounts an ext4 with 128-byte inodes (whole
+// seconds in its timestamps), unmounted at the end of the test.
+func mountExt4Coarse(t *testing.T, mkfs string) string {
+	t.Helper()
+	img := filepath.Join(t.TempDir(), "ext4.img")
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, 256<<20); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(mkfs, "-q", "-F", "-I", "128", img).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.ext4: %v: %s", err, out)
+	}
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot loop-mount an ext4 image here: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", mnt, err, out)
+		}
+	})
+	return mnt
+}
+
+// diffRun plays sequences, each from its own seed, until the budget is spent
+// (at least one sequence).
+func diffRun(t *testing.T, workDir func(*testing.T) string, budget time.Duration) {
+	steps := 30
+	if v := os.Getenv("CAIRN_DIFF_STEPS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			t.Fatalf("CAIRN_DIFF_STEPS=%q", v)
+		}
+		steps = n
+	}
+	if v := os.Getenv("CAIRN_DIFF_SEED"); v != "" {
+		seed, err := strconv.ParseUint(v, 0, 64)
+		if err != nil {
+			t.Fatalf("CAIRN_DIFF_SEED=%q: %v", v, err)
+		}
+		diffSequence(t, workDir(t), &rngChooser{rand.New(rand.NewPCG(seed, seed))}, fmt.Sprintf("CAIRN_DIFF_SEED=%d", seed), steps, time.Time{})
+		return
+	}
+	deadline := time.Now().Add(budget)
+	base := uint64(time.Now().UnixNano())
+	for i := uint64(0); i == 0 || time.Now().Before(deadline); i++ {
+		seed := base + i
+		ok := t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			diffSequence(t, workDir(t), &rngChooser{rand.New(rand.NewPCG(seed, seed))}, fmt.Sprintf("CAIRN_DIFF_SEED=%d", seed), steps, deadline)
+		})
+		if !ok {
+			return
+		}
+	}
+}
+
+// FuzzDifferential drives the same sequences from the fuzzer's bytes:
+// `go test -fuzz FuzzDifferential -run '^$' ./snapshot/`.
+func FuzzDifferential(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25})
+	f.Add([]byte("self-ignoring folder swapped for a plain one, twice over"))
+	f.Add([]byte{17, 17, 17, 200, 3, 91, 44, 250, 128, 7, 7, 1, 60, 60, 60, 2, 99, 13, 5, 5, 5, 5})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 400 {
+			data = data[:400]
+		}
+		diffSequence(t, t.TempDir(), &bytesChooser{data: data}, fmt.Sprintf("fuzz input %x", data), 40, time.Time{})
+	})
+}
+
+// chooser is where a sequence's choices come from: a seeded generator or
+// the fuzzer's bytes.
+type chooser interface {
+	intn(n int) int
+	done() bool
+}
+
+type rngChooser struct{ r *rand.Rand }
+
+func (c *rngChooser) intn(n int) int { return c.r.IntN(n) }
+func (c *rngChooser) done() bool     { return false }
+
+type bytesChooser struct {
+	data []byte
+	out  bool
+}
+
+func (c *bytesChooser) intn(n int) int {
+	if len(c.data) == 0 {
+		c.out = true
+		return 0
+	}
+	v := int(c.data[0])
+	c.data = c.data[1:]
+	if n > 256 && len(c.data) > 0 {
+		v = v<<8 | int(c.data[0])
+		c.data = c.data[1:]
+	}
+	return v % n
+}
+func (c *bytesChooser) done() bool { return c.out }
+
+// diffWorld is one engine's store over its own work tree.
+type diffWorld struct {
+	engine  string
+	root    string // the work tree
+	outside string // a folder beside it, to move things out of and into the tree
+	st      *Store
+	view    string // the test's own index, objects and HOME
+	state   string // the store's state directory
+	full    bool   // the state directory is a small tmpfs (ENOSPC op)
+	dirty   map[string]bool
+	lastSHA string // the last checkpoint sealed
+	stash   [][2]string
+	filler  string
+}
+
+// diffStep is one step of the log: ops and the seal that followed.
+type diffStep struct {
+	ops  []string
+	seal string
+}
+
+func diffSequence(t *testing.T, base string, c chooser, replay string, steps int, deadline time.Time) {
+	git := hostGitPath(t)
+	allowed := map[string]bool{}
+	if v := os.Getenv("CAIRN_DIFF_OPS"); v != "" {
+		for _, n := range strings.Split(v, ",") {
+			allowed[strings.TrimSpace(n)] = true
+		}
+	}
+	var tmpfs string
+	if os.Geteuid() == 0 {
+		tmpfs = tryTmpfs(t, "48m")
+	}
+	var worlds []*diffWorld
+	for _, eng := range []string{EngineGit, EngineInproc} {
+		w := &diffWorld{engine: eng, dirty: map[string]bool{}}
+		w.root = filepath.Join(base, eng, "work")
+		w.outside = filepath.Join(base, eng, "outside")
+		w.view = t.TempDir()
+		for _, d := range []string{w.root, w.outside, filepath.Join(w.view, "home"), filepath.Join(w.view, "objects")} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w.state = t.TempDir()
+		if tmpfs != "" {
+			w.state, w.full = filepath.Join(tmpfs, eng), true
+		}
+		worlds = append(worlds, w)
+	}
+	// The starting tree, the same in each world.
+	start := []diffOp{opPut("seed file", "f0", "zero\n", 0o644), opPut("seed file", "a/x.txt", "ax\n", 0o644),
+		opPut("seed file", "a/b/f1", "one\n", 0o755), opPut("seed ignore", ".gitignore", "*.log\n", 0o644),
+		opPut("seed file", "c d/keep.log", "kept?\n", 0o644)}
+	var log []diffStep
+	first := diffStep{seal: "open, full reconcile"}
+	for _, op := range start {
+		first.ops = append(first.ops, op.desc)
+		for _, w := range worlds {
+			op.do(t, w)
+		}
+	}
+	log = append(log, first)
+	logText := func() string {
+		var b strings.Builder
+		for i, s := range log {
+			fmt.Fprintf(&b, "  step %d: %s\n", i, s.seal)
+			for _, o := range s.ops {
+				fmt.Fprintf(&b, "    %s\n", o)
+			}
+		}
+		return b.String()
+	}
+	if os.Getenv("CAIRN_DIFF_LOG") != "" {
+		defer func() { t.Logf("%s: op log:\n%s", replay, logText()) }()
+	}
+	fail := func(w *diffWorld, format string, args ...any) {
+		t.Helper()
+		t.Fatalf("%s; engine %s: %s\nreplay: %s (CAIRN_DIFF_STEPS=%d)\nop log:\n%s", replay, w.engine, fmt.Sprintf(format, args...), replay, len(log)-1, logText())
+	}
+	for _, w := range worlds {
+		w.st = openTestStore(t, w.root, Options{Engine: w.engine, StateDir: w.state, MaxFileSize: diffMaxFileSize, Patterns: diffPatterns})
+		rec, err := w.st.Seal(context.Background(), SealRequest{Kind: ckpt.KindManual})
+		if err != nil || rec.SHA == "" {
+			t.Fatalf("first seal (%s): %+v, %v", w.engine, rec, err)
+		}
+		w.lastSHA = rec.SHA
+		if msg := w.check(t, git, rec); msg != "" {
+			fail(w, "%s", msg)
+		}
+	}
+	var recent []string
+	for step := 1; step <= steps && !c.done(); step++ {
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			break
+		}
+		// Each op is picked by the first world's tree as the ops before it left it.
+		var ops []diffOp
+		n := 1
+		if c.intn(2) == 0 {
+			n += c.intn(4)
+		}
+		s := diffStep{}
+		changed := map[string]bool{}
+		for len(ops) < n {
+			op, ok := genOp(t, c, worlds[0], recent, allowed)
+			if !ok {
+				break
+			}
+			ops = append(ops, op)
+			s.ops = append(s.ops, op.desc)
+			var got [][]string
+			for _, w := range worlds {
+				got = append(got, op.do(t, w))
+			}
+			for _, p := range got[0] {
+				changed[p] = true
+			}
+		}
+		recent = recent[:0]
+		for p := range changed {
+			recent = append(recent, p)
+		}
+		slices.Sort(recent)
+		full := c.intn(8) == 0
+		kind := ckpt.KindManual
+		skip := false
+		if c.intn(3) == 0 {
+			kind, skip = ckpt.KindAutosave, c.intn(2) == 0
+		}
+		s.seal = fmt.Sprintf("seal %s", kind)
+		if skip {
+			s.seal += " (skip unchanged)"
+		}
+		if full {
+			s.seal += ", full reconcile"
+		} else {
+			s.seal += fmt.Sprintf(", changed %q (+ paths still dirty)", recent)
+		}
+		log = append(log, s)
+		for _, w := range worlds {
+			for p := range changed {
+				w.dirty[p] = true
+			}
+			req := SealRequest{Kind: kind, SkipUnchanged: skip}
+			if !full {
+				req.Changed = []string{}
+				for p := range w.dirty {
+					req.Changed = append(req.Changed, p)
+				}
+				slices.Sort(req.Changed)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			rec, err := w.st.Seal(ctx, req)
+			cancel()
+			switch {
+			case rec.State == ckpt.StateFailed:
+				// No checkpoint; the paths stay dirty for the next seal.
+				if rec.SHA != "" {
+					fail(w, "seal %s failed (%v) yet names checkpoint %s", rec.ID, err, rec.SHA)
+				}
+				log[len(log)-1].seal += fmt.Sprintf("; %s: failed: %.200s", w.engine, rec.Error)
+			case rec.SHA == "" && err == nil && skip:
+				// Skipped as unchanged: the last checkpoint must still be git's view.
+				log[len(log)-1].seal += fmt.Sprintf("; %s: skipped as unchanged", w.engine)
+				if msg := w.check(t, git, ckpt.Record{SHA: w.lastSHA, State: ckpt.StateOK}); msg != "" {
+					fail(w, "autosave skipped as unchanged, but the last checkpoint is not git's view: %s", msg)
+				}
+				clear(w.dirty)
+			case rec.SHA == "":
+				fail(w, "seal returned no checkpoint and no failed record: %+v, %v", rec, err)
+			default:
+				log[len(log)-1].seal += fmt.Sprintf("; %s: %s %s by %s", w.engine, rec.ID, rec.State, w.st.lastEngine)
+				if len(rec.Issues) > 0 {
+					log[len(log)-1].seal += fmt.Sprintf(" issues %q", issuePaths(rec.Issues))
+				}
+				if msg := w.check(t, git, rec); msg != "" {
+					fail(w, "%s", msg)
+				}
+				w.lastSHA = rec.SHA
+				clear(w.dirty)
+				for _, is := range rec.Issues {
+					w.dirty[is.Path] = true // stays dirty until a checkpoint holds it
+				}
+			}
+		}
+		for _, op := range ops {
+			if op.after != nil {
+				for _, w := range worlds {
+					op.after(t, w)
+				}
+			}
+		}
+	}
+}
+
+// tryTmpfs mounts a small tmpfs for the ENOSPC op, or returns "".
+func tryTmpfs(t *testing.T, size string) string {
+	dir := t.TempDir()
+	if err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).Run(); err != nil {
+		return ""
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// viewGit runs git as the test's own independent view: the store's git
+// dir, the work tree, the test's index, a clean environment; objects the
+// view writes go to a folder of the test (the store's objects are read as an
+// alternate), so the check never repairs or alters the store.
+func (w *diffWorld) viewGit(t *testing.T, git string, storeOnly bool, stdin []byte, args ...string) ([]byte, error) {
+	t.Helper()
+	home := filepath.Join(w.view, "home")
+	env := []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + home, "GIT_CONFIG_NOSYSTEM=1", "LC_ALL=C",
+		"GIT_DIR=" + w.st.GitDir(), "GIT_WORK_TREE=" + w.root, "GIT_INDEX_FILE=" + filepath.Join(w.view, "index"),
+	}
+	if !storeOnly {
+		env = append(env, "GIT_OBJECT_DIRECTORY="+filepath.Join(w.view, "objects"),
+			"GIT_ALTERNATE_OBJECT_DIRECTORIES="+filepath.Join(w.st.GitDir(), "objects"))
+	}
+	cmd := exec.Command(git, args...)
+	cmd.Dir = w.root
+	cmd.Env = env
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("git %q: %w: %s", args, err, stderr.String())
+	}
+	return out, nil
+}
+
+// gitView computes the tree git itself records for the work tree under
+// cairn's rules, independently of cairn's index.
+func (w *diffWorld) gitView(t *testing.T, git string) string {
+	t.Helper()
+	os.Remove(filepath.Join(w.view, "index"))
+	sel, err := NewSelector(diffPatterns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := w.viewGit(t, git, false, nil, "ls-files", "-z", "-o", "--exclude-standard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cands, nestedFiles []string
+	for _, p := range splitNul(out) {
+		if !strings.HasSuffix(p, "/") {
+			cands = append(cands, p)
+			continue
+		}
+		// A folder holding a repository: git lists it, not its files. cairn
+		// (stage.go, planFull) records the files under it but for any .git,
+		// as git's ignore rules, asked of check-ignore --no-index, leave them.
+		root := filepath.Join(w.root, filepath.FromSlash(strings.TrimSuffix(p, "/")))
+		filepath.WalkDir(root, func(abs string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			r := relOf(w.root, abs)
+			if d.IsDir() && Excluded(r) {
+				return filepath.SkipDir
+			}
+			if !d.IsDir() && !Excluded(r) {
+				nestedFiles = append(nestedFiles, r)
+			}
+			return nil
+		})
+	}
+	if len(nestedFiles) > 0 {
+		var ask []string
+		for _, f := range nestedFiles {
+			ask = append(ask, "./"+f)
+		}
+		out, err := w.viewGit(t, git, false, []byte(strings.Join(ask, "\x00")+"\x00"), "check-ignore", "--no-index", "-z", "--stdin")
+		var ee *exec.ExitError
+		if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 1) { // 1: nothing ignored
+			t.Fatal(err)
+		}
+		ignored := map[string]bool{}
+		for _, f := range splitNul(out) {
+			ignored[strings.TrimPrefix(f, "./")] = true
+		}
+		for _, f := range nestedFiles {
+			if !ignored[f] {
+				cands = append(cands, f)
+			}
+		}
+	}
+	var keep []string
+	for _, p := range cands {
+		if Excluded(p) || !sel.Match(p) {
+			continue
+		}
+		fi, err := os.Lstat(filepath.Join(w.root, filepath.FromSlash(p)))
+		if err != nil || !fi.Mode().IsRegular() || fi.Size() > diffMaxFileSize {
+			continue
+		}
+		keep = append(keep, p)
+	}
+	if len(keep) > 0 {
+		if _, err := w.viewGit(t, git, false, []byte(strings.Join(keep, "\x00")+"\x00"), "update-index", "-z", "--add", "--stdin"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err = w.viewGit(t, git, false, nil, "write-tree")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// check compares a checkpoint with git's view; "" when it holds.
+func (w *diffWorld) check(t *testing.T, git string, rec ckpt.Record) string {
+	t.Helper()
+	// Every object the checkpoint names is in the store (read alone).
+	out, err := w.viewGit(t, git, true, nil, "rev-list", "--objects", "--no-walk", "--missing=print", rec.SHA)
+	if err != nil {
+		return fmt.Sprintf("checkpoint %s (%s): objects cannot be listed: %v", rec.ID, rec.State, err)
+	}
+	var missing []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "?") {
+			missing = append(missing, l[1:])
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Sprintf("checkpoint %s (%s) names objects missing from the store: %s", rec.ID, rec.State, strings.Join(missing, " "))
+	}
+	want := w.gitView(t, git)
+	diffs := w.treeDiff(t, git, want, rec.SHA)
+	if len(diffs) == 0 {
+		return ""
+	}
+	var bad []string
+	covered := func(p string) bool {
+		for _, is := range rec.Issues {
+			if p == is.Path || strings.HasPrefix(p, is.Path+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	var kept map[string]string
+	if rec.State == ckpt.StatePartial && rec.Parent != "" {
+		kept = map[string]string{}
+		for _, d := range w.treeDiff(t, git, rec.Parent, rec.SHA) {
+			kept[d.path] = d.line
+		}
+	}
+	for _, d := range diffs {
+		switch {
+		case (rec.State == ckpt.StatePartial || rec.State == ckpt.StateRacy) && covered(d.path):
+			if kept != nil {
+				if l, changed := kept[d.path]; changed {
+					bad = append(bad, fmt.Sprintf("%q is listed as an issue but does not keep the parent's version: %s", d.path, l))
+				}
+			}
+		default:
+			bad = append(bad, d.line)
+		}
+	}
+	if len(bad) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("checkpoint %s (%s, issues %q) differs from git's view (want = git, got = checkpoint):\n    %s",
+		rec.ID, rec.State, issuePaths(rec.Issues), strings.Join(bad, "\n    "))
+}
+
+type treeDiffEntry struct{ path, line string }
+
+// treeDiff lists what differs between two trees (or commits), described.
+func (w *diffWorld) treeDiff(t *testing.T, git, want, got string) []treeDiffEntry {
+	t.Helper()
+	out, err := w.viewGit(t, git, false, nil, "diff-tree", "-r", "-z", "--no-renames", want, got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := splitNul(out)
+	var res []treeDiffEntry
+	for i := 0; i+1 < len(f); i += 2 {
+		meta := strings.Fields(strings.TrimPrefix(f[i], ":"))
+		p := f[i+1]
+		if len(meta) < 5 {
+			continue
+		}
+		res = append(res, treeDiffEntry{p, fmt.Sprintf("%q: want %s, got %s", p,
+			w.describeEntry(t, git, meta[0], meta[2]), w.describeEntry(t, git, meta[1], meta[3]))})
+	}
+	return res
+}
+
+func (w *diffWorld) describeEntry(t *testing.T, git, mode, sha string) string {
+	if strings.Trim(sha, "0") == "" {
+		return "nothing"
+	}
+	b, err := w.viewGit(t, git, false, nil, "cat-file", "blob", sha)
+	if err != nil {
+		return fmt.Sprintf("%s %.10s (unreadable)", mode, sha)
+	}
+	return fmt.Sprintf("%s %.10s %.40q", mode, sha, b)
+}
+
+// diffOp is one operation, applied to each world in turn; do returns the
+// paths a watcher would report, after runs once the step's seals are checked.
+type diffOp struct {
+	desc  string
+	do    func(t *testing.T, w *diffWorld) []string
+	after func(t *testing.T, w *diffWorld)
+}
+
+var (
+	diffDirs  = []string{"", "", "a/", "a/b/", "c d/", "-x/", "n\xffd/", "a/b/deep e/", "sub/", "rigArchive/"}
+	diffNames = []string{"f0", "f1", "x.txt", "a", "b", "sub", "a b", "new\nline", "\xff\xfe.bin", "-dash", "--help",
+		"ünï.md", "x.log", "keep.log", "t.tmp", ".hankweave-x", "tab\tq", "q\"uote", "back\\slash", "*", "#hash", "!bang", "sp "}
+	diffIgnoreLines = []string{"*.log", "!keep.log", "b/", "x*", "*.bin", "/f0", "sub", "deep e/", "*.md", "a"}
+)
+
+// diffTree lists what the first world's work tree holds, to pick from.
+type diffTree struct {
+	files, dirs, links, ignores, selfIgnoring, ignoring []string
+	size                                                map[string]int64
+	modes                                               map[string]fs.FileMode
+}
+
+func scanTree(root string) diffTree {
+	tr := diffTree{size: map[string]int64{}, modes: map[string]fs.FileMode{}}
+	filepath.WalkDir(root, func(abs string, d fs.DirEntry, err error) error {
+		if err != nil || abs == root {
+			return nil
+		}
+		r := relOf(root, abs)
+		switch {
+		case d.IsDir() && d.Name() == ".git":
+			return filepath.SkipDir
+		case d.IsDir():
+			tr.dirs = append(tr.dirs, r)
+			if b, err := os.ReadFile(filepath.Join(abs, ".gitignore")); err == nil {
+				tr.ignoring = append(tr.ignoring, r)
+				if strings.TrimSpace(string(b)) == "*" {
+					tr.selfIgnoring = append(tr.selfIgnoring, r)
+				}
+			}
+		case d.Type()&fs.ModeSymlink != 0:
+			tr.links = append(tr.links, r)
+		case d.Type().IsRegular():
+			tr.files = append(tr.files, r)
+			if fi, err := d.Info(); err == nil {
+				tr.size[r], tr.modes[r] = fi.Size(), fi.Mode()
+			}
+			if d.Name() == ".gitignore" {
+				tr.ignores = append(tr.ignores, r)
+			}
+		}
+		return nil
+	})
+	return tr
+}
+
+func pickOf(c chooser, v []string) (string, bool) {
+	if len(v) == 0 {
+		return "", false
+	}
+	return v[c.intn(len(v))], true
+}
+
+func diffContent(c chooser, n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = "abcdefghij\n"[c.intn(11)]
+	}
+	return string(b)
+}
+
+// diffOpNames are the ops and their weights.
+var diffOpNames = []struct {
+	name   string
+	weight int
+}{
+	{"create", 12}, {"edit", 12}, {"rewrite", 8}, {"delete", 6}, {"rmdir", 3}, {"mvfile", 6}, {"mvdir", 4},
+	{"swap", 6}, {"chmod", 5}, {"ignore", 4}, {"unignore", 3}, {"negate", 2}, {"selfignore", 3}, {"cachewrite", 4}, {"selfswap", 4},
+	{"ignoredir-out", 2}, {"ignoredir-in", 2}, {"nested", 2}, {"fifo", 1}, {"big", 2}, {"statcache", 3},
+	{"delobj", 2}, {"enospc", 1}, {"tick", 1},
+}
+
+// genOp picks an op (by the first world's tree) that each world then replays.
+func genOp(t *testing.T, c chooser, w0 *diffWorld, recent []string, allowed map[string]bool) (diffOp, bool) {
+	tr := scanTree(w0.root)
+	// A self-ignoring folder just written in is swapped more often: its
+	// rules are the last check-ignore read.
+	hot := slices.ContainsFunc(tr.selfIgnoring, func(d string) bool {
+		return slices.ContainsFunc(recent, func(p string) bool { return strings.HasPrefix(p, d+"/") })
+	})
+	weight := func(name string, w int) int {
+		switch {
+		case len(allowed) > 0 && !allowed[name]:
+			return 0
+		case name == "selfswap" && hot:
+			return 5 * w
+		}
+		return w
+	}
+	total := 0
+	for _, o := range diffOpNames {
+		total += weight(o.name, o.weight)
+	}
+	if total == 0 {
+		return diffOp{}, false
+	}
+	for tries := 0; tries < 20 && !c.done(); tries++ {
+		k := c.intn(total)
+		var name string
+		for _, o := range diffOpNames {
+			if k < weight(o.name, o.weight) {
+				name = o.name
+				break
+			}
+			k -= weight(o.name, o.weight)
+		}
+		if op, ok := makeOp(t, c, name, tr, w0, recent); ok {
+			return op, true
+		}
+	}
+	return diffOp{}, false
+}
+
+func newPath(c chooser) string {
+	return diffDirs[c.intn(len(diffDirs))] + diffNames[c.intn(len(diffNames))]
+}
+
+func makeOp(t *testing.T, c chooser, name string, tr diffTree, w0 *diffWorld, recent []string) (diffOp, bool) {
+	switch name {
+	case "create":
+		p := newPath(c)
+		return opPut("create", p, diffContent(c, c.intn(120)), 0o644), true
+	case "big":
+		p := newPath(c)
+		return opPut("create past the size limit", p, diffContent(c, diffMaxFileSize+1+c.intn(100)), 0o644), true
+	case "edit":
+		p, ok := pickOf(c, tr.files)
+		if !ok {
+			return diffOp{}, false
+		}
+		return opPut("edit", p, diffContent(c, c.intn(120)), tr.modes[p].Perm()), true
+	case "rewrite":
+		// Same size, new bytes, right after the last seal read the file.
+		var cand []string
+		for _, p := range recent {
+			if tr.size[p] > 0 {
+				cand = append(cand, p)
+			}
+		}
+		if len(cand) == 0 || c.intn(3) == 0 {
+			for _, p := range tr.files {
+				if tr.size[p] > 0 {
+					cand = append(cand, p)
+				}
+			}
+		}
+		p, ok := pickOf(c, cand)
+		if !ok {
+			return diffOp{}, false
+		}
+		old, _ := os.ReadFile(filepath.Join(w0.root, filepath.FromSlash(p)))
+		nb := []byte(diffContent(c, len(old)))
+		nb[0] = old[0] ^ 1 // never the same bytes
+		return opPut("same-size rewrite", p, string(nb), tr.modes[p].Perm()), true
+	case "delete":
+		p, ok := pickOf(c, append(slices.Clone(tr.files), tr.links...))
+		if !ok {
+			return diffOp{}, false
+		}
+		return diffOp{desc: fmt.Sprintf("delete %q", p), do: func(t *testing.T, w *diffWorld) []string {
+			os.Remove(w.abs(p))
+			return []string{p}
+		}}, true
+	case "rmdir":
+		p, ok := pickOf(c, tr.dirs)
+		if !ok {
+			return diffOp{}, false
+		}
+		return diffOp{desc: fmt.Sprintf("rm -rf %q", p), do: func(t *testing.T, w *diffWorld) []string {
+			return w.removeAll(t, p)
+		}}, true
+	case "mvfile":
+		p, ok := pickOf(c, tr.files)
+		if !ok {
+			return diffOp{}, false
+		}
+		to := newPath(c)
+		if to == p || strings.HasPrefix(to, p+"/") || strings.HasPrefix(p, to+"/") {
+			return diffOp{}, false
+		}
+		return diffOp{desc: fmt.Sprintf("mv %q %q", p, to), do: func(t *testing.T, w *diffWorld) []string {
+			rep := w.clearFor(t, to)
+			if err := os.Rename(w.abs(p), w.abs(to)); err != nil {
+				t.Fatal(err)
+			}
+			return append(rep, p, to)
+		}}, true
+	case "mvdir":
+		p, ok := pickOf(c, tr.dirs)
+		if !ok {
+			return diffOp{}, false
+		}
+		to := strings.TrimSuffix(newPath(c), "/") + "-d"
+		if to == p || strings.HasPrefix(to, p+"/") || strings.HasPrefix(p, to+"/") {
+			return diffOp{}, false
+		}
+		return diffOp{desc: fmt.Sprintf("mv (folder) %q %q", p, to), do: func(t *testing.T, w *diffWorld) []string {
+			rep := w.clearFor(t, to)
+			if err := os.Rename(w.abs(p), w.abs(to)); err != nil {
+				t.Fatal(err)
+			}
+			return append(rep, p, to)
+		}}, true
+	case "swap":
+		all := append(append(slices.Clone(tr.files), tr.dirs...), tr.links...)
+		p, ok := pickOf(c, all)
+		if !ok {
+			return diffOp{}, false
+		}
+		fi, err := os.Lstat(w0.abs(p))
+		if err != nil {
+			return diffOp{}, false
+		}
+		kind := c.intn(2)
+		content := diffContent(c, 1+c.intn(40))
+		target := []string{"f0", "../f0", "a", "/etc/hostname", "nowhere"}[c.intn(5)]
+		switch {
+		case fi.Mode().IsRegular() && kind == 0, fi.Mode()&fs.ModeSymlink != 0 && kind == 0:
+			return diffOp{desc: fmt.Sprintf("%q becomes a folder holding %q", p, p+"/inner"), do: func(t *testing.T, w *diffWorld) []string {
+				rep := w.removeAll(t, p)
+				return append(rep, w.put(t, p+"/inner", content, 0o644)...)
+			}}, true
+		case fi.IsDir() && kind == 0, fi.Mode()&fs.ModeSymlink != 0:
+			return diffOp{desc: fmt.Sprintf("%q (%s) becomes a file", p, fi.Mode().Type()), do: func(t *testing.T, w *diffWorld) []string {
+				return w.put(t, p, content, 0o644)
+			}}, true
+		default:
+			return diffOp{desc: fmt.Sprintf("%q (%s) becomes a symlink to %q", p, fi.Mode().Type(), target), do: func(t *testing.T, w *diffWorld) []string {
+				rep := w.removeAll(t, p)
+				if err := os.Symlink(target, w.abs(p)); err != nil {
+					t.Fatal(err)
+				}
+				return append(rep, p)
+			}}, true
+		}
+	case "chmod":
+		p, ok := pickOf(c, tr.files)
+		if !ok {
+			return diffOp{}, false
+		}
+		m := tr.modes[p].Perm() ^ 0o111
+		return diffOp{desc: fmt.Sprintf("chmod %o %q", m, p), do: func(t *testing.T, w *diffWorld) []string {
+			os.Chmod(w.abs(p), m)
+			return []string{p}
+		}}, true
+	case "ignore":
+		var lines []string
+		for range 1 + c.intn(3) {
+			lines = append(lines, diffIgnoreLines[c.intn(len(diffIgnoreLines))])
+		}
+		d := diffDirs[c.intn(len(diffDirs))]
+		return opPut("ignore file", d+".gitignore", strings.Join(lines, "\n")+"\n", 0o644), true
+	case "unignore":
+		p, ok := pickOf(c, tr.ignores)
+		if !ok {
+			return diffOp{}, false
+		}
+		return diffOp{desc: fmt.Sprintf("delete ignore file %q", p), do: func(t *testing.T, w *diffWorld) []string {
+			os.Remove(w.abs(p))
+			return []string{p}
+		}}, true
+	case "negate":
+		d := diffDirs[c.intn(len(diffDirs))]
+		return diffOp{desc: fmt.Sprintf("%q: *.log but !keep.log, with keep.log and other.log", d+".gitignore"), do: func(t *testing.T, w *diffWorld) []string {
+			rep := w.put(t, d+".gitignore", "*.log\n!keep.log\n", 0o644)
+			rep = append(rep, w.put(t, d+"keep.log", "keep me\n", 0o644)...)
+			return append(rep, w.put(t, d+"other.log", "drop me\n", 0o644)...)
+		}}, true
+	case "selfignore":
+		d := diffDirs[c.intn(len(diffDirs))] + []string{".pytest_cache", "cache", "sub"}[c.intn(3)]
+		return diffOp{desc: fmt.Sprintf("self-ignoring folder %q (.gitignore \"*\", v/lastfailed, README.md)", d), do: func(t *testing.T, w *diffWorld) []string {
+			rep := w.put(t, d+"/.gitignore", "*\n", 0o644)
+			rep = append(rep, w.put(t, d+"/v/lastfailed", "{}\n", 0o644)...)
+			return append(rep, w.put(t, d+"/README.md", "cache\n", 0o644)...)
+		}}, true
+	case "cachewrite":
+		// A tool writing into its self-ignoring cache folder (pytest does).
+		d, ok := pickOf(c, tr.selfIgnoring)
+		if !ok {
+			return diffOp{}, false
+		}
+		p := d + "/" + []string{"README.md", "v/lastfailed", "nodeids"}[c.intn(3)]
+		return opPut("write in a self-ignoring folder", p, diffContent(c, c.intn(60)), 0o644), true
+	case "selfswap":
+		// Mostly one the last step wrote in (its rules are what check-ignore read last).
+		var hot []string
+		for _, d := range tr.selfIgnoring {
+			if slices.ContainsFunc(recent, func(p string) bool { return strings.HasPrefix(p, d+"/") }) {
+				hot = append(hot, d)
+			}
+		}
+		d, ok := pickOf(c, hot)
+		if !ok || c.intn(4) == 0 {
+			d, ok = pickOf(c, tr.selfIgnoring)
+		}
+		if !ok {
+			return diffOp{}, false
+		}
+		away := c.intn(2) == 0
+		content := diffContent(c, 1+c.intn(30))
+		desc := fmt.Sprintf("self-ignoring %q moved out of the tree, replaced by a plain folder holding a.txt, sub/b.txt", d)
+		if !away {
+			desc = fmt.Sprintf("self-ignoring %q moved to %q, replaced by a plain folder holding a.txt, sub/b.txt", d, d+"-old")
+		}
+		return diffOp{desc: desc, do: func(t *testing.T, w *diffWorld) []string {
+			rep := []string{d}
+			if away {
+				w.moveOut(t, d)
+			} else {
+				rep = append(rep, w.clearFor(t, d+"-old")...)
+				if err := os.Rename(w.abs(d), w.abs(d+"-old")); err != nil {
+					t.Fatal(err)
+				}
+				rep = append(rep, d+"-old")
+			}
+			rep = append(rep, w.put(t, d+"/a.txt", content, 0o644)...)
+			return append(rep, w.put(t, d+"/sub/b.txt", content+"b", 0o644)...)
+		}}, true
+	case "ignoredir-out":
+		d, ok := pickOf(c, tr.ignoring)
+		if !ok {
+			return diffOp{}, false
+		}
+		return diffOp{desc: fmt.Sprintf("folder %q (with its .gitignore) moved out of the tree", d), do: func(t *testing.T, w *diffWorld) []string {
+			w.moveOut(t, d)
+			return []string{d}
+		}}, true
+	case "ignoredir-in":
+		to := strings.TrimSuffix(newPath(c), "/") + "-in"
+		rules := []string{"*\n", "*.log\n", "x*\n!x.txt\n"}[c.intn(3)]
+		return diffOp{desc: fmt.Sprintf("folder with .gitignore %q and x.txt, y.log moved into the tree as %q", rules, to), do: func(t *testing.T, w *diffWorld) []string {
+			src, err := os.MkdirTemp(w.outside, "in")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for n, s := range map[string]string{".gitignore": rules, "x.txt": "x\n", "y.log": "y\n"} {
+				if err := os.WriteFile(filepath.Join(src, n), []byte(s), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rep := w.clearFor(t, to)
+			if err := os.Rename(src, w.abs(to)); err != nil {
+				t.Fatal(err)
+			}
+			return append(rep, to)
+		}}, true
+	case "nested":
+		d := diffDirs[c.intn(len(diffDirs))] + []string{"repo", "sub", "vendor/lib"}[c.intn(3)]
+		return diffOp{desc: fmt.Sprintf("nested repository: git init %q with main.go, .gitignore *.o, main.o", d), do: func(t *testing.T, w *diffWorld) []string {
+			rep := w.put(t, d+"/main.go", "package main\n", 0o644)
+			rep = append(rep, w.put(t, d+"/.gitignore", "*.o\n", 0o644)...)
+			rep = append(rep, w.put(t, d+"/main.o", "obj\n", 0o644)...)
+			hostGit(t, w.abs(d), "init", "-q")
+			return rep
+		}}, true
+	case "fifo":
+		p := newPath(c)
+		return diffOp{desc: fmt.Sprintf("mkfifo %q", p), do: func(t *testing.T, w *diffWorld) []string {
+			rep := w.clearFor(t, p)
+			if err := syscall.Mkfifo(w.abs(p), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return append(rep, p)
+		}}, true
+	case "statcache":
+		cut := c.intn(1001)
+		remove := c.intn(4) == 0
+		desc := fmt.Sprintf("stat cache cut to %d‰ of its length", cut)
+		if remove {
+			desc = "stat cache removed"
+		}
+		return diffOp{desc: desc, do: func(t *testing.T, w *diffWorld) []string {
+			p := filepath.Join(w.st.GitDir(), cairnSubdir, "statcache")
+			fi, err := os.Stat(p)
+			if err != nil {
+				return nil
+			}
+			if remove {
+				os.Remove(p)
+			} else if err := os.Truncate(p, fi.Size()*int64(cut)/1000); err != nil {
+				t.Fatal(err)
+			}
+			return nil
+		}}, true
+	case "delobj":
+		k := c.intn(1 << 16)
+		packs := c.intn(2) == 0
+		desc := fmt.Sprintf("loose object #%d (mod their count) deleted from the store", k)
+		if packs {
+			desc = fmt.Sprintf("pack #%d (mod their count) deleted from the store (else a loose object)", k)
+		}
+		return diffOp{desc: desc, do: func(t *testing.T, w *diffWorld) []string {
+			objs := filepath.Join(w.st.GitDir(), "objects")
+			var loose, pk []string
+			filepath.WalkDir(objs, func(abs string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					r := relOf(objs, abs)
+					switch {
+					case len(r) == 41 && r[2] == '/':
+						loose = append(loose, r)
+					case strings.HasPrefix(r, "pack/") && strings.HasSuffix(r, ".pack"):
+						pk = append(pk, r)
+					}
+				}
+				return nil
+			})
+			slices.Sort(loose)
+			slices.Sort(pk)
+			var gone []string
+			if packs && len(pk) > 0 {
+				base := strings.TrimSuffix(pk[k%len(pk)], ".pack")
+				for _, ext := range []string{".pack", ".idx", ".rev"} {
+					gone = append(gone, base+ext)
+				}
+			} else if len(loose) > 0 {
+				gone = append(gone, loose[k%len(loose)])
+			}
+			for _, g := range gone {
+				src := filepath.Join(objs, filepath.FromSlash(g))
+				dst := filepath.Join(w.view, "stash-"+strings.ReplaceAll(g, "/", "_"))
+				if os.Rename(src, dst) == nil {
+					w.stash = append(w.stash, [2]string{src, dst})
+				}
+			}
+			return nil
+		}, after: func(t *testing.T, w *diffWorld) {
+			// Put the objects back, so the run goes on (a damaged store
+			// fails every seal until repaired, by design).
+			for _, s := range w.stash {
+				if _, err := os.Stat(s[0]); err != nil {
+					os.Rename(s[1], s[0])
+				} else {
+					os.Remove(s[1])
+				}
+			}
+			w.stash = nil
+		}}, true
+	case "enospc":
+		if !w0.full {
+			return diffOp{}, false
+		}
+		slack := c.intn(4) * 8 << 10
+		return diffOp{desc: fmt.Sprintf("the store's disk filled (%d bytes left)", slack), do: func(t *testing.T, w *diffWorld) []string {
+			if w.filler != "" {
+				return nil
+			}
+			w.filler = filepath.Join(w.state, "filler")
+			f, err := os.Create(w.filler)
+			if err != nil {
+				return nil
+			}
+			buf := make([]byte, 4096)
+			for {
+				if _, err := f.Write(buf); err != nil {
+					break
+				}
+			}
+			f.Close()
+			// Give back the slack, so some writes succeed and others fail.
+			if fi, err := os.Stat(w.filler); err == nil {
+				os.Truncate(w.filler, max(0, fi.Size()-int64(slack)))
+			}
+			return nil
+		}, after: func(t *testing.T, w *diffWorld) {
+			if w.filler != "" {
+				os.Remove(w.filler)
+				w.filler = ""
+			}
+		}}, true
+	case "tick":
+		return diffOp{desc: "wait for the next whole second", do: func(t *testing.T, w *diffWorld) []string {
+			if w.engine == EngineGit { // once, in the first world
+				now := time.Now()
+				time.Sleep(now.Truncate(time.Second).Add(time.Second).Sub(now) + time.Millisecond)
+			}
+			return nil
+		}}, true
+	}
+	return diffOp{}, false
+}
+
+// opPut writes a file through whatever stands in its way.
+func opPut(what, p, content string, mode fs.FileMode) diffOp {
+	return diffOp{desc: fmt.Sprintf("%s %q (%d bytes, %o)", what, p, len(content), mode), do: func(t *testing.T, w *diffWorld) []string {
+		return w.put(t, p, content, mode)
+	}}
+}
+
+func (w *diffWorld) abs(p string) string { return filepath.Join(w.root, filepath.FromSlash(p)) }
+
+// removeAll removes p and returns it and everything under it, as a
+// watcher reports a recursive removal.
+func (w *diffWorld) removeAll(t *testing.T, p string) []string {
+	var rep []string
+	filepath.WalkDir(w.abs(p), func(abs string, d fs.DirEntry, err error) error {
+		if err == nil {
+			rep = append(rep, relOf(w.root, abs))
+		}
+		return nil
+	})
+	if err := os.RemoveAll(w.abs(p)); err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// clearFor makes room for a new entry at p: what stands at p goes, parents
+// that are not folders become folders. It returns what a watcher reports.
+func (w *diffWorld) clearFor(t *testing.T, p string) []string {
+	var rep []string
+	if _, err := os.Lstat(w.abs(p)); err == nil {
+		rep = append(rep, w.removeAll(t, p)...)
+	}
+	var dirs []string
+	for d := path.Dir(p); d != "."; d = path.Dir(d) {
+		dirs = append(dirs, d)
+	}
+	slices.Reverse(dirs)
+	for _, d := range dirs {
+		fi, err := os.Lstat(w.abs(d))
+		if err == nil && fi.IsDir() {
+			continue
+		}
+		if err == nil {
+			rep = append(rep, w.removeAll(t, d)...)
+		}
+		if err := os.Mkdir(w.abs(d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		rep = append(rep, d)
+	}
+	return rep
+}
+
+// put writes a file at p through whatever is in the way.
+func (w *diffWorld) put(t *testing.T, p, content string, mode fs.FileMode) []string {
+	var rep []string
+	if fi, err := os.Lstat(w.abs(p)); err != nil || !fi.Mode().IsRegular() {
+		rep = w.clearFor(t, p)
+	}
+	if err := os.WriteFile(w.abs(p), []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(w.abs(p), mode); err != nil {
+		t.Fatal(err)
+	}
+	return append(rep, p)
+}
+
+// moveOut moves a work-tree folder out of the tree (a watcher reports the folder).
+func (w *diffWorld) moveOut(t *testing.T, p string) {
+	dst, err := os.MkdirTemp(w.outside, "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(w.abs(p), filepath.Join(dst, "d")); err != nil {
+		t.Fatal(err)
+	}
+}
