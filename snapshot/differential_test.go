@@ -41,7 +41,7 @@ import (
 
 const (
 	diffDefaultBudget = 3 * time.Second
-	diffMaxFileSize   = 4096 // Options.MaxFileSize of the stores: the "big" op goes past it
+	diffMaxFileSize   = 2 << 20 // Options.MaxFileSize of the stores: the "big" op goes past it
 )
 
 // diffPatterns is the selection of every store: all but *.tmp files.
@@ -676,7 +676,7 @@ var diffOpNames = []struct {
 }{
 	{"create", 12}, {"edit", 12}, {"rewrite", 8}, {"delete", 6}, {"rmdir", 3}, {"mvfile", 6}, {"mvdir", 4},
 	{"swap", 6}, {"chmod", 5}, {"ignore", 4}, {"unignore", 3}, {"negate", 2}, {"selfignore", 3}, {"cachewrite", 4}, {"selfswap", 4},
-	{"ignoredir-out", 2}, {"ignoredir-in", 2}, {"nested", 2}, {"fifo", 1}, {"big", 2}, {"statcache", 3},
+	{"ignoredir-out", 2}, {"ignoredir-in", 2}, {"nested", 2}, {"fifo", 1}, {"big", 1}, {"large", 2}, {"statcache", 3},
 	{"delobj", 2}, {"enospc", 1}, {"tick", 1},
 }
 
@@ -732,7 +732,11 @@ func makeOp(t *testing.T, c chooser, name string, tr diffTree, w0 *diffWorld, re
 		return opPut("create", p, diffContent(c, c.intn(120)), 0o644), true
 	case "big":
 		p := newPath(c)
-		return opPut("create past the size limit", p, diffContent(c, diffMaxFileSize+1+c.intn(100)), 0o644), true
+		return opPut("create past the size limit", p, strings.Repeat(diffContent(c, 64), diffMaxFileSize/64+1+c.intn(4)), 0o644), true
+	case "large":
+		// Under the limit but over 1 MiB: the in-process engine writes such a blob loose, as it reads it.
+		p := newPath(c)
+		return opPut("create a large file", p, strings.Repeat(diffContent(c, 64), (1<<20)/64+1+c.intn(4096)), 0o644), true
 	case "edit":
 		p, ok := pickOf(c, tr.files)
 		if !ok {
