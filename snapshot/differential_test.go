@@ -41,7 +41,7 @@ import (
 
 const (
 	diffDefaultBudget = 3 * time.Second
-	diffMaxFileSize   = 4096 // Options.MaxFileSize of the stores: the "big" op goes past it
+	diffMaxFileSize   = 2 << 20 // Options.MaxFileSize of the stores: the "big" op goes past it
 )
 
 // diffPatterns is the selection of every store: all but *.tmp files.
@@ -676,7 +676,7 @@ var diffOpNames = []struct {
 }{
 	{"create", 12}, {"edit", 12}, {"rewrite", 8}, {"delete", 6}, {"rmdir", 3}, {"mvfile", 6}, {"mvdir", 4},
 	{"swap", 6}, {"chmod", 5}, {"ignore", 4}, {"unignore", 3}, {"negate", 2}, {"selfignore", 3}, {"cachewrite", 4}, {"selfswap", 4},
-	{"ignoredir-out", 2}, {"ignoredir-in", 2}, {"nested", 2}, {"fifo", 1}, {"big", 2}, {"statcache", 3},
+	{"ignoredir-out", 2}, {"ignoredir-in", 2}, {"nested", 2}, {"fifo", 1}, {"big", 1}, {"large", 2}, {"statcache", 3},
 	{"delobj", 2}, {"enospc", 1}, {"tick", 1},
 }
 
@@ -732,7 +732,11 @@ func makeOp(t *testing.T, c chooser, name string, tr diffTree, w0 *diffWorld, re
 		return opPut("create", p, diffContent(c, c.intn(120)), 0o644), true
 	case "big":
 		p := newPath(c)
-		return opPut("create past the size limit", p, diffContent(c, diffMaxFileSize+1+c.intn(100)), 0o644), true
+		return opPut("create past the size limit", p, strings.Repeat(diffContent(c, 64), diffMaxFileSize/64+1+c.intn(4)), 0o644), true
+	case "large":
+		// Under the limit but over 1 MiB: the in-process engine writes such a blob loose, as it reads it.
+		p := newPath(c)
+		return opPut("create a large file", p, strings.Repeat(diffContent(c, 64), (1<<20)/64+1+c.intn(4096)), 0o644), true
 	case "edit":
 		p, ok := pickOf(c, tr.files)
 		if !ok {
@@ -993,44 +997,75 @@ func makeOp(t *testing.T, c chooser, name string, tr diffTree, w0 *diffWorld, re
 			return nil
 		}}, true
 	case "delobj":
+		// An object the last checkpoint names (mostly a blob) goes: its
+		// loose file, or the whole pack holding it.
 		k := c.intn(1 << 16)
-		packs := c.intn(2) == 0
-		desc := fmt.Sprintf("loose object #%d (mod their count) deleted from the store", k)
-		if packs {
-			desc = fmt.Sprintf("pack #%d (mod their count) deleted from the store (else a loose object)", k)
+		blob := c.intn(4) != 0
+		what := "object"
+		if blob {
+			what = "blob"
 		}
-		return diffOp{desc: desc, do: func(t *testing.T, w *diffWorld) []string {
-			objs := filepath.Join(w.st.GitDir(), "objects")
-			var loose, pk []string
-			filepath.WalkDir(objs, func(abs string, d fs.DirEntry, err error) error {
-				if err == nil && !d.IsDir() {
-					r := relOf(objs, abs)
-					switch {
-					case len(r) == 41 && r[2] == '/':
-						loose = append(loose, r)
-					case strings.HasPrefix(r, "pack/") && strings.HasSuffix(r, ".pack"):
-						pk = append(pk, r)
+		return diffOp{desc: fmt.Sprintf("next second; %s #%d (mod their count) of the last checkpoint deleted from the store (its loose file, or the pack holding it)", what, k), do: func(t *testing.T, w *diffWorld) []string {
+			git := hostGitPath(t)
+			if w.engine == EngineGit {
+				// Past the racy window, so the files are trusted by their stat data.
+				nextSecond()
+			}
+			var ids []string
+			if blob {
+				out, err := w.viewGit(t, git, true, nil, "ls-tree", "-r", "-z", w.lastSHA)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, l := range splitNul(out) {
+					if f := strings.Fields(l); len(f) >= 3 {
+						ids = append(ids, f[2])
 					}
 				}
-				return nil
-			})
-			slices.Sort(loose)
-			slices.Sort(pk)
-			var gone []string
-			if packs && len(pk) > 0 {
-				base := strings.TrimSuffix(pk[k%len(pk)], ".pack")
-				for _, ext := range []string{".pack", ".idx", ".rev"} {
-					gone = append(gone, base+ext)
+			} else {
+				out, err := w.viewGit(t, git, true, nil, "rev-list", "--objects", "--no-walk", w.lastSHA)
+				if err != nil {
+					t.Fatal(err)
 				}
-			} else if len(loose) > 0 {
-				gone = append(gone, loose[k%len(loose)])
+				for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+					ids = append(ids, strings.Fields(l)[0])
+				}
+			}
+			slices.Sort(ids)
+			ids = slices.Compact(ids)
+			if len(ids) == 0 {
+				return nil
+			}
+			id := ids[k%len(ids)]
+			objs := filepath.Join(w.st.GitDir(), "objects")
+			var gone []string
+			if _, err := os.Stat(filepath.Join(objs, id[:2], id[2:])); err == nil {
+				gone = append(gone, id[:2]+"/"+id[2:])
+			}
+			idxs, _ := filepath.Glob(filepath.Join(objs, "pack", "*.idx"))
+			slices.Sort(idxs)
+			for _, idx := range idxs {
+				b, err := os.ReadFile(idx)
+				if err != nil {
+					continue
+				}
+				out, err := w.viewGit(t, git, true, b, "show-index")
+				if err != nil || !strings.Contains(string(out), " "+id+" ") {
+					continue
+				}
+				base := "pack/" + strings.TrimSuffix(filepath.Base(idx), ".idx")
+				gone = append(gone, base+".pack", base+".idx", base+".rev")
 			}
 			for _, g := range gone {
 				src := filepath.Join(objs, filepath.FromSlash(g))
-				dst := filepath.Join(w.view, "stash-"+strings.ReplaceAll(g, "/", "_"))
-				if os.Rename(src, dst) == nil {
-					w.stash = append(w.stash, [2]string{src, dst})
+				// Kept beside the store (same file system), put back after the step.
+				dst := filepath.Join(w.state, "stash-"+w.engine+"-"+strings.ReplaceAll(g, "/", "_"))
+				if err := os.Rename(src, dst); errors.Is(err, fs.ErrNotExist) {
+					continue // a pack without its .rev
+				} else if err != nil {
+					t.Fatalf("delete %s: %v", g, err)
 				}
+				w.stash = append(w.stash, [2]string{src, dst})
 			}
 			return nil
 		}, after: func(t *testing.T, w *diffWorld) {
@@ -1080,8 +1115,7 @@ func makeOp(t *testing.T, c chooser, name string, tr diffTree, w0 *diffWorld, re
 	case "tick":
 		return diffOp{desc: "wait for the next whole second", do: func(t *testing.T, w *diffWorld) []string {
 			if w.engine == EngineGit { // once, in the first world
-				now := time.Now()
-				time.Sleep(now.Truncate(time.Second).Add(time.Second).Sub(now) + time.Millisecond)
+				nextSecond()
 			}
 			return nil
 		}}, true
@@ -1166,4 +1200,11 @@ func (w *diffWorld) moveOut(t *testing.T, p string) {
 	if err := os.Rename(w.abs(p), filepath.Join(dst, "d")); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// nextSecond waits for the next whole second of the clock, to leave a
+// timestamp tick behind (the point of the ops that call it).
+func nextSecond() {
+	now := time.Now()
+	time.Sleep(now.Truncate(time.Second).Add(time.Second).Sub(now) + 10*time.Millisecond)
 }
