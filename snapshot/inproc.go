@@ -938,7 +938,36 @@ func (s *Store) hashFile(e *inproc, j *hashJob) {
 
 // has reports whether object id is stored, or in the seal's pack.
 func (e *inproc) has(id string) bool {
-	return e.batch.Has(id) || e.known.Has(id)
+	return e.batch != nil && e.batch.Has(id) || e.known.Has(id)
+}
+
+// vouchGitTree checks, after git wrote tree from cairn's index, that every
+// object it names is stored: write-tree reuses the index's cached trees
+// without looking at their blobs. A missing one removes the index (the
+// next seal rebuilds it from the work tree, storing each blob again).
+// Stores whose config the engine cannot read are left to git.
+func (s *Store) vouchGitTree(ctx context.Context, tree string) error {
+	e, err := s.engine(ctx)
+	if err != nil {
+		return nil
+	}
+	if e.known.Refresh() {
+		clear(e.whole)
+	}
+	err = e.vouch(ctx, s, tree, "", "")
+	var missing *errMissingObject
+	if errors.As(err, &missing) {
+		s.closeEngine()
+		s.eng = nil
+		if rerr := os.Remove(s.git.Index); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			return errors.Join(err, rerr)
+		}
+		return fmt.Errorf("%w; cairn's index was removed: the next seal rebuilds it from the work tree", err)
+	}
+	if err != nil {
+		return fmt.Errorf("check the objects of tree %s: %w", tree, err)
+	}
+	return nil
 }
 
 // errMissingObject means an object a seal would name is not stored (a

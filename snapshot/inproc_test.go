@@ -246,7 +246,7 @@ func TestStatCacheJournal(t *testing.T) {
 	_, st := newTestStore(t, Options{})
 	path := st.statCachePath()
 	c := newStatCache("sha1")
-	c.hdr.Base = strings.Repeat("1", 40)
+	c.hdr.Base, c.hdr.Dev = strings.Repeat("1", 40), st.workTreeDev()
 	c.remember("a", fileStamp{Size: 1, Mtime: 10, Ctime: 10, Ino: 1}, gitobj.ModeFile, strings.Repeat("a", 40))
 	c.setPending("p", pendEntry{Mode: gitobj.ModeFile, ID: strings.Repeat("b", 40)})
 	if err := st.saveStatCache(c); err != nil {

@@ -159,6 +159,9 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 		return fail(s.damageHint(err))
 	}
 	tree := strings.TrimSpace(string(treeOut))
+	if err := s.vouchGitTree(ctx, tree); err != nil {
+		return fail(err)
+	}
 	faultPoint("write-tree")
 	if req.SkipUnchanged {
 		ptree, ok := pc.tree, pc.tree != ""
