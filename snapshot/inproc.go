@@ -256,7 +256,7 @@ func (s *Store) engine(ctx context.Context) (*inproc, error) {
 	e.mgrain, e.cgrain = newGrain(), newGrain()
 	if fi, err := os.Lstat(s.workTree); err == nil {
 		e.mgrain.see(fi.ModTime().UnixNano())
-		e.cgrain.see(ctime(fi))
+		e.cgrain.see(platform.ChangeTime(fi))
 	}
 	e.logAll = strings.ToLower(cfg["core.logallrefupdates"])
 	e.empty = f.Hash("tree", nil)

@@ -56,7 +56,7 @@ type fileStamp struct {
 }
 
 func stampOf(fi fs.FileInfo) fileStamp {
-	return fileStamp{Size: fi.Size(), Mtime: fi.ModTime().UnixNano(), Ctime: ctime(fi), Ino: inode(fi)}
+	return fileStamp{Size: fi.Size(), Mtime: fi.ModTime().UnixNano(), Ctime: platform.ChangeTime(fi), Ino: inode(fi)}
 }
 
 func stampFile(path string) (fileStamp, bool) {

@@ -9,6 +9,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/cairn-dev/cairn/platform"
 )
 
 // maxIndexRead bounds one pack index read for presence checks (a million
@@ -26,7 +29,35 @@ type Known struct {
 	mu    sync.Mutex
 	d     *DB
 	packs map[string]knownIndex // by index path
-	loose map[string]bool       // objects found only as loose files
+	// Objects found only as loose files, by their folder (objects/xx),
+	// and each folder's stamp when they were last looked at: a folder
+	// whose stamp moved (an object removed or added) or was too young to
+	// tell is looked at again.
+	loose     map[string]map[string]bool
+	looseSeen map[string]dirStamp
+}
+
+// dirStamp is a folder's modification and change time, and whether it was
+// older than looseSettle when taken (a younger one may change again within
+// its file system's timestamp tick unseen).
+type dirStamp struct {
+	mtime, ctime int64
+	settled      bool
+}
+
+// looseSettle is how old a folder's times must be for them to vouch that
+// nothing in it changed since: beyond the coarsest timestamp granularity
+// (2 s, FAT) and the kernel's clock lag.
+const looseSettle = 2*time.Second + 100*time.Millisecond
+
+func stampDir(path string) (dirStamp, bool) {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.IsDir() {
+		return dirStamp{}, false
+	}
+	m, c := fi.ModTime().UnixNano(), platform.ChangeTime(fi)
+	now := time.Now().UnixNano()
+	return dirStamp{mtime: m, ctime: c, settled: max(m, c)+looseSettle.Nanoseconds() <= now}, true
 }
 
 type knownIndex struct {
@@ -36,7 +67,7 @@ type knownIndex struct {
 
 // Known returns a presence checker for the store.
 func (d *DB) Known() *Known {
-	return &Known{d: d, packs: map[string]knownIndex{}, loose: map[string]bool{}}
+	return &Known{d: d, packs: map[string]knownIndex{}, loose: map[string]map[string]bool{}, looseSeen: map[string]dirStamp{}}
 }
 
 // Refresh reads the pack indexes that are new or changed, and reports
@@ -75,14 +106,26 @@ func (k *Known) Refresh() (lost bool) {
 			lost = true
 		}
 	}
-	for id := range k.loose {
-		if k.inPacks(id) {
-			delete(k.loose, id)
+	for dir, ids := range k.loose {
+		was := k.looseSeen[dir]
+		now, ok := stampDir(filepath.Join(k.d.Dir, dir))
+		if ok && was.settled && now == was {
 			continue
 		}
-		if fi, err := os.Lstat(k.d.Path(id)); err != nil || !fi.Mode().IsRegular() {
-			delete(k.loose, id)
-			lost = true
+		k.looseSeen[dir] = now // taken before the objects are looked at
+		for id := range ids {
+			if k.inPacks(id) {
+				delete(ids, id)
+				continue
+			}
+			if fi, err := os.Lstat(k.d.Path(id)); err != nil || !fi.Mode().IsRegular() {
+				delete(ids, id)
+				lost = true
+			}
+		}
+		if len(ids) == 0 {
+			delete(k.loose, dir)
+			delete(k.looseSeen, dir)
 		}
 	}
 	return lost
@@ -142,10 +185,18 @@ func (k *Known) Has(id string) bool {
 	if len(id) != k.d.Format.HexLen() || !IsHex(id) {
 		return false
 	}
+	dir := id[:2]
+	if _, seen := k.looseSeen[dir]; !seen {
+		st, _ := stampDir(filepath.Join(k.d.Dir, dir)) // before the object is looked at
+		k.looseSeen[dir] = st
+	}
 	fi, err := os.Lstat(k.d.Path(id))
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {
 		return false
 	}
-	k.loose[id] = true
+	if k.loose[dir] == nil {
+		k.loose[dir] = map[string]bool{}
+	}
+	k.loose[dir][id] = true
 	return true
 }
