@@ -94,6 +94,9 @@ type workspace struct {
 	failing        error             // why the last seal failed; nil after a success
 	gone           bool              // the workspace folder was removed
 	tooBig         map[string]string // files left out for their size, with why, as last seen
+	// unsealed are the paths the last checkpoint could not read (a full
+	// disk, a permission): dirty until a checkpoint holds them.
+	unsealed map[string]bool
 
 	mu     sync.Mutex
 	status api.WorkspaceStatus
@@ -198,6 +201,7 @@ func newWorkspace(dir string, set Settings, stateDir string, log zerolog.Logger)
 		log:      log.With().Str("workspace", dir).Logger(),
 		dirty:    map[string]time.Time{},
 		tooBig:   map[string]string{},
+		unsealed: map[string]bool{},
 		jobs:     make(chan sealJob),
 		restores: make(chan restoreJob),
 		gcs:      make(chan gcJob),
@@ -887,7 +891,7 @@ func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 		w.deb.Take() // what it was waiting to autosave is sealed
 	}
 	w.failing = nil
-	if unsealed := w.keepUnsealed(rec, req.Racy); unsealed > 0 {
+	if unsealed := w.keepUnsealed(rec, req); unsealed > 0 {
 		// Paths the checkpoint could not read (a full disk, a permission, a
 		// read error) stay dirty until one holds them: retried with backoff.
 		if !w.retry.armed() && w.autosaveOn() {
@@ -934,25 +938,29 @@ func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 	return rec, nil
 }
 
-// keepUnsealed puts back into the dirty set the paths a partial checkpoint
-// could not read, and returns how many: they are unchanged on disk
-// afterwards, so no event would ever name them again.
-func (w *workspace) keepUnsealed(rec ckpt.Record, racy []ckpt.PathIssue) int {
-	if rec.State != ckpt.StatePartial {
-		return 0
-	}
-	n := 0
-	for _, is := range rec.Issues {
-		if is.Path == "" || slices.Contains(racy, is) {
-			continue // racy paths were sealed, only late
+// keepUnsealed keeps dirty the paths the last checkpoint could not read,
+// and returns how many there are: they are unchanged on disk afterwards,
+// so no event would name them again. A seal that recorded nothing (a retry
+// that found the same paths still unreadable) keeps them; one that holds
+// a path, or a full reconcile that did not name it, lets it go.
+func (w *workspace) keepUnsealed(rec ckpt.Record, req snapshot.SealRequest) int {
+	if rec.ID != "" {
+		clear(w.unsealed)
+		if rec.State == ckpt.StatePartial {
+			for _, is := range rec.Issues {
+				if is.Path != "" && !slices.Contains(req.Racy, is) { // racy paths were sealed, only late
+					w.unsealed[is.Path] = true
+				}
+			}
 		}
-		if _, ok := w.dirty[is.Path]; !ok {
-			w.dirty[is.Path] = time.Now()
-			n++
+	}
+	for p := range w.unsealed {
+		if _, ok := w.dirty[p]; !ok {
+			w.dirty[p] = time.Now()
 		}
 	}
 	w.setStatus(func(s *api.WorkspaceStatus) { s.Pending = len(w.dirty) })
-	return n
+	return len(w.unsealed)
 }
 
 // oversized names the changed paths a seal will leave out for their size

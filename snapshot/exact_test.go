@@ -207,3 +207,39 @@ func TestInprocMissingObject(t *testing.T) {
 		})
 	}
 }
+
+// An autosave that retries a path it still cannot read records nothing new
+// (the partial checkpoint before it says so already); a new failure, or
+// the path readable again, is recorded.
+func TestRetryOfUnreadablePathRecordsNothingNew(t *testing.T) {
+	t.Parallel()
+	for _, engine := range []string{EngineGit, EngineInproc} {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			dir, st := newTestStore(t, Options{Engine: engine})
+			writeTree(t, dir, map[string]string{"a.txt": "a"})
+			mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+			mkfifo(t, dir, "pipe")
+			req := SealRequest{Kind: ckpt.KindAutosave, SkipUnchanged: true, Changed: []string{"pipe"}}
+			if rec := mustSeal(t, st, req); rec.State != ckpt.StatePartial {
+				t.Fatalf("first seal: %s, want partial", rec.State)
+			}
+			for range 2 {
+				rec, err := st.Seal(t.Context(), req)
+				if err != nil || rec.ID != "" {
+					t.Fatalf("a retry with the same unreadable path recorded %+v (%v)", rec, err)
+				}
+			}
+			mkfifo(t, dir, "pipe2")
+			if rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindAutosave, SkipUnchanged: true, Changed: []string{"pipe", "pipe2"}}); rec.State != ckpt.StatePartial || len(rec.Issues) != 2 {
+				t.Fatalf("a new unreadable path: %+v", rec)
+			}
+			removeAll(t, dir, "pipe")
+			removeAll(t, dir, "pipe2")
+			writeFile(t, dir, "pipe", "a file now", 0o644)
+			rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindAutosave, SkipUnchanged: true, Changed: []string{"pipe", "pipe2"}})
+			requireOK(t, rec)
+			requireFile(t, st, rec.SHA, "pipe", "a file now")
+		})
+	}
+}

@@ -1237,7 +1237,7 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 	// The stat cache is saved once the objects it names are written (a
 	// process killed between the two must not leave it naming a tree the
 	// store lacks).
-	if req.SkipUnchanged && tree == ptree && len(rec.Issues) == 0 {
+	if req.SkipUnchanged && tree == ptree && s.nothingNew(parent, rec.Issues) {
 		if err := flush(); err != nil {
 			return "", false, counts, err
 		}

@@ -168,7 +168,7 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 		if !ok { // the damage check could not say: ask git
 			ptree, ok = s.resolve(ctx, parent+"^{tree}")
 		}
-		if ok && ptree == tree && len(rec.Issues) == 0 {
+		if ok && ptree == tree && s.nothingNew(parent, rec.Issues) {
 			if last, ok := s.lastSealed(); ok {
 				s.recordBase(ctx, tree, last.SHA)
 			}
@@ -238,6 +238,36 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 		return fail(c.err)
 	}
 	return s.complete(req, rec, sha, parent, [3]int{c.added, c.changed, c.removed}, start)
+}
+
+// nothingNew reports whether a seal whose tree is its parent's, with these
+// issues, would record nothing new: no issue, or exactly the paths the
+// parent checkpoint could not read either (a retry of a file that still
+// cannot be read adds no record each time).
+func (s *Store) nothingNew(parent string, issues []ckpt.PathIssue) bool {
+	if len(issues) == 0 {
+		return true
+	}
+	for i := len(s.records) - 1; i >= 0; i-- {
+		r := s.records[i]
+		if r.SHA != parent {
+			continue
+		}
+		if r.State != ckpt.StatePartial || len(r.Issues) != len(issues) {
+			return false
+		}
+		had := map[string]bool{}
+		for _, is := range r.Issues {
+			had[is.Path] = true
+		}
+		for _, is := range issues {
+			if !had[is.Path] {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // lastSealed is the newest checkpoint cairn sealed (not adopted from the
