@@ -28,6 +28,9 @@ func (s *Store) Stage(ctx context.Context, patterns []string, changed []string) 
 		return err
 	}
 	return s.withLock(ctx, func() error {
+		if changed != nil && s.indexDoubt() != "" {
+			changed = nil // the index may stand for an older checkpoint (Store.indexDoubt)
+		}
 		if _, ok := s.inprocReady(ctx, sel); ok && changed != nil {
 			return nil // the in-process engine seals the changes from its base at the marker
 		}
