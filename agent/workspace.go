@@ -870,6 +870,7 @@ func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 	began := time.Now()
 	rec, err := w.store.Seal(sctx, req)
 	w.met.sealed(req.Kind, rec, err, time.Since(began))
+	w.noteRepairs()
 	log := w.log.With().Str("kind", string(req.Kind)).Str("codon", req.CodonID).Str("run", req.RunID).Logger()
 	if err != nil {
 		log.Error().Err(err).Str("id", rec.ID).Bool("full", full).Msg("seal failed; its changes are kept")
@@ -936,6 +937,21 @@ func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 		s.Kept = k
 	})
 	return rec, nil
+}
+
+// noteRepairs shows what the store repaired by itself during a seal (a
+// damaged private index rebuilt, an object another program removed stored
+// again) in status and as an event; the store logged it.
+func (w *workspace) noteRepairs() {
+	notes := w.store.TakeNotes()
+	if len(notes) == 0 {
+		return
+	}
+	at := time.Now().Format(time.RFC3339)
+	w.setStatus(func(s *api.WorkspaceStatus) { s.Notice = at + ": " + notes[len(notes)-1] })
+	for _, n := range notes {
+		w.publishError("STORE_REPAIRED", n)
+	}
 }
 
 // keepUnsealed keeps dirty the paths the last checkpoint could not read,

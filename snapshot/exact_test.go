@@ -248,3 +248,56 @@ func TestRetryOfUnreadablePathRecordsNothingNew(t *testing.T) {
 		})
 	}
 }
+
+// cairn's private index left empty, cut short or overwritten (a killed
+// git renamed an empty lock over it; a bad sector) is rebuilt from the work
+// tree, and the store says so once; the seal is right and every later one.
+func TestDamagedIndexRebuilt(t *testing.T) {
+	t.Parallel()
+	for _, engine := range []string{EngineGit, EngineInproc} {
+		for _, damage := range []string{"empty", "cut", "garbage", "checksum"} {
+			t.Run(engine+"-"+damage, func(t *testing.T) {
+				t.Parallel()
+				dir, st := newTestStore(t, Options{Engine: engine})
+				writeTree(t, dir, map[string]string{"a.txt": "a0", "d/b.txt": "b0", "d/e/c.txt": "c0"})
+				mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+				writeFile(t, dir, "a.txt", "a1", 0o644)
+				mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: []string{"a.txt"}})
+				st.TakeNotes()
+				idx, err := os.ReadFile(st.git.Index)
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch damage {
+				case "empty":
+					idx = nil
+				case "cut":
+					idx = idx[:len(idx)/2]
+				case "garbage":
+					idx = []byte(strings.Repeat("not an index ", 20))
+				case "checksum":
+					idx[len(idx)-1] ^= 0xff
+				}
+				if err := os.WriteFile(st.git.Index, idx, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				writeFile(t, dir, "d/b.txt", "b1", 0o644)
+				rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: []string{"d/b.txt"}})
+				requireOK(t, rec)
+				requireFile(t, st, rec.SHA, "a.txt", "a1")
+				requireFile(t, st, rec.SHA, "d/b.txt", "b1")
+				requireFile(t, st, rec.SHA, "d/e/c.txt", "c0")
+				if notes := st.TakeNotes(); len(notes) != 1 || !strings.Contains(notes[0], "private index was damaged") {
+					t.Errorf("notes %q, want one saying the index was rebuilt", notes)
+				}
+				writeFile(t, dir, "d/e/c.txt", "c1", 0o644)
+				rec = mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: []string{"d/e/c.txt"}})
+				requireFile(t, st, rec.SHA, "a.txt", "a1")
+				requireFile(t, st, rec.SHA, "d/e/c.txt", "c1")
+				if notes := st.TakeNotes(); len(notes) != 0 {
+					t.Errorf("a later seal noted %q", notes)
+				}
+			})
+		}
+	}
+}

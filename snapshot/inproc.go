@@ -962,6 +962,7 @@ func (s *Store) vouchGitTree(ctx context.Context, tree string) error {
 		if rerr := os.Remove(s.git.Index); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 			return errors.Join(err, rerr)
 		}
+		s.note(ctx, err.Error()+" (another program removed it, or a pack is damaged); cairn's index was removed: the next checkpoint rebuilds it from the work tree")
 		return fmt.Errorf("%w; cairn's index was removed: the next seal rebuilds it from the work tree", err)
 	}
 	if err != nil {

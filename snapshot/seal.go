@@ -1,7 +1,11 @@
 package snapshot
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	binenc "encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -97,7 +101,7 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 				// What cairn knew of the store is wrong: the engine starts
 				// afresh, and git rebuilds the index from the work tree,
 				// storing every file's blob again.
-				zerologCtx(ctx).Warn().Err(err).Str("store", s.gitDir).Msg("an object cairn knew of is gone; this seal rebuilds cairn's index from the work tree")
+				s.note(ctx, err.Error()+" (another program removed it, or a pack is damaged); this checkpoint rebuilt cairn's index from the work tree, storing each file again")
 				s.closeEngine()
 				s.eng = nil
 				if rerr := os.Remove(s.git.Index); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
@@ -138,7 +142,11 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 		damaged <- c
 	}()
 
+	s.checkIndexFile(ctx)
 	st, err := s.stage(ctx, s.git, sel, req.Changed)
+	if s.indexDamaged(ctx, err) {
+		st, err = s.stage(ctx, s.git, sel, nil)
+	}
 	pc := <-damaged
 	if pc.err != nil {
 		return fail(pc.err)
@@ -155,6 +163,13 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 	faultPoint("stage")
 
 	treeOut, err := s.git.Run(ctx, nil, "write-tree")
+	if s.indexDamaged(ctx, err) {
+		if st, err = s.stage(ctx, s.git, sel, nil); err != nil {
+			return fail(fmt.Errorf("stage: %w", err))
+		}
+		rec.Issues, rec.Skipped = st.issues, st.skipped
+		treeOut, err = s.git.Run(ctx, nil, "write-tree")
+	}
 	if err != nil {
 		return fail(s.damageHint(err))
 	}
@@ -238,6 +253,109 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 		return fail(c.err)
 	}
 	return s.complete(req, rec, sha, parent, [3]int{c.added, c.changed, c.removed}, start)
+}
+
+// indexDamageSigns are what git says when it cannot read an index file.
+var indexDamageSigns = []string{"index file smaller than expected", "bad signature", "bad index version",
+	"bad index file sha1 signature", "index file corrupt", "unknown index entry format"}
+
+// indexDamaged reports whether err is git failing to read cairn's private
+// index; if so the index, which is derived data, is removed (the next
+// staging rebuilds it from the work tree) and the store notes it once.
+func (s *Store) indexDamaged(ctx context.Context, err error) bool {
+	var ge *GitError
+	if !errors.As(err, &ge) {
+		return false
+	}
+	for _, sign := range indexDamageSigns {
+		if strings.Contains(ge.Stderr, sign) {
+			s.dropIndex(ctx, "git could not read it: "+firstLine(ge.Stderr))
+			return true
+		}
+	}
+	return false
+}
+
+// checkIndexFile drops cairn's private index when it is not whole: not an
+// index file, cut short, or failing its trailing checksum (git does not
+// check that when it reads an index, and reads a cut one as entries of
+// nothing). The checksum is checked once per version of the file.
+func (s *Store) checkIndexFile(ctx context.Context) {
+	st, ok := stampFile(s.git.Index)
+	if !ok || st == s.indexChecked {
+		return
+	}
+	data, err := readNoFollow(s.git.Index, maxIndexFile)
+	why := ""
+	switch {
+	case err != nil:
+		why = err.Error()
+	case len(data) < 12+20:
+		why = fmt.Sprintf("%d bytes, cut short", len(data))
+	case string(data[:4]) != "DIRC" || binenc.BigEndian.Uint32(data[4:]) < 2 || binenc.BigEndian.Uint32(data[4:]) > 4:
+		why = "not an index file"
+	case !indexChecksumOK(data):
+		why = "its checksum does not match: cut short or overwritten"
+	}
+	if why != "" {
+		s.dropIndex(ctx, why)
+		return
+	}
+	s.indexChecked = st
+}
+
+// maxIndexFile bounds what is read of cairn's index (~100 bytes a file).
+const maxIndexFile = 1 << 30
+
+// indexChecksumOK reports whether an index file ends with the hash of the
+// rest (SHA-1 or SHA-256, as the store's object format), or with zeros
+// (git's index.skipHash).
+func indexChecksumOK(data []byte) bool {
+	for _, n := range []int{sha1.Size, sha256.Size} {
+		if len(data) < 12+n {
+			continue
+		}
+		body, sum := data[:len(data)-n], data[len(data)-n:]
+		var got []byte
+		if n == sha1.Size {
+			h := sha1.Sum(body)
+			got = h[:]
+		} else {
+			h := sha256.Sum256(body)
+			got = h[:]
+		}
+		if bytes.Equal(got, sum) || bytes.Equal(sum, make([]byte, n)) {
+			return true
+		}
+	}
+	return false
+}
+
+// dropIndex removes cairn's private index (and the in-process engine's
+// view of it) so the next staging rebuilds it from the work tree.
+func (s *Store) dropIndex(ctx context.Context, why string) {
+	os.Remove(s.git.Index)
+	if s.eng != nil {
+		s.closeEngine()
+		s.eng = nil
+	}
+	s.note(ctx, "cairn's private index was damaged ("+why+"); rebuilt from the work tree")
+}
+
+// note records something cairn repaired by itself, for the log and the
+// workspace's status (TakeNotes).
+func (s *Store) note(ctx context.Context, msg string) {
+	zerologCtx(ctx).Warn().Str("store", s.gitDir).Msg(msg)
+	s.notes = append(s.notes, msg)
+}
+
+// TakeNotes returns what the store repaired by itself since the last call.
+func (s *Store) TakeNotes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.notes
+	s.notes = nil
+	return n
 }
 
 // nothingNew reports whether a seal whose tree is its parent's, with these

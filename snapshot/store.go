@@ -86,6 +86,11 @@ type Store struct {
 	eng *inproc
 	// lastEngine is the engine that sealed the last checkpoint (tests).
 	lastEngine string
+	// indexChecked is cairn's index as last found whole (checkIndexFile).
+	indexChecked fileStamp
+	// notes are what the store repaired by itself, for the workspace's
+	// status (TakeNotes).
+	notes []string
 }
 
 // Open finds or creates the store of the workspace at dir.
