@@ -189,7 +189,9 @@ type Problem struct {
 	// Repair says what Fix does; empty when there is nothing cairn can do
 	// (or nothing yet: a lock a live process holds).
 	Repair string
-	fix    func(ctx context.Context) (string, error)
+	// Hint says what to do about a problem without a repair.
+	Hint string
+	fix  func(ctx context.Context) (string, error)
 }
 
 // Fix makes the repair Repair names and says what it did.
@@ -251,7 +253,8 @@ func (c *Checkup) Locks() []Problem {
 		switch {
 		case pid > 0:
 			if age > staleLockAge {
-				out = append(out, Problem{Check: "lock", Message: fmt.Sprintf("%s is %s old, held by pid %d", p, age, pid)})
+				out = append(out, Problem{Check: "lock", Message: fmt.Sprintf("%s is %s old, held by pid %d", p, age, pid),
+					Hint: fmt.Sprintf("if pid %d hangs, stop it; a lock a live process holds is not removed", pid)})
 			}
 		case age <= staleLockAge || !looked && age < 10*time.Minute:
 			// Young: a git at work may hold it without an open file.
@@ -377,7 +380,9 @@ func (c *Checkup) Index(ctx context.Context) []Problem {
 	}
 	var why string
 	var n countWriter
-	if err := c.g.RunTo(ctx, &n, nil, "ls-files", "--stage", "-z"); err != nil {
+	if err := indexWhole(idx); err != nil {
+		why = err.Error()
+	} else if err := c.g.RunTo(ctx, &n, nil, "ls-files", "--stage", "-z"); err != nil {
 		why = "git cannot read it: " + errLine(err)
 	} else if n == 0 {
 		if tree, ok := c.positionTree(ctx); ok {
@@ -404,6 +409,36 @@ func (c *Checkup) Index(ctx context.Context) []Problem {
 			}
 			return fmt.Sprintf("rebuilt %s from tree %s (git read-tree)", idx, tree), nil
 		}}}
+}
+
+// indexWhole checks an index file's signature and its trailing checksum,
+// which git itself verifies only in fsck: a torn index reads as entries
+// with garbage names and null ids, which a seal would write into a tree.
+func indexWhole(path string) error {
+	b, err := readNoFollow(path, 4<<30)
+	if err != nil {
+		return err
+	}
+	if len(b) < 12+20 || string(b[:4]) != "DIRC" {
+		return errors.New("not an index (cut short, or no signature)")
+	}
+	if v := uint32(b[4])<<24 | uint32(b[5])<<16 | uint32(b[6])<<8 | uint32(b[7]); v < 2 || v > 4 {
+		return fmt.Errorf("index version %d", v)
+	}
+	s1 := sha1.Sum(b[:len(b)-20])
+	if bytes.Equal(s1[:], b[len(b)-20:]) {
+		return nil
+	}
+	if len(b) >= 12+32 {
+		s2 := sha256.Sum256(b[:len(b)-32])
+		if bytes.Equal(s2[:], b[len(b)-32:]) {
+			return nil
+		}
+	}
+	if bytes.Count(b[len(b)-20:], []byte{0}) == 20 { // index.skipHash: git reads it to see
+		return nil
+	}
+	return errors.New("its checksum does not match (cut short or torn)")
 }
 
 type countWriter int
@@ -490,6 +525,9 @@ func (c *Checkup) Refs(ctx context.Context) []Problem {
 			missing[sha] = true
 		}
 	}
+	// A pack without its index may hold them (one too young for Packs to
+	// index): no ref is moved while there is one.
+	pending := len(orphanPacks(c.gitDir, 0)) > 0
 	var probs []Problem
 	slices.Sort(names)
 	for _, ref := range names {
@@ -498,6 +536,11 @@ func (c *Checkup) Refs(ctx context.Context) []Problem {
 			continue
 		}
 		ref := ref
+		if pending {
+			probs = append(probs, Problem{Check: "ref", Message: fmt.Sprintf("%s names %s, which the store lacks", ref, sha),
+				Hint: "a pack without its index may hold it: run `cairn doctor --fsck --repair` again in a minute, once it is indexed"})
+			continue
+		}
 		probs = append(probs, Problem{Check: "ref", Message: fmt.Sprintf("%s names %s, which the store lacks: that checkpoint is lost unless its objects come back from a backup", ref, sha),
 			Repair: "record it in " + filepath.Join(c.gitDir, cairnSubdir, quarantineSubdir, BrokenRefsFile) + " and delete the ref (`git update-ref " + ref + " " + sha + "` restores it once the objects are back)",
 			fix: func(ctx context.Context) (string, error) {
