@@ -287,6 +287,9 @@ func lockHolder(path string) (pid int, looked bool) {
 	if _, err := os.Stat("/proc/self/fd"); err != nil {
 		return 0, false
 	}
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real // /proc names files by their resolved path
+	}
 	for _, pe := range procs {
 		n, err := strconv.Atoi(pe.Name())
 		if err != nil {

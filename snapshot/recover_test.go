@@ -85,3 +85,39 @@ func TestOpenQuarantinesUnindexablePack(t *testing.T) {
 		t.Errorf("the unindexable pack is not in the quarantine: %v", err)
 	}
 }
+
+// TestCheckupLockHolder: a stale-looking lock a live process holds open is
+// reported held by that pid, with no repair; once closed, it is removable.
+func TestCheckupLockHolder(t *testing.T) {
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skip("no /proc")
+	}
+	ws, st := newTestStore(t, Options{})
+	writeTree(t, ws, map[string]string{"a.txt": "a"})
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	lock := filepath.Join(st.GitDir(), "refs", "heads", "main.lock")
+	f, err := os.Create(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * time.Minute)
+	if err := os.Chtimes(lock, old, old); err != nil {
+		t.Fatal(err)
+	}
+	c := NewCheckup(st.git)
+	probs := c.Locks()
+	if len(probs) != 1 || probs[0].Repair != "" || !strings.Contains(probs[0].Message, fmt.Sprintf("held by pid %d", os.Getpid())) {
+		t.Errorf("a held lock: %+v", probs)
+	}
+	f.Close()
+	probs = c.Locks()
+	if len(probs) != 1 || probs[0].Repair == "" || !strings.Contains(probs[0].Message, "no holder found") {
+		t.Fatalf("a lock no one holds: %+v", probs)
+	}
+	if _, err := probs[0].Fix(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(lock); err == nil {
+		t.Error("the stale lock was not removed")
+	}
+}
