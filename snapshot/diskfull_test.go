@@ -236,7 +236,8 @@ func TestLedgerTornTailRepairedBeforeAppend(t *testing.T) {
 
 // TestOpenSweepsStaleTmpObjects: temporary object files git left behind are
 // removed when the store is opened, unless young enough to be another
-// writer's work in progress.
+// writer's work in progress. A pack without its index is not one: it is
+// indexed, or (this one, empty) moved into the quarantine.
 func TestOpenSweepsStaleTmpObjects(t *testing.T) {
 	ws, st := newTestStore(t, Options{})
 	writeTree(t, ws, map[string]string{"a.txt": "a"})
@@ -245,14 +246,16 @@ func TestOpenSweepsStaleTmpObjects(t *testing.T) {
 	old := time.Now().Add(-time.Hour)
 	var stale, young []string
 	// A pack without its index (a crash between the two names) is
-	// invisible to git and would stay for good.
+	// invisible to git; it may hold a checkpoint's only copy of an object.
 	orphan, kept := "pack/pack-"+strings.Repeat("1", 40)+".pack", "pack/pack-"+strings.Repeat("2", 40)
 	for _, p := range []string{"ab/tmp_obj_old1", "ab/tmp_obj_old2", "pack/tmp_pack_old", "pack/tmp_idx_old", orphan} {
 		stale = append(stale, filepath.Join(objs, p))
 	}
 	young = append(young, filepath.Join(objs, "ab/tmp_obj_young"), filepath.Join(objs, "pack/tmp_pack_young"),
 		filepath.Join(objs, "pack/pack-"+strings.Repeat("3", 40)+".pack"))
-	for _, p := range append(append([]string(nil), stale...), young...) {
+	// Old files whose names are not quite a temporary file's are not cairn's to remove.
+	foreign := []string{filepath.Join(objs, "ab/tmp_obj_x.keep"), filepath.Join(objs, "pack/tmp_packs"), filepath.Join(objs, "pack/notes.txt")}
+	for _, p := range append(append(append([]string(nil), stale...), young...), foreign...) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -272,7 +275,7 @@ func TestOpenSweepsStaleTmpObjects(t *testing.T) {
 		}
 		keep = append(keep, p)
 	}
-	for _, p := range stale {
+	for _, p := range append(append([]string(nil), stale...), foreign...) {
 		if err := os.Chtimes(p, old, old); err != nil {
 			t.Fatal(err)
 		}
@@ -281,6 +284,14 @@ func TestOpenSweepsStaleTmpObjects(t *testing.T) {
 	for _, p := range stale {
 		if _, err := os.Lstat(p); err == nil {
 			t.Errorf("stale %s not swept at open", p)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(st.GitDir(), cairnSubdir, quarantineSubdir, "objects", filepath.FromSlash(orphan))); err != nil {
+		t.Errorf("the pack without its index git cannot index is not in the quarantine: %v", err)
+	}
+	for _, p := range foreign {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s, not a temporary file's name, swept: %v", p, err)
 		}
 	}
 	for _, p := range young {

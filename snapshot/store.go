@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -287,6 +288,7 @@ func (s *Store) withLock(ctx context.Context, fn func() error) error {
 func (s *Store) ensure(ctx context.Context) error {
 	s.sweepTemp()
 	s.sweepTmpObjects(staleTmpAge)
+	s.recoverOrphanPacks(ctx, staleTmpAge)
 	if s.layout == LayoutHankweave {
 		if err := s.migrateLegacy(); err != nil {
 			return err
@@ -338,37 +340,26 @@ func (s *Store) sweepTemp() {
 // may race another writer removes it: git finishes one in far less.
 const staleTmpAge = 5 * time.Minute
 
-// sweepTmpObjects removes temporary files git leaves in objects/ when a write
-// fails (a full disk leaves empty tmp_obj_* behind for good; git fsck warns),
-// and packs left without their index.
-// Only files older than minAge go: another git may be writing younger ones.
+// sweepTmpObjects removes temporary files git and gitobj leave in objects/
+// when a write fails (a full disk leaves empty tmp_obj_* behind for good; git
+// fsck warns), and the temporary files cairn writes beside its position and
+// stat cache. Only files whose whole name is such a temporary file's
+// (tmp_obj_*, tmp_pack_*, tmp_idx_*, tmp_rev_*, tmp_mtimes_*, tmp_bitmap_*,
+// cairn/position.tmp-<pid>, cairn/statcache.tmp-<pid>) and that are older
+// than minAge go: another git may be writing younger ones. Nothing else is
+// removed: a pack without its index is indexed at open (recoverOrphanPacks).
 func (s *Store) sweepTmpObjects(minAge time.Duration) {
 	objects := filepath.Join(s.gitDir, "objects")
-	sweep := func(dir string, prefixes ...string) {
+	sweep := func(dir string, name *regexp.Regexp, age time.Duration) {
 		ents, err := os.ReadDir(dir)
 		if err != nil {
 			return
 		}
-		names := map[string]bool{}
 		for _, e := range ents {
-			names[e.Name()] = true
-		}
-		for _, e := range ents {
-			n := e.Name()
-			// A pack without its index (a writer killed between naming the
-			// two, or between removing a merged pack's index and the pack)
-			// is invisible to git, which never removes it. Only old ones:
-			// the index may be on its way.
-			stem, isPack := strings.CutSuffix(n, ".pack")
-			orphan := isPack && strings.HasPrefix(n, "pack-") && !names[stem+".idx"]
-			if e.IsDir() || !hasAnyPrefix(n, prefixes) && !orphan {
+			if e.IsDir() || !name.MatchString(e.Name()) {
 				continue
 			}
-			p := filepath.Join(dir, n)
-			age := minAge
-			if orphan {
-				age = max(minAge, staleTmpAge)
-			}
+			p := filepath.Join(dir, e.Name())
 			if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) >= age {
 				_ = os.Remove(p)
 			}
@@ -378,22 +369,16 @@ func (s *Store) sweepTmpObjects(minAge time.Duration) {
 	if err != nil {
 		return
 	}
-	sweep(objects, "tmp_obj_")
+	sweep(objects, tmpObjectName, minAge)
 	for _, e := range ents {
-		if e.IsDir() && len(e.Name()) == 2 {
-			sweep(filepath.Join(objects, e.Name()), "tmp_obj_")
+		if e.IsDir() && hexDir.MatchString(e.Name()) {
+			sweep(filepath.Join(objects, e.Name()), tmpObjectName, minAge)
 		}
 	}
-	sweep(filepath.Join(objects, "pack"), "tmp_pack_", "tmp_idx_", "tmp_rev_", "tmp_mtimes_", "tmp_bitmap_")
-}
-
-func hasAnyPrefix(s string, prefixes []string) bool {
-	for _, p := range prefixes {
-		if strings.HasPrefix(s, p) {
-			return true
-		}
-	}
-	return false
+	sweep(filepath.Join(objects, "pack"), tmpPackName, minAge)
+	// A live writer of these holds the store's lock, which a sweep in a
+	// seal holds too: only old ones, whatever the caller allows.
+	sweep(filepath.Join(s.gitDir, cairnSubdir), cairnTmpName, max(minAge, staleTmpAge))
 }
 
 // migrateLegacy renames a pre-0.10 `checkpoints/.git` into place, or

@@ -252,10 +252,13 @@ func (d *DB) writePack(objs []packEntry) (string, error) {
 	idx.Write(ih.Sum(nil))
 
 	base := filepath.Join(dir, "pack-"+hex.EncodeToString(sum))
+	created := false
 	if freshen(base + ".pack") { // the same objects in the same order: this pack
 		discard(tmp)
 	} else if err := finalize(tmp, base+".pack", filepath.Base(base)+".pack"); err != nil {
 		return "", err
+	} else {
+		created = true
 	}
 	if idxFault != nil {
 		err = idxFault()
@@ -264,8 +267,11 @@ func (d *DB) writePack(objs []packEntry) (string, error) {
 	}
 	if err != nil {
 		// A pack without its index is invisible to git and would stay for
-		// good (a full disk, then retried seals, would leave one each).
-		if _, serr := os.Lstat(base + ".idx"); errors.Is(serr, fs.ErrNotExist) {
+		// good (a full disk, then retried seals, would leave one each). Only
+		// the one just written goes: a pack found already there (one left
+		// without its index, which the next open indexes) is not this
+		// write's to remove.
+		if _, serr := os.Lstat(base + ".idx"); created && errors.Is(serr, fs.ErrNotExist) {
 			os.Remove(base + ".pack")
 		}
 		return "", err

@@ -35,10 +35,14 @@ type finding struct {
 	Problem bool   `json:"problem"`
 	Message string `json:"message"`
 	Fix     string `json:"fix,omitempty"`
+	// Repaired says what --repair did about a problem found (Problem is
+	// then false).
+	Repaired string `json:"repaired,omitempty"`
 }
 
 type doctor struct {
 	findings []finding
+	repair   bool // --repair: make the repairs store findings name
 }
 
 func (d *doctor) ok(check, format string, a ...any) {
@@ -50,15 +54,17 @@ func (d *doctor) bad(check, fix, format string, a ...any) {
 }
 
 func runDoctor(ctx context.Context, e *env, args []string) error {
-	fs := newFlags("doctor", "doctor [--fsck] [--socket P] [--state-dir D] [--json] [WORKSPACE]...", e)
+	fs := newFlags("doctor", "doctor [--fsck [--repair]] [--socket P] [--state-dir D] [--json] [WORKSPACE]...", e)
 	var df daemonFlags
 	df.register(fs)
-	fsck := fs.Bool("fsck", false, "run git fsck on every store (slow on big stores)")
+	fsck := fs.Bool("fsck", false, "run git fsck on every store and read every loose object (slow on big stores)")
+	repair := fs.Bool("repair", false, "make the repair each finding names (implies --fsck)")
 	asJSON := fs.Bool("json", false, "print the findings as JSON")
 	dirs, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
+	*fsck = *fsck || *repair
 	// Without a daemon to ask, the state and socket are the ones a daemon
 	// started here would use: the flag, else the mode's config, else the default.
 	cfg, _ := agent.LoadConfig(platform.DefaultPaths().Config)
@@ -74,7 +80,7 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 		socket = cfg.Socket
 	}
 	socket = socketPath(socket, state)
-	d := &doctor{}
+	d := &doctor{repair: *repair}
 
 	gitPath, ver, gitErr := snapshot.FindGit(ctx)
 	switch {
@@ -181,6 +187,8 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 		for _, f := range d.findings {
 			if f.Problem {
 				fmt.Fprintf(e.stdout, "FAIL %-8s %s; fix: %s\n", f.Check, f.Message, f.Fix)
+			} else if f.Repaired != "" {
+				fmt.Fprintf(e.stdout, "fixed %-7s %s; did: %s\n", f.Check, f.Message, f.Repaired)
 			} else {
 				fmt.Fprintf(e.stdout, "ok   %-8s %s\n", f.Check, f.Message)
 			}
@@ -391,6 +399,7 @@ func (d *doctor) checkStore(ctx context.Context, gitPath string, ver snapshot.Ve
 	}
 	if gitErr == nil {
 		g := &snapshot.Git{Path: gitPath, Version: ver, Dir: gitDir, Home: filepath.Dir(gitDir)}
+		d.checkup(ctx, g, gitDir, fsck) // first: a repair (a pack indexed) may bring main back
 		var mainErr error
 		if _, err := g.Run(ctx, nil, "rev-parse", "--verify", "-q", "refs/heads/main^{commit}"); err != nil {
 			mainErr = err
@@ -468,9 +477,55 @@ func (d *doctor) checkStore(ctx context.Context, gitPath string, ver snapshot.Ve
 	}
 	d.checkLock(filepath.Join(gitDir, "cairn", "lock"))
 	d.checkLock(filepath.Join(filepath.Dir(gitDir), ".cairn-init.lock"))
-	if fi, err := os.Stat(filepath.Join(gitDir, "cairn", "index.lock")); err == nil && time.Since(fi.ModTime()) > time.Minute {
-		d.bad("lock", "none needed: the next seal removes it; or rm "+filepath.Join(gitDir, "cairn", "index.lock"),
-			"%s left by an interrupted seal", filepath.Join(gitDir, "cairn", "index.lock"))
+}
+
+// checkup examines what seals rely on (snapshot.Checkup): lock files, packs
+// without their index, cairn's index and stat cache; with --fsck also every
+// loose object and the objects refs name. With --repair each finding's
+// repair is made, under the store's lock, and the next check sees its result.
+func (d *doctor) checkup(ctx context.Context, g *snapshot.Git, gitDir string, fsck bool) {
+	c := snapshot.NewCheckup(g)
+	repair := d.repair
+	if repair {
+		lctx, cancel := context.WithTimeout(ctx, time.Minute)
+		unlock, err := snapshot.LockStore(lctx, gitDir)
+		cancel()
+		if err != nil {
+			d.bad("store", "stop what holds the store's lock (a stuck cairn process) and run again",
+				"%s: cannot take the store's lock to repair it: %v", gitDir, err)
+			repair = false
+		} else {
+			defer unlock()
+		}
+	}
+	checks := []func() []snapshot.Problem{c.Locks, c.Packs}
+	if fsck {
+		checks = append(checks, c.LooseObjects)
+	}
+	checks = append(checks, func() []snapshot.Problem { return c.Index(ctx) }, c.StatCache)
+	if fsck {
+		checks = append(checks, func() []snapshot.Problem { return c.Refs(ctx) })
+	}
+	for _, check := range checks {
+		for _, p := range check() {
+			switch {
+			case p.Repair == "":
+				hint := p.Hint
+				if hint == "" {
+					hint = "none by cairn: look at it by hand"
+				}
+				d.bad(p.Check, hint, "%s", p.Message)
+			case !repair:
+				d.bad(p.Check, "`cairn doctor --fsck --repair` would "+p.Repair, "%s", p.Message)
+			default:
+				did, err := p.Fix(ctx)
+				if err != nil {
+					d.bad(p.Check, p.Repair+" by hand", "%s; the repair failed: %v", p.Message, err)
+					continue
+				}
+				d.findings = append(d.findings, finding{Check: p.Check, Message: p.Message, Repaired: did})
+			}
+		}
 	}
 }
 
