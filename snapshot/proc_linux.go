@@ -3,7 +3,6 @@ package snapshot
 import (
 	"os/exec"
 	"runtime"
-	"sync"
 	"syscall"
 )
 
@@ -16,29 +15,29 @@ func childAttr() *syscall.SysProcAttr {
 // process, and Go ends a thread when a goroutine locked to it exits; any
 // goroutine may lock the thread a child was forked on. Every child is
 // therefore forked by one goroutine that locks its thread and never returns:
-// that thread ends only with cairn.
-var spawner struct {
-	once sync.Once
-	req  chan spawnCall
-}
+// that thread ends only with cairn. It starts with the package, so it is
+// there before anything counts goroutines.
+var spawnReq = startSpawner()
 
 type spawnCall struct {
 	cmd  *exec.Cmd
 	done chan error
 }
 
+func startSpawner() chan spawnCall {
+	req := make(chan spawnCall)
+	go func() {
+		runtime.LockOSThread() // never unlocked
+		for c := range req {
+			c.done <- c.cmd.Start()
+		}
+	}()
+	return req
+}
+
 func spawn(cmd *exec.Cmd) error {
-	spawner.once.Do(func() {
-		spawner.req = make(chan spawnCall)
-		go func() {
-			runtime.LockOSThread() // never unlocked
-			for c := range spawner.req {
-				c.done <- c.cmd.Start()
-			}
-		}()
-	})
 	c := spawnCall{cmd: cmd, done: make(chan error, 1)}
-	spawner.req <- c
+	spawnReq <- c
 	return <-c.done
 }
 
