@@ -237,6 +237,9 @@ func (wk *worker) life(ctx context.Context, first bool) error {
 	var waitErr error
 	go func() {
 		waitErr = cmd.Wait()
+		// Nothing the worker started outlives it: a git it left (killed
+		// with it, by Pdeathsig, is the rule) would hold its store's lock.
+		killSession(cmd.Process.Pid)
 		close(exited)
 	}()
 	wk.setState(workerRunning, "", cmd.Process.Pid)

@@ -65,6 +65,11 @@ func readPid(f *os.File) string {
 	return strings.TrimSpace(string(b[:n]))
 }
 
+// File is the locked file: a child started with it (exec.Cmd.ExtraFiles)
+// shares the lock, which then lasts until the last of them closes it or
+// Unlock releases it.
+func (l *FileLock) File() *os.File { return l.f }
+
 // Unlock releases the lock and clears the pid. The file stays, so the next
 // holder reuses it.
 func (l *FileLock) Unlock() error {

@@ -27,6 +27,7 @@ type FileLock struct{}
 func Lock(path string) (*FileLock, error)               { return nil, ErrUnsupported }
 func TryLock(path string) (*FileLock, error)            { return nil, ErrUnsupported }
 func (l *FileLock) Unlock() error                       { return nil }
+func (l *FileLock) File() *os.File                      { return nil }
 func SyncFS(path string) error                          { return ErrUnsupported }
 func OwnerUID(path string) (uint32, bool)               { return 0, false }
 func Owner(path string) (uid, gid uint32, ok bool)      { return 0, 0, false }

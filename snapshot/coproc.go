@@ -48,7 +48,8 @@ func startCoproc(g *Git, args ...string) (*coproc, error) {
 		return nil, err
 	}
 	cmd.Stdin, cmd.Stdout = inR, outW
-	err = cmd.Start()
+	// Read-only: it never gets the store lock, which it would outlive.
+	err = startChild(cmd)
 	inR.Close()
 	outW.Close()
 	if err != nil {
@@ -59,7 +60,8 @@ func startCoproc(g *Git, args ...string) (*coproc, error) {
 	return &coproc{cmd: cmd, in: inW, out: outR, r: bufio.NewReaderSize(outR, 64<<10)}, nil
 }
 
-// stop closes git's stdin (it exits at EOF), kills it if need be and reaps it.
+// stop closes git's stdin (it exits at EOF), kills its process group if
+// need be and reaps it.
 func (c *coproc) stop() {
 	if c == nil {
 		return
@@ -70,10 +72,11 @@ func (c *coproc) stop() {
 		select {
 		case <-done:
 		default:
+			_ = killGroup(c.cmd.Process.Pid)
 			c.cmd.Process.Kill()
 		}
 	})
-	_ = c.cmd.Wait()
+	_ = waitChild(c.cmd)
 	close(done)
 	timer.Stop()
 	c.out.Close()

@@ -127,6 +127,9 @@ type Git struct {
 	// Background runs git at the lowest CPU and I/O priority (maintenance),
 	// so a seal running meanwhile is not slowed by it.
 	Background bool
+	// held is the store's lock while a Store holds it: each git started
+	// meanwhile inherits it (proc.go).
+	held *lockHolder
 }
 
 // env is the whole environment of a git process.
@@ -206,12 +209,22 @@ func (g *Git) run(ctx context.Context, w io.Writer, stdin io.Reader, args []stri
 	cmd.Stdout = w
 	var stderr bytes.Buffer
 	cmd.Stderr = &limitedWriter{w: &stderr, n: 64 << 10}
-	err := cmd.Start()
+	// A cancelled call kills git's whole process group, not git alone.
+	cmd.Cancel = func() error {
+		_ = killGroup(cmd.Process.Pid)
+		return cmd.Process.Kill()
+	}
+	lock, started := g.held.hold()
+	if lock != nil {
+		cmd.ExtraFiles = []*os.File{lock} // the store lock lasts while git does (proc.go)
+	}
+	err := startChild(cmd)
+	started()
 	if err == nil {
 		if g.Background {
 			platform.Deprioritize(cmd.Process.Pid)
 		}
-		err = cmd.Wait()
+		err = waitChild(cmd)
 	}
 	if err != nil {
 		code := -1

@@ -1347,8 +1347,9 @@ func (s *Store) lockRef(e *inproc, ref, sha string) (*refMove, error) {
 		strings.TrimSpace(strings.TrimPrefix(string(head), "ref:")) == ref {
 		return mv, nil
 	}
-	// Under the store lock only a killed seal leaves a lock in a plain
-	// store; the runtime writes a Hankweave store's refs itself.
+	// Under the store lock no cairn runs, nor any git one started (proc.go):
+	// a lock in a plain store is a dead writer's. The runtime writes a
+	// Hankweave store's refs itself.
 	stale := time.Duration(0)
 	if s.layout == LayoutHankweave {
 		stale = time.Minute

@@ -249,7 +249,7 @@ func (c *Checkup) Locks() []Problem {
 			continue
 		}
 		age := time.Since(fi.ModTime()).Round(time.Second)
-		pid, looked := lockHolder(p)
+		pid, looked := lockFileHolder(p)
 		switch {
 		case pid > 0:
 			if age > staleLockAge {
@@ -277,9 +277,9 @@ func (c *Checkup) Locks() []Problem {
 	return out
 }
 
-// lockHolder finds a process holding path open, through /proc; looked is
+// lockFileHolder finds a process holding path open, through /proc; looked is
 // false where there is no /proc to look in.
-func lockHolder(path string) (pid int, looked bool) {
+func lockFileHolder(path string) (pid int, looked bool) {
 	procs, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0, false

@@ -230,11 +230,18 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 		c.added, c.changed, c.removed, c.err = s.diffCounts(ctx, parent, sha)
 		countC <- c
 	}()
-	if s.layout == LayoutPlain && (strings.HasPrefix(ref, "refs/cairn/") || strings.HasPrefix(ref, "refs/heads/run-")) {
-		// Under the store lock only a killed seal leaves a ref lock in a
-		// plain store (the in-process engine's LockRef takes it so too).
-		if err := os.Remove(filepath.Join(s.gitDir, filepath.FromSlash(ref)+".lock")); err == nil {
-			zerologCtx(ctx).Warn().Str("ref", ref).Msg("removed a ref lock left by an interrupted seal")
+	if strings.HasPrefix(ref, "refs/cairn/") || strings.HasPrefix(ref, "refs/heads/run-") {
+		// Under the store lock no cairn runs, nor any git one started (each
+		// holds the store lock while it lives: proc.go), so in a plain store
+		// a ref lock is a dead writer's. The runtime writes a Hankweave
+		// store's refs itself: there only a lock a minute old is taken for
+		// stale, as the in-process engine's LockRef does.
+		lock := filepath.Join(s.gitDir, filepath.FromSlash(ref)+".lock")
+		fi, err := os.Lstat(lock)
+		if err == nil && (s.layout == LayoutPlain || time.Since(fi.ModTime()) >= time.Minute) {
+			if err := os.Remove(lock); err == nil {
+				zerologCtx(ctx).Warn().Str("ref", ref).Msg("removed a ref lock left by an interrupted seal")
+			}
 		}
 	}
 	if _, err := s.git.Run(ctx, nil, "update-ref", "-m", "cairn: "+string(req.Kind)+" "+rec.ID, ref, sha, oldTip); err != nil {

@@ -58,7 +58,9 @@ func (s *Store) stage(ctx context.Context, g *Git, sel *Selector, changed []stri
 	if b, err := readNoFollow(metaPath, maxSmallFile); err == nil {
 		_ = json.Unmarshal(b, &prev)
 	}
-	// Under the store lock no other cairn runs: an index.lock is a killed seal's.
+	// Under the store lock no cairn runs, nor any git one started (each git
+	// holds the store lock as long as it lives: proc.go): an index.lock is a
+	// dead writer's.
 	if err := os.Remove(g.Index + ".lock"); err == nil {
 		zerologCtx(ctx).Warn().Str("store", s.gitDir).Msg("removed a stale index lock left by an interrupted seal")
 	}

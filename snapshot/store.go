@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -72,6 +73,7 @@ type Store struct {
 	git      *Git
 
 	mu         sync.Mutex
+	held       lockHolder    // the store lock while withLock holds it
 	records    []ckpt.Record // the ledger, plus unwritten
 	ledgerSize int64
 	// unwritten are records whose append failed (a full disk): kept in
@@ -167,7 +169,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("unknown layout %q (want auto, hankweave or plain)", s.layout)
 	}
 	s.git = &Git{Path: gitPath, Version: ver, Dir: s.gitDir, WorkTree: s.workTree,
-		Index: filepath.Join(s.gitDir, cairnSubdir, "index"), Home: s.home}
+		Index: filepath.Join(s.gitDir, cairnSubdir, "index"), Home: s.home, held: &s.held}
 
 	if opts.NoCreate && !s.exists() {
 		return nil, fmt.Errorf("%w for %s yet", ErrNoStore, abs)
@@ -262,11 +264,25 @@ func lockCtx(ctx context.Context, path string) (*platform.FileLock, error) {
 		}
 		select {
 		case <-ctx.Done():
+			if pid := lockPid(path); pid > 0 && !platform.ProcessRunning(pid) {
+				// The git processes a killed cairn started hold it (proc.go).
+				return nil, fmt.Errorf("waiting for store lock: %w (%s is held by a process cairn pid %d started, which outlived it: a git still running?)", ctx.Err(), path, pid)
+			}
 			return nil, fmt.Errorf("waiting for store lock: %w (%v)", ctx.Err(), err)
 		case <-time.After(delay):
 		}
 		delay = min(delay*2, 200*time.Millisecond)
 	}
+}
+
+// lockPid is the pid a lock file names, or 0.
+func lockPid(path string) int {
+	b, err := readNoFollow(path, maxSmallFile)
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
 }
 
 // withLock runs fn holding the in-process mutex and the store's file lock.
@@ -281,6 +297,9 @@ func (s *Store) withLock(ctx context.Context, fn func() error) error {
 		return err
 	}
 	defer lk.Unlock()
+	// Every git started until the unlock holds the lock too (proc.go).
+	s.held.set(lk.File())
+	defer s.held.set(nil)
 	return fn()
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/platform/service"
+	"github.com/cairn-dev/cairn/snapshot"
 )
 
 func init() {
@@ -33,6 +34,8 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 	if len(pos) > 0 {
 		return usageErr("daemon takes no arguments; use --watch DIR")
 	}
+	// No git the daemon started outlives it.
+	defer snapshot.KillChildren()
 	if *worker {
 		return runWorker(ctx, e, df.stateDir, df.sock, *maxRuntime)
 	}

@@ -1,0 +1,56 @@
+package agent
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestKillSession: what a worker left in its session when it exited (a git
+// in its own process group, and what that started) is killed; a process of
+// another session is not.
+func TestKillSession(t *testing.T) {
+	pidFile := t.TempDir() + "/pid"
+	// The "worker": a session leader whose child runs in a group of its own
+	// (as a git does) and outlives it.
+	worker := exec.Command("/bin/sh", "-c", `set -m; sleep 60 & echo $! >`+pidFile+`; exit 0`)
+	worker.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := worker.Run(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	other := exec.Command("sleep", "60")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait(); _ = syscall.Kill(left, syscall.SIGKILL) })
+	gone := func(pid int) bool {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		i := bytes.LastIndexByte(b, ')')
+		return err != nil || i < 0 || len(b) < i+3 || b[i+2] == 'Z'
+	}
+	if gone(left) {
+		t.Fatal("the worker's child did not outlive it: the test shows nothing")
+	}
+
+	killSession(worker.Process.Pid)
+	deadline := time.Now().Add(10 * time.Second)
+	for !gone(left) {
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d, left in the exited worker's session, still runs", left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if gone(other.Process.Pid) {
+		t.Error("a process of another session was killed")
+	}
+}
