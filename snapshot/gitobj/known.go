@@ -113,12 +113,21 @@ func (k *Known) Refresh() (lost bool) {
 			continue
 		}
 		k.looseSeen[dir] = now // taken before the objects are looked at
-		for id := range ids {
-			if k.inPacks(id) {
-				delete(ids, id)
-				continue
+		// One listing of the folder rather than a look-up per object (a git
+		// seal adds objects to a few dozen folders of hundreds each).
+		names := map[string]bool{}
+		if f, err := os.Open(filepath.Join(k.d.Dir, dir)); err == nil {
+			list, _ := f.Readdirnames(-1)
+			f.Close()
+			for _, n := range list {
+				names[n] = true
 			}
-			if fi, err := os.Lstat(k.d.Path(id)); err != nil || !fi.Mode().IsRegular() {
+		}
+		for id := range ids {
+			switch {
+			case k.inPacks(id):
+				delete(ids, id)
+			case !names[id[2:]]:
 				delete(ids, id)
 				lost = true
 			}
