@@ -943,10 +943,11 @@ func (e *inproc) has(id string) bool {
 
 // vouchGitTree checks, after git wrote tree from cairn's index, that every
 // object it names is stored: write-tree reuses the index's cached trees
-// without looking at their blobs. A missing one removes the index (the
+// without looking at their blobs. Against the parent's tree (ptree, when
+// known and found whole before), only what differs is looked at. A missing one removes the index (the
 // next seal rebuilds it from the work tree, storing each blob again).
 // Stores whose config the engine cannot read are left to git.
-func (s *Store) vouchGitTree(ctx context.Context, tree string) error {
+func (s *Store) vouchGitTree(ctx context.Context, tree, ptree string) error {
 	e, err := s.engine(ctx)
 	if err != nil {
 		return nil
@@ -954,7 +955,7 @@ func (s *Store) vouchGitTree(ctx context.Context, tree string) error {
 	if e.known.Refresh() {
 		clear(e.whole)
 	}
-	err = e.vouch(ctx, s, tree, "", "")
+	err = e.vouch(ctx, s, tree, ptree, "")
 	var missing *errMissingObject
 	if errors.As(err, &missing) {
 		s.closeEngine()

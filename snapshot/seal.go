@@ -174,7 +174,7 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 		return fail(s.damageHint(err))
 	}
 	tree := strings.TrimSpace(string(treeOut))
-	if err := s.vouchGitTree(ctx, tree); err != nil {
+	if err := s.vouchGitTree(ctx, tree, pc.tree); err != nil {
 		return fail(err)
 	}
 	faultPoint("write-tree")

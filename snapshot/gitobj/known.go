@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-dev/cairn/platform"
@@ -35,6 +36,10 @@ type Known struct {
 	// tell is looked at again.
 	loose     map[string]map[string]bool
 	looseSeen map[string]dirStamp
+	// fine is set once a folder time with a part finer than 100 ms was
+	// seen: the store's file system keeps fine times, and a folder settles
+	// sooner.
+	fine atomic.Bool
 }
 
 // dirStamp is a folder's modification and change time, and whether it was
@@ -45,19 +50,29 @@ type dirStamp struct {
 	settled      bool
 }
 
-// looseSettle is how old a folder's times must be for them to vouch that
-// nothing in it changed since: beyond the coarsest timestamp granularity
-// (2 s, FAT) and the kernel's clock lag.
-const looseSettle = 2*time.Second + 100*time.Millisecond
+// How old a folder's times must be for them to vouch that nothing in it
+// changed since: beyond the file system's timestamp granularity (up to 2 s,
+// FAT; under 100 ms once a finer time was seen) and the kernel's clock lag.
+const (
+	looseSettleCoarse = 2*time.Second + 100*time.Millisecond
+	looseSettleFine   = 150 * time.Millisecond
+)
 
-func stampDir(path string) (dirStamp, bool) {
+func (k *Known) stampDir(path string) (dirStamp, bool) {
 	fi, err := os.Lstat(path)
 	if err != nil || !fi.IsDir() {
 		return dirStamp{}, false
 	}
 	m, c := fi.ModTime().UnixNano(), platform.ChangeTime(fi)
+	if m%int64(100*time.Millisecond) != 0 || c%int64(100*time.Millisecond) != 0 {
+		k.fine.Store(true)
+	}
+	settle := looseSettleCoarse
+	if k.fine.Load() {
+		settle = looseSettleFine
+	}
 	now := time.Now().UnixNano()
-	return dirStamp{mtime: m, ctime: c, settled: max(m, c)+looseSettle.Nanoseconds() <= now}, true
+	return dirStamp{mtime: m, ctime: c, settled: max(m, c)+settle.Nanoseconds() <= now}, true
 }
 
 type knownIndex struct {
@@ -108,7 +123,7 @@ func (k *Known) Refresh() (lost bool) {
 	}
 	for dir, ids := range k.loose {
 		was := k.looseSeen[dir]
-		now, ok := stampDir(filepath.Join(k.d.Dir, dir))
+		now, ok := k.stampDir(filepath.Join(k.d.Dir, dir))
 		if ok && was.settled && now == was {
 			continue
 		}
@@ -196,7 +211,7 @@ func (k *Known) Has(id string) bool {
 	}
 	dir := id[:2]
 	if _, seen := k.looseSeen[dir]; !seen {
-		st, _ := stampDir(filepath.Join(k.d.Dir, dir)) // before the object is looked at
+		st, _ := k.stampDir(filepath.Join(k.d.Dir, dir)) // before the object is looked at
 		k.looseSeen[dir] = st
 	}
 	fi, err := os.Lstat(k.d.Path(id))
