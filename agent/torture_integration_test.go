@@ -332,7 +332,8 @@ func tortureRun(t *testing.T, u *testUser, engine string, seed int64, kills int,
 }
 
 // tortureWriter changes files under ws until stop closes: creates, edits
-// (appends), same-size rewrites, deletes and renames across 20 folders. As
+// (appends), same-size rewrites, deletes and renames across 20 folders, in
+// bursts of 0.05–0.5 s at up to 500 ops/s with pauses of up to 0.25 s. As
 // root for a user's workspace it gives what it creates to the user.
 func tortureWriter(ws string, u *testUser, rng *rand.Rand, stop <-chan struct{}, n *atomic.Int64) {
 	tick := time.NewTicker(2 * time.Millisecond)
@@ -346,11 +347,22 @@ func tortureWriter(ws string, u *testUser, rng *rand.Rand, stop <-chan struct{},
 			_ = os.Lchown(p, u.uid, u.gid)
 		}
 	}
+	burst := time.Now().Add(time.Duration(50+rng.Intn(450)) * time.Millisecond)
 	for i := 0; ; i++ {
 		select {
 		case <-stop:
 			return
 		case <-tick.C:
+		}
+		if time.Now().After(burst) {
+			// A pause now and then lets the quiet period pass: autosaves
+			// then start at many moments, not only at the maximum wait.
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(rng.Intn(250)) * time.Millisecond):
+			}
+			burst = time.Now().Add(time.Duration(50+rng.Intn(450)) * time.Millisecond)
 		}
 		p := name()
 		switch op := rng.Intn(10); {
