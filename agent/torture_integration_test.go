@@ -1,0 +1,676 @@
+//go:build linux
+
+package agent_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/agent/client"
+	"github.com/cairn-dev/cairn/snapshot"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
+)
+
+// TestKill9Torture kills the daemon with SIGKILL again and again, at random
+// moments, while a writer changes a plain workspace hundreds of times a
+// second, and restarts it on the same state directory each time. Only the
+// daemon's pid is killed, never its process group: git commands it started
+// are left running, as after a real crash, and must die with it or be coped
+// with by the next daemon.
+//
+// It runs for both engines and, as root, twice: the daemon as root and the
+// daemon as an unprivileged user made for the test. Afterwards (writer
+// stopped, a final `cairn checkpoint` through the daemon):
+//
+//   - the final checkpoint's tree is the tree git itself builds from the disk
+//     (a temporary index, `git add -A`): no change lost;
+//   - every ledger record with a commit has that commit and every object it
+//     reaches (`git rev-list --objects --missing=print`);
+//   - the ledger ids are c1..cN, each once (failed seals take ids too);
+//   - `git fsck --strict --no-dangling` is clean;
+//   - the store was never stuck: on most lifetimes the test waits, before
+//     killing, for the new daemon to seal a checkpoint, and fails ("stuck")
+//     when none comes within 30 s. A quarter of the kills do not wait, so
+//     that startup reconciles are killed too.
+//
+// Budget: CAIRN_TORTURE_KILLS kills per engine and user (default 3, 2 with
+// -short, so that it lives in `go test ./...`; .ci/run gives 40), spaced
+// 0.05–2 s, within CAIRN_TORTURE_TIME per engine and user (default 4m;
+// .ci/run gives 60s). CAIRN_TORTURE_SEED replays a run's kill
+// timing and writer (the daemon's own scheduling is not replayed).
+func TestKill9Torture(t *testing.T) {
+	kills := 3
+	if testing.Short() {
+		kills = 2
+	}
+	if v := os.Getenv("CAIRN_TORTURE_KILLS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			t.Fatalf("CAIRN_TORTURE_KILLS=%q: want a count", v)
+		}
+		kills = n
+	}
+	budget := 4 * time.Minute
+	if v := os.Getenv("CAIRN_TORTURE_TIME"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("CAIRN_TORTURE_TIME=%q: %v", v, err)
+		}
+		budget = d
+	}
+	seed := time.Now().UnixNano()
+	if v := os.Getenv("CAIRN_TORTURE_SEED"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatalf("CAIRN_TORTURE_SEED=%q: %v", v, err)
+		}
+		seed = n
+	}
+	t.Logf("seed %d (CAIRN_TORTURE_SEED=%d replays it), %d kills per run, budget %s", seed, seed, kills, budget)
+	users := []string{"self"}
+	if os.Geteuid() == 0 {
+		users = append(users, "user")
+	}
+	for _, who := range users {
+		for _, engine := range []string{"inproc", "git"} {
+			t.Run(who+"/"+engine, func(t *testing.T) {
+				var u *testUser
+				if who == "user" {
+					nu := newUser(t)
+					u = &nu
+				}
+				tortureRun(t, u, engine, seed, kills, budget)
+			})
+		}
+	}
+}
+
+// tortureFigures are what one run counts.
+type tortureFigures struct {
+	kills, early, orphans, stuck                          int
+	records, ok, partial, racy, failed, recovered, pruned int
+	writes                                                int64
+}
+
+func tortureRun(t *testing.T, u *testUser, engine string, seed int64, kills int, budget time.Duration) {
+	base := openBase(t)
+	ws := filepath.Join(base, "ws")
+	state := filepath.Join(base, "state")
+	for i := range 200 {
+		write(t, filepath.Join(ws, fmt.Sprintf("d%02d/f%03d.txt", i%20, i)), fmt.Sprintf("start %d\n", i))
+	}
+	// Many files and a few big ones the writer rewrites whole: the git
+	// children a seal starts then run long enough to be caught by a kill.
+	for i := range 2000 {
+		write(t, filepath.Join(ws, fmt.Sprintf("bulk/b%02d/g%04d.txt", i%40, i)), fmt.Sprintf("bulk %d\n", i))
+	}
+	for i := range 6 {
+		write(t, filepath.Join(ws, fmt.Sprintf("big/big%d.bin", i)), strings.Repeat(fmt.Sprintf("%015d\n", i), 1<<17))
+	}
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(base, "cairn.toml")
+	write(t, conf, fmt.Sprintf("[defaults]\nengine = %q\nautosave = true\nautosave_quiet = \"100ms\"\nautosave_max_wait = \"1s\"\n", engine))
+	if u != nil {
+		chownTree(t, base, *u)
+	}
+	real, _ := filepath.EvalSymlinks(ws)
+	home := filepath.Join(state, "stores", snapshot.PlainStoreName(real))
+	gitDir := filepath.Join(home, "store.git")
+
+	d := &tortureDaemon{t: t, user: u, state: state, socket: filepath.Join(state, "cairn.sock"),
+		args: []string{"--config", conf, "--watch", ws}}
+	d.start()
+	t.Cleanup(func() {
+		d.kill()
+		if t.Failed() {
+			t.Logf("the last daemons' logs:\n%s", d.logs())
+		}
+	})
+	waitFor(t, 60*time.Second, "a baseline", func() bool {
+		return slices.ContainsFunc(ledgerFile(home), func(r ckpt.Record) bool { return r.Kind == ckpt.KindBaseline && r.SHA != "" })
+	})
+
+	// The writer: creates, edits, same-size rewrites, deletes and renames,
+	// one every 2 ms at most.
+	stop := make(chan struct{})
+	var writes atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tortureWriter(ws, u, rand.New(rand.NewSource(seed)), stop, &writes)
+	}()
+
+	var f tortureFigures
+	rng := rand.New(rand.NewSource(seed + 1))
+	start := time.Now()
+	lastSealed := maxSealed(ledgerFile(home))
+	for f.kills < kills && time.Since(start) < budget {
+		// Most lifetimes must seal a checkpoint before they are killed:
+		// the store is not stuck. The others are killed whenever, startup
+		// included.
+		if rng.Intn(4) == 0 {
+			f.early++
+		} else {
+			deadline := time.Now().Add(30 * time.Second)
+			for maxSealed(ledgerFile(home)) <= lastSealed {
+				if time.Now().After(deadline) {
+					f.stuck++
+					t.Errorf("stuck: daemon lifetime %d (after %d kills) sealed no checkpoint within 30 s (seed %d); "+
+						"git processes on the store: %v; lock files: %v; its log:\n%s",
+						f.kills+1, f.kills, seed, storeGits(gitDir), lockFiles(gitDir), d.lastLog())
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		time.Sleep(time.Duration(50+rng.Intn(1951)) * time.Millisecond)
+		f.orphans += d.kill()
+		f.kills++
+		d.start()
+		lastSealed = maxSealed(ledgerFile(home))
+	}
+	close(stop)
+	wg.Wait()
+	f.writes = writes.Load()
+	elapsed := time.Since(start)
+
+	// A final checkpoint through the daemon holds the disk as it is now.
+	var final ckpt.Record
+	waitFor(t, 60*time.Second, "a final checkpoint sealed ok", func() bool {
+		out, err := d.cairn("checkpoint", ws, "--label", "final", "--json", "--socket", d.socket, "--state-dir", state)
+		final = ckpt.Record{}
+		if jerr := json.Unmarshal(out, &final); jerr != nil {
+			t.Logf("final checkpoint: %v: %s", err, out)
+			return false
+		}
+		if final.State != ckpt.StateOK {
+			t.Logf("final checkpoint %s: %s %s", final.ID, final.State, final.Error)
+		}
+		return final.State == ckpt.StateOK
+	})
+	// The daemon is stopped cleanly before the store is examined.
+	d.term()
+
+	recs := ledgerFile(home)
+	f.records = len(recs)
+	errs := map[string]int{}
+	for _, r := range recs {
+		switch r.State {
+		case ckpt.StateOK:
+			f.ok++
+		case ckpt.StatePartial:
+			f.partial++
+		case ckpt.StateRacy:
+			f.racy++
+		case ckpt.StateFailed:
+			f.failed++
+			errs[r.Error]++
+		case ckpt.StatePruned:
+			f.pruned++
+		}
+		if r.Recovered {
+			f.recovered++
+		}
+	}
+	for e, n := range errs {
+		t.Logf("failed ×%d: %s", n, e)
+	}
+
+	// Ids: c1..cN, each once.
+	byNum := map[int]int{}
+	top := 0
+	for _, r := range recs {
+		n, ok := ckpt.LedgerNum(r.ID)
+		if !ok {
+			t.Errorf("ledger id %q is not c<N>", r.ID)
+			continue
+		}
+		byNum[n]++
+		top = max(top, n)
+	}
+	var gaps, dups []string
+	for n := 1; n <= top; n++ {
+		switch {
+		case byNum[n] == 0:
+			gaps = append(gaps, "c"+strconv.Itoa(n))
+		case byNum[n] > 1:
+			dups = append(dups, fmt.Sprintf("c%d×%d", n, byNum[n]))
+		}
+	}
+	if len(gaps) > 0 {
+		t.Errorf("ledger ids missing (of c1..c%d): %v (seed %d)", top, gaps, seed)
+	}
+	if len(dups) > 0 {
+		t.Errorf("ledger ids recorded more than once: %v (seed %d)", dups, seed)
+	}
+
+	// Every record with a commit: the commit and all it reaches are there.
+	var shas []string
+	for _, r := range recs {
+		if r.SHA != "" && r.State != ckpt.StateFailed && r.State != ckpt.StatePruned {
+			shas = append(shas, r.SHA)
+		}
+	}
+	check, _ := d.git(gitDir, strings.Join(shas, "\n")+"\n", "cat-file", "--batch-check")
+	var present []string
+	for i, l := range strings.Split(strings.TrimSpace(check), "\n") {
+		if i < len(shas) && strings.HasSuffix(l, " missing") {
+			t.Errorf("record's commit %s is missing (seed %d)", shas[i], seed)
+		} else if i < len(shas) {
+			present = append(present, shas[i])
+		}
+	}
+	if len(present) > 0 {
+		out, err := d.git(gitDir, strings.Join(present, "\n")+"\n", "rev-list", "--objects", "--missing=print", "--stdin")
+		if err != nil {
+			t.Errorf("rev-list --objects: %v: %s (seed %d)", err, out, seed)
+		}
+		var missing []string
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "?") {
+				missing = append(missing, l[1:])
+			}
+		}
+		if len(missing) > 0 {
+			t.Errorf("%d objects reached from ledger commits are missing, e.g. %v (seed %d)", len(missing), missing[:min(5, len(missing))], seed)
+		}
+	}
+	if out, err := d.git(gitDir, "", "fsck", "--strict", "--no-dangling", "--no-progress"); err != nil {
+		t.Errorf("git fsck --strict: %v\n%s (seed %d)", err, out, seed)
+	}
+	// Lock files a killed seal left: cairn/index.lock is removed by any seal
+	// under the store lock, so one left after the final seal is an error;
+	// ref locks are listed.
+	locks := lockFiles(gitDir)
+	if slices.Contains(locks, "cairn/index.lock") {
+		t.Errorf("cairn/index.lock left after the final checkpoint (seed %d)", seed)
+	}
+
+	// No lost change: the final checkpoint's tree is git's own tree of the disk.
+	if final.SHA != "" {
+		idx := filepath.Join(base, "verify.index")
+		tree, err := d.git(gitDir, "", "rev-parse", final.SHA+"^{tree}")
+		if err != nil {
+			t.Errorf("final checkpoint %s: %v: %s", final.SHA, err, tree)
+		}
+		if out, err := d.gitEnv(gitDir, []string{"GIT_WORK_TREE=" + ws, "GIT_INDEX_FILE=" + idx}, "", "add", "-A"); err != nil {
+			t.Fatalf("git add -A: %v: %s", err, out)
+		}
+		disk, err := d.gitEnv(gitDir, []string{"GIT_INDEX_FILE=" + idx}, "", "write-tree")
+		if err != nil {
+			t.Fatalf("git write-tree: %v: %s", err, disk)
+		}
+		if disk != tree {
+			diff, _ := d.git(gitDir, "", "diff-tree", "-r", "--name-status", tree, disk)
+			lines := strings.Split(diff, "\n")
+			t.Errorf("lost changes: final checkpoint %s (tree %s) is not the disk (tree %s); %d paths differ, e.g.\n%s\n(seed %d)",
+				final.ID, tree, disk, len(lines), strings.Join(lines[:min(20, len(lines))], "\n"), seed)
+		}
+	}
+	t.Logf("%s engine, daemon as %s: %d kills (%d without waiting for a seal), %d git children outlived the daemon, %d stuck; "+
+		"%d writes in %s (%.0f/s); %d records: %d ok, %d partial, %d racy, %d failed, %d pruned, %d recovered; ids c1..c%d; lock files left %v",
+		engine, d.who(), f.kills, f.early, f.orphans, f.stuck, f.writes, elapsed.Round(time.Millisecond), float64(f.writes)/elapsed.Seconds(),
+		f.records, f.ok, f.partial, f.racy, f.failed, f.pruned, f.recovered, top, locks)
+}
+
+// tortureWriter changes files under ws until stop closes: creates, edits
+// (appends), same-size rewrites, deletes and renames across 20 folders, in
+// bursts of 0.05–0.5 s at up to 500 ops/s with pauses of up to 0.25 s. As
+// root for a user's workspace it gives what it creates to the user.
+func tortureWriter(ws string, u *testUser, rng *rand.Rand, stop <-chan struct{}, n *atomic.Int64) {
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	name := func() string {
+		return filepath.Join(ws, fmt.Sprintf("d%02d/f%03d.txt", rng.Intn(20), rng.Intn(300)))
+	}
+	own := func(p string) {
+		if u != nil {
+			_ = os.Lchown(filepath.Dir(p), u.uid, u.gid)
+			_ = os.Lchown(p, u.uid, u.gid)
+		}
+	}
+	burst := time.Now().Add(time.Duration(50+rng.Intn(450)) * time.Millisecond)
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		if time.Now().After(burst) {
+			// A pause now and then lets the quiet period pass: autosaves
+			// then start at many moments, not only at the maximum wait.
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(rng.Intn(250)) * time.Millisecond):
+			}
+			burst = time.Now().Add(time.Duration(50+rng.Intn(450)) * time.Millisecond)
+		}
+		p := name()
+		if rng.Intn(40) == 0 { // a big file rewritten whole, same size
+			p = filepath.Join(ws, fmt.Sprintf("big/big%d.bin", rng.Intn(6)))
+			if b, err := os.ReadFile(p); err == nil {
+				rng.Read(b)
+				_ = os.WriteFile(p, b, 0o644)
+			}
+			n.Add(1)
+			continue
+		}
+		switch op := rng.Intn(10); {
+		case op < 3: // create or overwrite
+			_ = os.MkdirAll(filepath.Dir(p), 0o755)
+			_ = os.WriteFile(p, fmt.Appendf(nil, "write %d %x\n", i, rng.Int63()), 0o644)
+			own(p)
+		case op < 5: // edit: append a line
+			if fh, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0); err == nil {
+				fmt.Fprintf(fh, "edit %d\n", i)
+				fh.Close()
+			}
+		case op < 8: // same-size rewrite, in place
+			if b, err := os.ReadFile(p); err == nil && len(b) > 0 {
+				b[rng.Intn(len(b))] = byte('a' + rng.Intn(26))
+				if fh, err := os.OpenFile(p, os.O_WRONLY, 0); err == nil {
+					_, _ = fh.WriteAt(b, 0)
+					fh.Close()
+				}
+			}
+		case op < 9: // delete
+			_ = os.Remove(p)
+		default: // rename, maybe into another folder, maybe over a file
+			q := name()
+			_ = os.MkdirAll(filepath.Dir(q), 0o755)
+			own(q)
+			_ = os.Rename(p, q)
+		}
+		n.Add(1)
+	}
+}
+
+// ledgerFile reads a plain store's ledger file directly (no cairn process),
+// by id; lines that do not parse (a torn tail) are skipped.
+func ledgerFile(home string) []ckpt.Record {
+	b, err := os.ReadFile(filepath.Join(home, "ledger.jsonl"))
+	if err != nil {
+		return nil
+	}
+	var recs []ckpt.Record
+	var prunes []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var r struct {
+			ckpt.Record
+			Prune string `json:"prune"`
+		}
+		if json.Unmarshal(sc.Bytes(), &r) != nil {
+			continue
+		}
+		if r.Prune != "" {
+			prunes = append(prunes, r.Prune)
+			continue
+		}
+		if r.ID != "" {
+			recs = append(recs, r.Record)
+		}
+	}
+	for i := range recs {
+		if slices.Contains(prunes, recs[i].ID) {
+			recs[i].State = ckpt.StatePruned
+		}
+	}
+	sort.SliceStable(recs, func(i, j int) bool { return idNumOf(recs[i].ID) < idNumOf(recs[j].ID) })
+	return recs
+}
+
+func idNumOf(id string) int {
+	n, _ := ckpt.LedgerNum(id)
+	return n
+}
+
+// maxSealed is the highest id of a checkpoint a daemon sealed (a commit, not
+// a failure, not one rebuilt from a commit at open).
+func maxSealed(recs []ckpt.Record) int {
+	top := 0
+	for _, r := range recs {
+		if r.SHA != "" && r.State != ckpt.StateFailed && !r.Recovered {
+			top = max(top, idNumOf(r.ID))
+		}
+	}
+	return top
+}
+
+// tortureDaemon is a `cairn daemon` that is killed and restarted, as the
+// test's user or as u. It keeps the logs of its last three lifetimes.
+type tortureDaemon struct {
+	t      *testing.T
+	user   *testUser
+	state  string
+	socket string
+	args   []string
+
+	cmd    *exec.Cmd
+	exited chan struct{}
+	mu     sync.Mutex
+	lives  []*syncBuffer
+}
+
+func (d *tortureDaemon) who() string {
+	if d.user == nil {
+		return fmt.Sprintf("uid %d", os.Geteuid())
+	}
+	return fmt.Sprintf("user %s (uid %d)", d.user.name, d.user.uid)
+}
+
+func (d *tortureDaemon) command(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+	if d.user != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(d.user.uid), Gid: uint32(d.user.gid)}}
+		cmd.Dir = "/"
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + d.state, "GORACE=atexit_sleep_ms=0"}
+	}
+	return cmd
+}
+
+func (d *tortureDaemon) start() {
+	d.t.Helper()
+	log := &syncBuffer{}
+	d.mu.Lock()
+	d.lives = append(d.lives, log)
+	if len(d.lives) > 3 {
+		d.lives = d.lives[1:]
+	}
+	d.mu.Unlock()
+	d.cmd = d.command(cairnBin, append([]string{"daemon", "--state-dir", d.state, "--socket", d.socket}, d.args...)...)
+	d.cmd.Stdout, d.cmd.Stderr = log, log
+	d.exited = make(chan struct{})
+	if err := d.cmd.Start(); err != nil {
+		d.t.Fatal(err)
+	}
+	exited := d.exited
+	cmd := d.cmd
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	c := client.New(d.socket)
+	waitFor(d.t, 30*time.Second, "daemon socket answers", func() bool {
+		select {
+		case <-exited:
+			d.t.Fatalf("daemon exited with %d:\n%s", cmd.ProcessState.ExitCode(), log.String())
+		default:
+		}
+		return c.Running(context.Background())
+	})
+}
+
+// kill sends SIGKILL to the daemon's pid alone and waits for it; it returns
+// how many of its descendants were still alive just after.
+func (d *tortureDaemon) kill() int {
+	if d.cmd == nil {
+		return 0
+	}
+	select {
+	case <-d.exited:
+		return 0
+	default:
+	}
+	kids := descendants(d.cmd.Process.Pid)
+	_ = d.cmd.Process.Signal(syscall.SIGKILL)
+	<-d.exited
+	n := 0
+	for _, pid := range kids {
+		if alive(pid) {
+			n++
+		}
+	}
+	return n
+}
+
+// term stops the daemon with SIGTERM.
+func (d *tortureDaemon) term() {
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+	case <-time.After(20 * time.Second):
+		d.t.Errorf("daemon did not exit within 20 s of SIGTERM")
+		d.kill()
+	}
+}
+
+// lastLog is the current lifetime's log (its last 100 kB).
+func (d *tortureDaemon) lastLog() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := d.lives[len(d.lives)-1].String()
+	if len(s) > 100_000 {
+		s = "…" + s[len(s)-100_000:]
+	}
+	return s
+}
+
+func (d *tortureDaemon) logs() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var b strings.Builder
+	for i, l := range d.lives {
+		s := l.String()
+		if len(s) > 200_000 {
+			s = "…" + s[len(s)-200_000:]
+		}
+		fmt.Fprintf(&b, "--- lifetime -%d\n%s", len(d.lives)-1-i, s)
+	}
+	return b.String()
+}
+
+// cairn runs a short cairn command as the daemon's user; its stdout.
+func (d *tortureDaemon) cairn(args ...string) ([]byte, error) {
+	cmd := d.command(cairnBin, args...)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if err != nil {
+		return append(out, errb.Bytes()...), err
+	}
+	return out, nil
+}
+
+// git runs git on the store as the daemon's user.
+func (d *tortureDaemon) git(gitDir, stdin string, args ...string) (string, error) {
+	return d.gitEnv(gitDir, nil, stdin, args...)
+}
+
+func (d *tortureDaemon) gitEnv(gitDir string, env []string, stdin string, args ...string) (string, error) {
+	cmd := d.command("git", args...)
+	cmd.Env = append([]string{"GIT_DIR=" + gitDir, "HOME=" + filepath.Dir(gitDir), "GIT_CONFIG_NOSYSTEM=1",
+		"PATH=" + os.Getenv("PATH"), "LC_ALL=C"}, env...)
+	for _, e := range env {
+		if wt, ok := strings.CutPrefix(e, "GIT_WORK_TREE="); ok {
+			cmd.Dir = wt // pathspecs are the work tree's
+		}
+	}
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// lockFiles lists the git lock files in a store (not cairn's flock files).
+func lockFiles(gitDir string) []string {
+	var locks []string
+	_ = filepath.WalkDir(gitDir, func(p string, de os.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, ".lock") && !de.IsDir() {
+			rel, _ := filepath.Rel(gitDir, p)
+			if rel != "cairn/lock" && rel != "cairn/maintain.lock" {
+				locks = append(locks, rel)
+			}
+		}
+		return nil
+	})
+	return locks
+}
+
+// storeGits lists the live processes whose GIT_DIR is gitDir: pid and command line.
+func storeGits(gitDir string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || !alive(pid) {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !bytes.Contains(env, []byte("GIT_DIR="+gitDir+"\x00")) {
+			continue
+		}
+		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		pp, _ := ppidOf(pid)
+		out = append(out, fmt.Sprintf("%d (parent %d): %s", pid, pp, strings.ReplaceAll(strings.TrimRight(string(cmd), "\x00"), "\x00", " ")))
+	}
+	return out
+}
+
+// ppidOf is a process's parent, from /proc/<pid>/stat.
+func ppidOf(pid int) (int, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(f[1])
+	return n, err == nil
+}
+
+// alive reports whether pid is a running process (not a zombie).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+1:]))
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
