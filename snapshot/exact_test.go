@@ -301,3 +301,82 @@ func TestDamagedIndexRebuilt(t *testing.T) {
 		}
 	}
 }
+
+// A blob the git engine's index names is deleted under the store: the seal
+// that finds it rebuilds the index from the work tree and is ok, naming
+// only stored objects (write-tree alone reuses the folder's cached tree).
+func TestGitSealRestoresMissingBlob(t *testing.T) {
+	t.Parallel()
+	dir, st := newTestStore(t, Options{Engine: EngineGit})
+	writeTree(t, dir, map[string]string{"a.txt": "a0", "keep/b.txt": "b-content", "c/d.txt": "d0"})
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	blob := gitStr(t, st, "hash-object", filepath.Join(dir, "keep", "b.txt"))
+	if err := os.Remove(filepath.Join(st.gitDir, "objects", blob[:2], blob[2:])); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "c/d.txt", "d1", 0o644)
+	rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: []string{"c/d.txt"}})
+	requireOK(t, rec)
+	requireAllObjects(t, st, rec.SHA)
+	requireFile(t, st, rec.SHA, "keep/b.txt", "b-content")
+	if notes := st.TakeNotes(); len(notes) == 0 {
+		t.Error("the repair was not noted")
+	}
+}
+
+// The parent checkpoint's commit is removed under the store (a foreign gc
+// that pruned a seal's objects before its ref named them): the next seal
+// does not fail for ever, but seals from the whole work tree, on the
+// checkpoint's own ref naming the lost parent, on a run branch after the
+// newest checkpoint still whole.
+func TestParentCheckpointRemoved(t *testing.T) {
+	t.Parallel()
+	for _, engine := range []string{EngineGit, EngineInproc} {
+		for _, run := range []string{"", "r1"} {
+			t.Run(engine+"-run="+run, func(t *testing.T) {
+				t.Parallel()
+				dir, st := newTestStore(t, Options{Engine: engine})
+				writeTree(t, dir, map[string]string{"a.txt": "a0", "b.txt": "b0"})
+				c1 := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, RunID: run})
+				writeFile(t, dir, "a.txt", "a1", 0o644)
+				c2 := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, RunID: run, Changed: []string{"a.txt"}})
+				// Remove c2's commit wherever it is stored: loose, or the
+				// pack the in-process engine wrote with the rest of the seal.
+				if err := os.Remove(filepath.Join(st.gitDir, "objects", c2.SHA[:2], c2.SHA[2:])); err != nil {
+					packs, _ := filepath.Glob(filepath.Join(st.gitDir, "objects", "pack", "pack-*"))
+					for _, p := range packs {
+						os.Remove(p)
+					}
+				}
+				if _, err := st.git.Run(t.Context(), nil, "cat-file", "-e", c2.SHA); err == nil {
+					t.Fatal("the commit is still there")
+				}
+				st.TakeNotes()
+				writeFile(t, dir, "b.txt", "b1", 0o644)
+				c3 := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, RunID: run, Changed: []string{"b.txt"}})
+				requireOK(t, c3)
+				requireAllObjects(t, st, c3.SHA)
+				requireFile(t, st, c3.SHA, "a.txt", "a1")
+				requireFile(t, st, c3.SHA, "b.txt", "b1")
+				wantParent := c2.SHA
+				if run != "" {
+					wantParent = c1.SHA
+					if got := gitStr(t, st, "rev-parse", c3.SHA+"^"); got != c1.SHA {
+						t.Errorf("c3's git parent %s, want c1 %s", got, c1.SHA)
+					}
+				}
+				if c3.Parent != wantParent {
+					t.Errorf("c3's parent %s, want %s", c3.Parent, wantParent)
+				}
+				if notes := st.TakeNotes(); len(notes) == 0 || !strings.Contains(strings.Join(notes, "\n"), "missing from the store") {
+					t.Errorf("notes %q, want the lost checkpoint named", notes)
+				}
+				writeFile(t, dir, "a.txt", "a2", 0o644)
+				c4 := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, RunID: run, Changed: []string{"a.txt"}})
+				requireAllObjects(t, st, c4.SHA)
+				requireFile(t, st, c4.SHA, "a.txt", "a2")
+				requireFile(t, st, c4.SHA, "b.txt", "b1")
+			})
+		}
+	}
+}

@@ -963,8 +963,8 @@ func (s *Store) vouchGitTree(ctx context.Context, tree, ptree string) error {
 		if rerr := os.Remove(s.git.Index); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 			return errors.Join(err, rerr)
 		}
-		s.note(ctx, err.Error()+" (another program removed it, or a pack is damaged); cairn's index was removed: the next checkpoint rebuilds it from the work tree")
-		return fmt.Errorf("%w; cairn's index was removed: the next seal rebuilds it from the work tree", err)
+		s.note(ctx, err.Error()+" (another program removed it, or a pack is damaged); cairn's index was rebuilt from the work tree, storing each file again")
+		return fmt.Errorf("%w; cairn's index was removed, to be rebuilt from the work tree", err)
 	}
 	if err != nil {
 		return fmt.Errorf("check the objects of tree %s: %w", tree, err)

@@ -97,6 +97,12 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 			switch {
 			case errors.Is(err, errFallback):
 				zerologCtx(ctx).Debug().Err(err).Msg("incremental seal by git")
+			case errors.Is(err, ErrDamaged):
+				// The parent checkpoint or its tree is gone: the git path
+				// finds what to seal on (recoverParent), from the whole tree.
+				s.closeEngine()
+				s.eng = nil
+				req.Changed = nil
 			case errors.As(err, new(*errMissingObject)):
 				// What cairn knew of the store is wrong: the engine starts
 				// afresh, and git rebuilds the index from the work tree,
@@ -148,6 +154,17 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 		st, err = s.stage(ctx, s.git, sel, nil)
 	}
 	pc := <-damaged
+	parentGone := false
+	if errors.Is(pc.err, ErrDamaged) {
+		// Another program removed the parent checkpoint's objects: seal on
+		// the newest checkpoint still whole rather than never again.
+		np, tree, rerr := s.recoverParent(ctx, rec.Ref, parent)
+		if rerr != nil {
+			return fail(errors.Join(pc.err, rerr))
+		}
+		parent, pc = np, parentCheck{tree: tree}
+		parentGone = tree == ""
+	}
 	if pc.err != nil {
 		return fail(pc.err)
 	}
@@ -174,7 +191,22 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 		return fail(s.damageHint(err))
 	}
 	tree := strings.TrimSpace(string(treeOut))
-	if err := s.vouchGitTree(ctx, tree, pc.tree); err != nil {
+	if err := s.vouchGitTree(ctx, tree, pc.tree); errors.As(err, new(*errMissingObject)) {
+		// The index named an object another program removed; it was
+		// dropped: staged again from the work tree, every file's blob is
+		// stored anew.
+		if st, err = s.stage(ctx, s.git, sel, nil); err != nil {
+			return fail(fmt.Errorf("stage: %w", err))
+		}
+		rec.Issues, rec.Skipped = st.issues, st.skipped
+		if treeOut, err = s.git.Run(ctx, nil, "write-tree"); err != nil {
+			return fail(s.damageHint(err))
+		}
+		tree = strings.TrimSpace(string(treeOut))
+		if err := s.vouchGitTree(ctx, tree, ""); err != nil {
+			return fail(err)
+		}
+	} else if err != nil {
 		return fail(err)
 	}
 	faultPoint("write-tree")
@@ -227,7 +259,11 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 	countC := make(chan counts, 1)
 	go func() {
 		var c counts
-		c.added, c.changed, c.removed, c.err = s.diffCounts(ctx, parent, sha)
+		from := parent
+		if parentGone {
+			from = emptyTreeOf(s) // all of it is new against nothing
+		}
+		c.added, c.changed, c.removed, c.err = s.diffCounts(ctx, from, sha)
 		countC <- c
 	}()
 	if strings.HasPrefix(ref, "refs/cairn/") || strings.HasPrefix(ref, "refs/heads/run-") {
@@ -363,6 +399,40 @@ func (s *Store) TakeNotes() []string {
 	n := s.notes
 	s.notes = nil
 	return n
+}
+
+// recoverParent finds what a checkpoint whose parent (missing) is gone is
+// sealed on: on a checkpoint's own ref the parent is only named (a trailer
+// and the ledger), so it stays, with no tree to compare; on a branch, the
+// newest checkpoint of that ref whose commit and tree are still stored,
+// else main's tip. It says so once.
+func (s *Store) recoverParent(ctx context.Context, ref, missing string) (parent, tree string, err error) {
+	id := missing
+	for _, r := range s.records {
+		if r.SHA == missing {
+			id = r.ID + " (" + missing + ")"
+		}
+	}
+	if ownRef(ref) {
+		s.note(ctx, "checkpoint "+id+" is missing from the store (removed by another program?); the next checkpoint is sealed from the whole work tree, naming it as its parent")
+		return missing, "", nil
+	}
+	var cands []string
+	for i := len(s.records) - 1; i >= 0; i-- {
+		if r := s.records[i]; r.Ref == ref && r.SHA != "" && r.SHA != missing {
+			cands = append(cands, r.SHA)
+		}
+	}
+	if tip, ok := s.refTip(ctx, "refs/heads/main"); ok {
+		cands = append(cands, tip)
+	}
+	for _, c := range cands {
+		if t, err := s.checkParent(ctx, c); err == nil && t != "" {
+			s.note(ctx, "checkpoint "+id+" is missing from the store (removed by another program?); the next checkpoint on "+ref+" follows "+c+", the newest one still whole")
+			return c, t, nil
+		}
+	}
+	return "", "", fmt.Errorf("no checkpoint of %s is whole to seal on", ref)
 }
 
 // nothingNew reports whether a seal whose tree is its parent's, with these
