@@ -87,7 +87,7 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 	rec.Ref = ref
 	if req.Changed != nil {
 		if why := s.indexDoubt(); why != "" {
-			zerologCtx(ctx).Warn().Str("store", s.gitDir).Str("reason", why).Msg("this seal is a full reconcile")
+			s.note(ctx, why+"; this checkpoint reconciled the whole work tree, and the cache was rebuilt")
 			req.Changed = nil
 		}
 	}
