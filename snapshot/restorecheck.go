@@ -51,26 +51,37 @@ func (s *Store) checkTarget(ctx context.Context, target, pos string, prefixes, c
 	if err != nil {
 		return nil, err
 	}
-	// The blobs to read now: what the target changes from the position.
+	// The blobs to read now: what the target changes from the position, by
+	// a tree diff that skips every folder the two share; when it cannot run
+	// (a tree lost), by the two listings.
 	var want []string
-	var held map[string]treeFile
+	diffed := false
 	if pos != "" {
-		held = map[string]treeFile{}
-		if out, err := s.git.Run(ctx, nil, "ls-tree", "-r", "-z", "--full-tree", pos); err == nil {
-			parseTree(out, "", func(mode, typ, sha, p string) {
-				if typ == "blob" {
-					held[p] = treeFile{mode, sha}
+		ch, err := s.rawDiff(ctx, pos, target)
+		if err == nil {
+			diffed = true
+			for _, c := range ch {
+				if (c.status == "A" || c.status == "M" || c.status == "T") && c.mode != "160000" && under(c.path, prefixes) {
+					want = append(want, c.sha)
 				}
-			})
+			}
 		} else if ctx.Err() != nil {
 			return nil, err
-		} else {
-			held = nil // the position's checkpoint is unreadable: read every blob
 		}
 	}
-	for p, f := range tc.files {
-		if h, ok := held[p]; held == nil || !ok || h.sha != f.sha {
-			want = append(want, f.sha)
+	if !diffed {
+		held := map[string]treeFile{}
+		if pos != "" {
+			if out, err := s.git.Run(ctx, nil, "ls-tree", "-r", "-z", "--full-tree", pos); err == nil {
+				parseTree(out, "", func(mode, typ, sha, p string) { held[p] = treeFile{mode, sha} })
+			} else if ctx.Err() != nil {
+				return nil, err
+			}
+		}
+		for p, f := range tc.files {
+			if h, ok := held[p]; !ok || h.sha != f.sha {
+				want = append(want, f.sha)
+			}
 		}
 	}
 	for _, p := range changed {
