@@ -585,6 +585,7 @@ func errorStatus(err error, fallback string) (int, string) {
 	var inv *restore.InvalidTargetError
 	var amb *restore.AmbiguousError
 	var unusable *restore.UnusableError
+	var damaged *ckpt.TargetDamagedError
 	if code, errCode, ok := autodevStatus(err); ok {
 		return code, errCode
 	}
@@ -607,6 +608,8 @@ func errorStatus(err error, fallback string) (int, string) {
 		return http.StatusConflict, "UNUSABLE_CHECKPOINT"
 	case errors.Is(err, restore.ErrNothingToUndo):
 		return http.StatusConflict, "NOTHING_TO_UNDO"
+	case errors.As(err, &damaged):
+		return http.StatusConflict, api.CodeTargetDamaged
 	}
 	return http.StatusInternalServerError, fallback
 }
@@ -620,5 +623,10 @@ func answerError(w http.ResponseWriter, err error, fallback string) {
 		return
 	}
 	code, errCode := errorStatus(err, fallback)
+	var damaged *ckpt.TargetDamagedError
+	if errors.As(err, &damaged) {
+		writeJSON(w, code, api.Error{Code: errCode, Message: err.Error(), Lost: damaged.Lost})
+		return
+	}
 	writeError(w, code, errCode, err.Error())
 }

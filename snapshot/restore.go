@@ -61,6 +61,9 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 	}
 	target, ok := s.resolve(ctx, opts.Target+"^{commit}")
 	if !ok {
+		if err := s.lostCommit(ctx, opts.Target); err != nil {
+			return ckpt.Outcome{}, err
+		}
 		return ckpt.Outcome{}, fmt.Errorf("unknown checkpoint: %s", opts.Target)
 	}
 	var prefixes []string
@@ -74,6 +77,13 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 	pos := s.position()
 	res := ckpt.Outcome{Target: target, From: pos, DryRun: opts.DryRun}
 	work := &restoreWork{wrote: map[string]blobID{}}
+
+	// 0. The target's trees and the blobs it will write, read before
+	// anything is sealed or changed: a damaged target is refused here.
+	tc, err := s.checkTarget(ctx, target, pos, prefixes, opts.Changed)
+	if err != nil {
+		return res, err
+	}
 
 	// 1. The work tree as it is now, whole and visible, plus any file the
 	// restore would overwrite that ignore rules hide.
@@ -106,6 +116,15 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 	// 2. The plan.
 	progress(2, "planning")
 	if err := s.plan(ctx, &res, work, before, pos, target, prefixes); err != nil {
+		return res, err
+	}
+	// The writes checkTarget could not foresee (files changed since the last
+	// seal), read before the first file is written.
+	if err := s.checkWrites(ctx, tc, work); err != nil {
+		var dmg *ckpt.TargetDamagedError
+		if errors.As(err, &dmg) && res.PreRestore != nil {
+			dmg.PreRestore = res.PreRestore.ID
+		}
 		return res, err
 	}
 	if opts.DryRun {

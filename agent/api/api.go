@@ -23,7 +23,17 @@ type Error struct {
 	Code    string  `json:"code"`
 	Message string  `json:"message"`
 	Record  *Record `json:"record,omitempty"`
+	// Lost lists, for TARGET_DAMAGED, each object of the target the store
+	// cannot give back.
+	Lost []LostObject `json:"lost,omitempty"`
 }
+
+// LostObject is an object a refused restore needed (restore/ckpt's).
+type LostObject = ckpt.LostObject
+
+// CodeTargetDamaged refuses a restore whose target the store cannot give
+// back whole; nothing was changed.
+const CodeTargetDamaged = "TARGET_DAMAGED"
 
 // Status is the daemon's answer to GET /v1/status.
 type Status struct {

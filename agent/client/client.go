@@ -60,6 +60,7 @@ type Error struct {
 	Status  int
 	Code    string
 	Message string
+	Lost    []api.LostObject // TARGET_DAMAGED: what the target lacks
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -104,7 +105,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 			if len(e.Record) > 0 && out != nil {
 				_ = json.Unmarshal(e.Record, out)
 			}
-			return &Error{Status: resp.StatusCode, Code: e.Code, Message: e.Message}
+			return &Error{Status: resp.StatusCode, Code: e.Code, Message: e.Message, Lost: e.Lost}
 		}
 		// An older daemon answered a failed seal with its bare record: its
 		// error field is the reason.

@@ -54,7 +54,8 @@ func refusal(err error) error {
 	}
 	var amb *restore.AmbiguousError
 	var un *restore.UnusableError
-	if errors.Is(err, restore.ErrCodonRunning) || errors.As(err, &amb) || errors.As(err, &un) {
+	var dmg *ckpt.TargetDamagedError
+	if errors.Is(err, restore.ErrCodonRunning) || errors.As(err, &amb) || errors.As(err, &un) || errors.As(err, &dmg) {
 		return &exitError{ExitRefused, err}
 	}
 	return err
