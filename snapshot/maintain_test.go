@@ -377,3 +377,87 @@ func TestMaintainAfterKilledPackRefs(t *testing.T) {
 		t.Fatal("packed-refs.lock still there")
 	}
 }
+
+// TestSealsRunBetweenMaintenanceSteps: maintenance lets seals run between
+// its steps (Busy is asked before each one; here it seals). Before the steps
+// were split, the whole run held the store lock and the first such seal
+// waited for it for ever.
+func TestSealsRunBetweenMaintenanceSteps(t *testing.T) {
+	ctx := context.Background()
+	ws, _, st := maintStore(t, 3)
+	unreachable(t, st, "garbage between steps\n")
+	n := 0
+	var sealed []ckpt.Record
+	var serr error
+	between := func() string {
+		if serr != nil {
+			return "a seal failed"
+		}
+		n++
+		rel := fmt.Sprintf("between/b%d.txt", n)
+		putFile(t, filepath.Join(ws, rel), fmt.Sprintf("between %d\n", n))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			var rec ckpt.Record
+			rec, serr = st.Seal(ctx, SealRequest{Kind: ckpt.KindManual, Changed: []string{rel}})
+			sealed = append(sealed, rec)
+		}()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("a seal between maintenance steps did not finish (the run holds the store lock)")
+		}
+		return ""
+	}
+	for _, full := range []bool{false, true} {
+		res, err := st.Maintain(ctx, MaintainOptions{Full: full, Busy: between})
+		if err != nil || serr != nil {
+			t.Fatalf("full %v: %v; seal: %v", full, err, serr)
+		}
+		want := 3
+		if full {
+			want = 4
+		}
+		if res.Skipped != "" || len(res.Steps) != want {
+			t.Fatalf("full %v: not every step ran: %+v", full, res)
+		}
+		last, ok := st.LastMaintenance()
+		for _, s := range res.Steps {
+			if !ok || last.Steps[s].IsZero() {
+				t.Fatalf("step %s not recorded done: %+v", s, last)
+			}
+		}
+	}
+	if len(sealed) < 7 {
+		t.Fatalf("%d seals between steps, want one before each", len(sealed))
+	}
+	for i, rec := range sealed {
+		rel := fmt.Sprintf("between/b%d.txt", i+1)
+		if got := gitStr(t, st, "show", rec.SHA+":"+rel); got != fmt.Sprintf("between %d", i+1) {
+			t.Fatalf("seal %d holds %q", i+1, got)
+		}
+	}
+	requireSound(t, st)
+}
+
+// TestMaintainBeginsWithOldestDebt: a run cut short after pack-refs leaves
+// the object steps for the next one, which begins with them.
+func TestMaintainBeginsWithOldestDebt(t *testing.T) {
+	ctx := context.Background()
+	_, _, st := maintStore(t, 2)
+	calls := 0
+	res, err := st.Maintain(ctx, MaintainOptions{Busy: func() string {
+		if calls++; calls == 3 { // before the run, before pack-refs, before prune
+			return "interrupted"
+		}
+		return ""
+	}})
+	if err != nil || len(res.Steps) != 1 || res.Steps[0] != StepPackRefs {
+		t.Fatalf("cut short: %+v, %v", res, err)
+	}
+	res, err = st.Maintain(ctx, MaintainOptions{})
+	if err != nil || len(res.Steps) != 3 || res.Steps[0] != StepPrune || res.Steps[2] != StepPackRefs {
+		t.Fatalf("next run: %+v, %v", res, err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-dev/cairn/platform"
@@ -70,9 +71,12 @@ type Store struct {
 	opts     Options
 	git      *Git
 
-	mu         sync.Mutex
-	records    []ckpt.Record // the ledger, plus unwritten
-	ledgerSize int64
+	mu sync.Mutex
+	// lockWaiters counts callers waiting for mu in withLock: maintenance
+	// lets them go before its next locked step.
+	lockWaiters atomic.Int32
+	records     []ckpt.Record // the ledger, plus unwritten
+	ledgerSize  int64
 	// unwritten are records whose append failed (a full disk): kept in
 	// records and written, in id order, before the next append.
 	unwritten []ckpt.Record
@@ -265,7 +269,9 @@ func lockCtx(ctx context.Context, path string) (*platform.FileLock, error) {
 
 // withLock runs fn holding the in-process mutex and the store's file lock.
 func (s *Store) withLock(ctx context.Context, fn func() error) error {
+	s.lockWaiters.Add(1)
 	s.mu.Lock()
+	s.lockWaiters.Add(-1)
 	defer s.mu.Unlock()
 	if err := s.checkLinks(); err != nil {
 		return err
