@@ -226,8 +226,9 @@ func (s *Store) Maintain(ctx context.Context, opts MaintainOptions) (res Maintai
 //     listed them stay loose. A pack the in-process engine merges under the
 //     lock meanwhile may vanish under the repack: git then fails (nothing is
 //     deleted; the step runs again next time) or finds the objects in the
-//     merged pack; a merge that finds its input gone leaves things as they
-//     are. What a repack removed, a long-running cat-file still holds open:
+//     merged pack; so while a repack runs, this process's seals do not merge
+//     (Store.repacking, set under the lock: no merge is under way when the
+//     repack starts). What a repack removed, a long-running cat-file still holds open:
 //     releasePacks, under the lock after each repack, restarts it.
 //   - Dropping unreachable packed objects past the grace is the expire step,
 //     under the lock: a cruft repack with the full step's pack kept (a .keep
@@ -270,12 +271,11 @@ func (s *Store) maintainSteps(opts MaintainOptions, prev LastMaintenance) []main
 		}
 		steps = append(steps, maintStep{name: StepFull, run: func(ctx context.Context) error {
 			before := s.packNames()
-			if _, err := s.bgGit().Run(ctx, nil, args...); err != nil {
+			if err := s.repackBeside(ctx, args); err != nil {
 				return err
 			}
-			faultPoint("repack")
 			fullPack = s.newestNonCruftPack(before)
-			return s.withLock(ctx, func() error { s.releasePacks(); return nil })
+			return nil
 		}})
 		if cruft {
 			steps = append(steps, maintStep{name: StepExpire, locked: true, run: func(ctx context.Context) error {
@@ -301,11 +301,7 @@ func (s *Store) maintainSteps(opts MaintainOptions, prev LastMaintenance) []main
 			name, args = StepIncremental, []string{"repack", "-d", "-q", "-l"}
 		}
 		steps = append(steps, maintStep{name: name, run: func(ctx context.Context) error {
-			if _, err := s.bgGit().Run(ctx, nil, args...); err != nil {
-				return err
-			}
-			faultPoint("repack")
-			return s.withLock(ctx, func() error { s.releasePacks(); return nil })
+			return s.repackBeside(ctx, args)
 		}})
 	}
 	// Oldest debt first. Prune stays before a repack (else the repack packs
@@ -323,6 +319,23 @@ func (s *Store) bgGit() *Git {
 	g := *s.git
 	g.Background = true
 	return &g
+}
+
+// repackBeside runs a repack that deletes nothing it did not store again
+// (maintainSteps) without the store lock, seals going on beside it; the
+// in-process engine's merges wait for its end, and what it removed is let
+// go of under the lock after it.
+func (s *Store) repackBeside(ctx context.Context, args []string) error {
+	if err := s.withLock(ctx, func() error { s.repacking.Store(true); return nil }); err != nil {
+		return err
+	}
+	_, err := s.bgGit().Run(ctx, nil, args...)
+	s.repacking.Store(false)
+	if err == nil {
+		faultPoint("repack")
+	}
+	lerr := s.withLock(context.WithoutCancel(ctx), func() error { s.releasePacks(); return nil })
+	return errors.Join(err, lerr)
 }
 
 // yieldToSeals lets seals already waiting for the store lock go before a

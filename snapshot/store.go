@@ -75,8 +75,11 @@ type Store struct {
 	// lockWaiters counts callers waiting for mu in withLock: maintenance
 	// lets them go before its next locked step.
 	lockWaiters atomic.Int32
-	records     []ckpt.Record // the ledger, plus unwritten
-	ledgerSize  int64
+	// repacking is set (under the lock) while a maintenance repack runs
+	// beside seals: the in-process engine does not merge its packs then.
+	repacking  atomic.Bool
+	records    []ckpt.Record // the ledger, plus unwritten
+	ledgerSize int64
 	// unwritten are records whose append failed (a full disk): kept in
 	// records and written, in id order, before the next append.
 	unwritten []ckpt.Record
