@@ -211,25 +211,24 @@ func (s *Store) Maintain(ctx context.Context, opts MaintainOptions) (res Maintai
 //     next seal's Known.Refresh sees what it removed.
 //   - pack-refs holds it: a seal's compare-and-swap of a ref must not meet
 //     packed-refs.lock, nor a ref read meet a ref moving between files.
-//   - The repacks (geometric, full) delete nothing that is not stored
-//     elsewhere first: git writes the new pack under a temporary name and
-//     renames it in (index last) before it deletes the packs it listed when
-//     it started and, through prune-packed, loose objects now packed. A
-//     geometric repack packs every object of the packs it merges and every
-//     loose object; the full one is run without an expiration, so what is
-//     unreachable goes to a cruft pack (git 2.37+) or is loosened (older),
-//     never dropped. So every object stays readable at every instant: git
-//     readers (cat-file included) look again at the pack folder when an
-//     object is not where they looked, and Known.Has does too (it re-reads
-//     the pack folder on a miss). Packs a seal writes meanwhile are not in
-//     the repack's list and stay; loose objects it writes after the repack
-//     listed them stay loose. A pack the in-process engine merges under the
-//     lock meanwhile may vanish under the repack: git then fails (nothing is
-//     deleted; the step runs again next time) or finds the objects in the
-//     merged pack; so while a repack runs, this process's seals do not merge
-//     (Store.repacking, set under the lock: no merge is under way when the
-//     repack starts). What a repack removed, a long-running cat-file still holds open:
-//     releasePacks, under the lock after each repack, restarts it.
+//   - The repacks (geometric, full) run without -d: they only write packs
+//     (under a temporary name, renamed in, index last), reading objects
+//     that nothing deletes meanwhile. A geometric repack packs every object
+//     of the packs it merges and every loose object; the full one, without
+//     an expiration, puts what is unreachable in a cruft pack (git 2.37+).
+//     What -d would do is done after, under the lock (dropRedundant): a
+//     pack goes only when every object in it is in a pack written since,
+//     and loose objects only once packed (prune-packed, which also removes
+//     emptied objects/xx folders: beside a seal by git, writing a loose
+//     object into one, that failed the write and left the path out of the
+//     checkpoint, as TestSealConcurrentWithMaintain once saw). So every
+//     object stays readable throughout; packs and loose objects a seal
+//     writes meanwhile are not the repack's. A pack the in-process engine
+//     merged under the lock while git read it would make git fail (nothing
+//     lost; the step runs again next time): while a repack runs, this
+//     process's seals do not merge (Store.repacking, set under the lock, so
+//     no merge is under way when the repack starts). What was removed, a
+//     long-running cat-file still holds open: releasePacks restarts it.
 //   - Dropping unreachable packed objects past the grace is the expire step,
 //     under the lock: a cruft repack with the full step's pack kept (a .keep
 //     file), so it walks what is reachable and rewrites only the newer packs
@@ -265,9 +264,11 @@ func (s *Store) maintainSteps(opts MaintainOptions, prev LastMaintenance) []main
 		// Everything reachable into one pack; the rest kept (cruft or
 		// loose) for expire. Its cost grows with the store: it runs
 		// beside seals.
-		args := []string{"repack", "-a", "-d", "-q", "-A"}
+		// Without -d (repackBeside): unreachable objects stay where they
+		// are (older git) or go to a cruft pack too (2.37+).
+		args := []string{"repack", "-a", "-q"}
 		if cruft {
-			args = []string{"repack", "-d", "-q", "--cruft"}
+			args = []string{"repack", "-q", "--cruft"}
 		}
 		steps = append(steps, maintStep{name: StepFull, run: func(ctx context.Context) error {
 			before := s.packNames()
@@ -296,9 +297,9 @@ func (s *Store) maintainSteps(opts MaintainOptions, prev LastMaintenance) []main
 	} else {
 		// Loose objects and the packs that break a factor-2 progression
 		// (git 2.32+): its cost follows what is new, not the history.
-		name, args := StepGeometric, []string{"repack", "-d", "-q", "--geometric=2"}
+		name, args := StepGeometric, []string{"repack", "-q", "--geometric=2"}
 		if !s.git.Version.AtLeast(Version{2, 32, 0}) {
-			name, args = StepIncremental, []string{"repack", "-d", "-q", "-l"}
+			name, args = StepIncremental, []string{"repack", "-q", "-l"}
 		}
 		steps = append(steps, maintStep{name: name, run: func(ctx context.Context) error {
 			return s.repackBeside(ctx, args)
@@ -321,21 +322,97 @@ func (s *Store) bgGit() *Git {
 	return &g
 }
 
-// repackBeside runs a repack that deletes nothing it did not store again
-// (maintainSteps) without the store lock, seals going on beside it; the
-// in-process engine's merges wait for its end, and what it removed is let
-// go of under the lock after it.
+// repackBeside runs a repack without the store lock, seals going on beside
+// it, and without -d: it only writes packs. Then, under the lock, a short
+// settle removes what the new packs made redundant (dropRedundant). While
+// it runs, this process's in-process seals do not merge their packs.
 func (s *Store) repackBeside(ctx context.Context, args []string) error {
-	if err := s.withLock(ctx, func() error { s.repacking.Store(true); return nil }); err != nil {
+	var before map[string]bool
+	if err := s.withLock(ctx, func() error {
+		s.repacking.Store(true)
+		before = s.packNames() // no merge under way: the lock is held
+		return nil
+	}); err != nil {
 		return err
 	}
 	_, err := s.bgGit().Run(ctx, nil, args...)
 	s.repacking.Store(false)
-	if err == nil {
-		faultPoint("repack")
+	if err != nil {
+		return err
 	}
-	lerr := s.withLock(context.WithoutCancel(ctx), func() error { s.releasePacks(); return nil })
-	return errors.Join(err, lerr)
+	faultPoint("repack")
+	s.yieldToSeals(ctx)
+	return s.withLock(ctx, func() error {
+		defer s.releasePacks()
+		return s.dropRedundant(ctx, before)
+	})
+}
+
+// dropRedundant, under the store lock after a repack run without -d,
+// removes each pack that was there before it (before) whose every object
+// is in a pack that was not, then the loose objects that are packed (git
+// prune-packed). It is what repack -d does, moved under the lock: git's
+// prune-packed also removes the emptied objects/xx folders, and a seal by
+// git writing a loose object into one meanwhile failed ("unable to create
+// temporary file"), leaving that path out of its checkpoint.
+func (s *Store) dropRedundant(ctx context.Context, before map[string]bool) error {
+	dir := filepath.Join(s.gitDir, "objects", "pack")
+	hashSize := func(name string) int { // pack-<hex>.pack: its name is its checksum
+		if len(strings.TrimSuffix(strings.TrimPrefix(name, "pack-"), ".pack")) == 64 {
+			return 32
+		}
+		return 20
+	}
+	have := map[string]bool{}
+	now := s.packNames()
+	for name := range now {
+		if before[name] {
+			continue
+		}
+		hs := hashSize(name)
+		names, err := gitobj.PackIndexNames(filepath.Join(dir, strings.TrimSuffix(name, ".pack")+".idx"), hs)
+		if err != nil {
+			continue // a pack being written, or damaged: vouches for nothing
+		}
+		for i := 0; i+hs <= len(names); i += hs {
+			have[string(names[i:i+hs])] = true
+		}
+	}
+	var drop []string
+	for name := range before {
+		stem := filepath.Join(dir, strings.TrimSuffix(name, ".pack"))
+		if !now[name] {
+			continue
+		}
+		if _, err := os.Lstat(stem + ".keep"); err == nil {
+			continue
+		}
+		hs := hashSize(name)
+		names, err := gitobj.PackIndexNames(stem+".idx", hs)
+		if err != nil {
+			continue
+		}
+		all := true
+		for i := 0; i+hs <= len(names) && all; i += hs {
+			all = have[string(names[i:i+hs])]
+		}
+		if all {
+			drop = append(drop, stem)
+		}
+	}
+	var errs []error
+	for _, stem := range drop {
+		// The index first: a reader that still finds it looks again.
+		for _, ext := range []string{".idx", ".pack", ".rev", ".bitmap", ".mtimes"} {
+			if err := os.Remove(stem + ext); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if _, err := s.bgGit().Run(ctx, nil, "prune-packed", "-q"); err != nil {
+		errs = append(errs, fmt.Errorf("prune-packed: %w", err))
+	}
+	return errors.Join(errs...)
 }
 
 // yieldToSeals lets seals already waiting for the store lock go before a

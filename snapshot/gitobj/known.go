@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -240,4 +241,18 @@ func (k *Known) Has(id string) bool {
 	}
 	k.loose[dir][id] = true
 	return true
+}
+
+// PackIndexNames returns the sorted object names (raw, hashSize bytes each)
+// of a pack index, version 1 or 2; nil when it cannot be read as one.
+func PackIndexNames(idxPath string, hashSize int) ([]byte, error) {
+	data, err := readRegular(idxPath, maxIndexRead)
+	if err != nil {
+		return nil, err
+	}
+	names := indexNames(data, hashSize)
+	if names == nil {
+		return nil, fmt.Errorf("%s: not a pack index", idxPath)
+	}
+	return names, nil
 }
