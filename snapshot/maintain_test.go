@@ -142,42 +142,59 @@ func TestMaintainSkipsWhenBusyOrAlreadyRunning(t *testing.T) {
 	}
 }
 
-// A seal that arrives while maintenance runs (repack, prune: outside the
-// lock) succeeds, and nothing it wrote is lost.
+// Seals that run while maintenance runs (its repacks beside them, its other
+// steps between them) succeed whole, with either engine, and nothing they
+// wrote is lost. With git's repack -d beside a seal by git, prune-packed
+// removing an emptied objects/xx folder made the seal's loose write fail and
+// its path go missing from the checkpoint (about one run in ten of 150 seals;
+// a race, so this test catches it only sometimes).
 func TestSealConcurrentWithMaintain(t *testing.T) {
-	ctx := context.Background()
-	ws, _, st := maintStore(t, 3)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var merr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
+	for _, engine := range []string{EngineInproc, EngineGit} {
+		t.Run(engine, func(t *testing.T) {
+			ctx := context.Background()
+			ws, state := t.TempDir(), t.TempDir()
+			for i := 0; i < 50; i++ {
+				putFile(t, filepath.Join(ws, fmt.Sprintf("d%d/f%d.txt", i%5, i)), strings.Repeat(fmt.Sprintf("line %d\n", i), 40))
 			}
-			if _, err := st.Maintain(ctx, MaintainOptions{Full: time.Now().UnixNano()%2 == 0}); err != nil {
-				merr = err
-				return
+			st := openTestStore(t, ws, Options{StateDir: state, Engine: engine})
+			mustSeal(t, st, SealRequest{Kind: ckpt.KindBaseline})
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			var merr error
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if _, err := st.Maintain(ctx, MaintainOptions{Full: time.Now().UnixNano()%2 == 0}); err != nil {
+						merr = err
+						return
+					}
+				}
+			}()
+			for i := 0; i < 60; i++ {
+				rel := fmt.Sprintf("new/d%d/n%d.txt", i%7, i)
+				putFile(t, filepath.Join(ws, rel), fmt.Sprintf("concurrent %d\n", i))
+				rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: []string{rel}})
+				if rec.State != ckpt.StateOK || len(rec.Issues) > 0 {
+					t.Fatalf("seal %d: %s %+v", i, rec.State, rec.Issues)
+				}
+				if got := gitStr(t, st, "show", rec.SHA+":"+rel); got != fmt.Sprintf("concurrent %d", i) {
+					t.Fatalf("seal %d holds %q", i, got)
+				}
 			}
-		}
-	}()
-	for i := 0; i < 15; i++ {
-		putFile(t, filepath.Join(ws, fmt.Sprintf("new/n%d.txt", i)), fmt.Sprintf("concurrent %d\n", i))
-		rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: []string{fmt.Sprintf("new/n%d.txt", i)}})
-		if got := gitStr(t, st, "show", rec.SHA+":"+fmt.Sprintf("new/n%d.txt", i)); got != fmt.Sprintf("concurrent %d", i) {
-			t.Fatalf("seal %d holds %q", i, got)
-		}
+			close(stop)
+			wg.Wait()
+			if merr != nil {
+				t.Fatal(merr)
+			}
+			requireSound(t, st)
+		})
 	}
-	close(stop)
-	wg.Wait()
-	if merr != nil {
-		t.Fatal(merr)
-	}
-	requireSound(t, st)
 }
 
 func buildFaultMaintain(t *testing.T) string {
