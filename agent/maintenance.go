@@ -12,13 +12,16 @@ import (
 	"github.com/cairn-dev/cairn/snapshot"
 )
 
-// Maintenance in idle time (README, "Maintenance"): after maintenance_idle
-// without a seal, at most once per maintenance_interval, the workspace's
-// goroutine applies retention, then starts snapshot's Maintain in a goroutine
-// of its own, so seals (lifecycle markers above all) never wait for a repack.
-// It never starts while a restore runs or a Hankweave runtime's lock is live,
-// and a restore that arrives cancels it first. Stopping the workspace cancels
-// it and waits for it.
+// Maintenance (README, "Maintenance"): after maintenance_idle without a
+// seal, at most once per maintenance_interval, the workspace's goroutine
+// applies retention, then starts snapshot's Maintain in a goroutine of its
+// own. Maintain runs in bounded steps and lets seals run between them (the
+// repacks beside them), so seals never cancel it: a workspace that seals
+// all the time still gets it, once its last run is twice the interval old
+// (overdue), without waiting to be idle. It never starts while a restore
+// runs or a Hankweave runtime's lock is live, and a restore that arrives
+// cancels it first (the next run begins with the steps it did not reach).
+// Stopping the workspace cancels it and waits for it.
 
 // Defaults of the maintenance keys.
 const (
@@ -89,17 +92,23 @@ func (w *workspace) maintenanceRunning() bool {
 	return w.maint.done != nil
 }
 
-// maybeMaintain starts maintenance when it is due: idle long enough, not run
-// within the interval, nothing pending, nothing in the way.
+// maybeMaintain starts maintenance when it is due: not run within the
+// interval and idle long enough with nothing pending, or overdue (twice
+// the interval) however busy; nothing in the way.
 func (w *workspace) maybeMaintain(ctx context.Context) {
-	if w.gone || w.failing != nil || len(w.dirty) > 0 || w.maintenanceRunning() {
+	if w.gone || w.failing != nil || w.maintenanceRunning() {
 		return
 	}
 	w.mu.Lock()
 	lastSeal := w.status.LastTime
 	w.mu.Unlock()
 	now := time.Now()
-	if now.Sub(lastSeal) < w.maintenanceIdle() || now.Sub(w.maint.lastRun) < w.maintenanceInterval() {
+	since := now.Sub(w.maint.lastRun)
+	idle := len(w.dirty) == 0 && now.Sub(lastSeal) >= w.maintenanceIdle()
+	// A busy workspace (never idle that long) is maintained all the same
+	// once it is overdue: its seals run between the steps.
+	overdue := since >= 2*w.maintenanceInterval()
+	if since < w.maintenanceInterval() || !idle && !overdue {
 		return
 	}
 	if why := w.maintenanceBusy(); why != "" {
@@ -190,7 +199,8 @@ func (w *workspace) startMaintenance(ctx context.Context, full bool, reply chan 
 }
 
 // stopMaintenance cancels a run in progress and waits for it: before a
-// restore, and when the workspace stops.
+// restore, and when the workspace stops (seals do not: they run between
+// its steps).
 func (w *workspace) stopMaintenance() {
 	w.maint.mu.Lock()
 	cancel, done := w.maint.cancel, w.maint.done

@@ -1,7 +1,11 @@
 package agent_test
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,4 +65,73 @@ func TestGCWithoutDaemon(t *testing.T) {
 	if out, err := runCairn(t, "gc", "--socket", sock, "--state-dir", state, filepath.Join(ws, "nope")); err == nil {
 		t.Errorf("gc of a folder without a store succeeded: %s", out)
 	}
+}
+
+// TestMaintenanceUnderLoad: a workspace whose writer makes it seal every
+// ~200 ms is never idle, yet its store is maintained (the run is overdue
+// after twice maintenance_interval; seals run between its steps instead of
+// cancelling it), and `cairn gc --full` through the daemon finishes under
+// the same load. Before, every seal cancelled maintenance and an idle-only
+// schedule never started it.
+func TestMaintenanceUnderLoad(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	write(t, filepath.Join(ws, "a.txt"), "a\n")
+	cfg := filepath.Join(t.TempDir(), "cairn.toml")
+	write(t, cfg, "maintenance_interval = \"300ms\"\nmaintenance_idle = \"1h\"\n"+
+		"[defaults]\nautosave_quiet = \"50ms\"\nautosave_max_wait = \"300ms\"\n")
+	d := startDaemon(t, state, "--config", cfg, "--watch", ws)
+	waitRecord(t, ws, state, "baseline", func(r ckpt.Record) bool { return r.Kind == ckpt.KindBaseline })
+
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // the busy agent
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			write(t, filepath.Join(ws, fmt.Sprintf("w/f%d.txt", i%40)), fmt.Sprintf("write %d\n", i))
+		}
+	}()
+	defer func() { close(stop); <-done }()
+
+	autosaves := func() int {
+		n := 0
+		for _, r := range ledger(t, ws, state) {
+			if r.Kind == ckpt.KindAutosave {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor(t, 60*time.Second, "autosaves under way", func() bool { return autosaves() >= 3 })
+	waitFor(t, 90*time.Second, "a maintenance run that finished every step while the workspace seals", func() bool {
+		w, ok := d.workspace(ws)
+		return ok && w.LastMaintenance != nil && w.LastMaintenance.Error == "" && w.LastMaintenance.Skipped == "" &&
+			len(w.LastMaintenance.Steps) == 3
+	})
+	w, _ := d.workspace(ws)
+	var last struct {
+		Steps map[string]time.Time `json:"steps"`
+	}
+	b, err := os.ReadFile(filepath.Join(w.Store, "cairn", "maintenance.json"))
+	if err != nil || json.Unmarshal(b, &last) != nil || len(last.Steps) < 3 {
+		t.Fatalf("maintenance state: %v %s", err, b)
+	}
+	before := autosaves()
+
+	out, err := runCairn(t, "gc", "--full", "--json", "--socket", d.socket, "--state-dir", state, ws)
+	var res struct {
+		Steps   []string `json:"steps"`
+		Skipped string   `json:"skipped"`
+		Error   string   `json:"error"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &res) != nil || res.Skipped != "" || res.Error != "" ||
+		!slices.Contains(res.Steps, "repack full") {
+		t.Fatalf("cairn gc --full under load: %v\n%s", err, out)
+	}
+	waitFor(t, 60*time.Second, "autosaves go on after maintenance", func() bool { return autosaves() > before })
+	git(t, w.Store, "fsck", "--no-dangling")
 }

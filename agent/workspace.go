@@ -826,8 +826,8 @@ func (w *workspace) drain(wt *watcher.Watcher, barrier bool) (moved []string, co
 // were lost or part of the tree is unwatched, it reconciles the whole tree:
 // the dirty set cannot vouch for what it did not see.
 func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.SealRequest, marker bool) (ckpt.Record, error) {
-	// Maintenance holds the store lock: a seal cancels it rather than wait.
-	w.stopMaintenance()
+	// Maintenance runs beside seals in bounded steps (maintenance.go): a
+	// seal waits at most for one short locked step, never cancels it.
 	if w.checkGone() {
 		return ckpt.Record{}, errWorkspaceGone
 	}

@@ -1283,8 +1283,14 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 	faultPoint("pack-written")
 	// Once there are rollUpEvery small packs they are merged, the new pack
 	// flushed with the seal's objects and the old ones removed after the
-	// ref moved (maintenance merges them all when the workspace is idle).
-	_, rolledUp, rerr := e.db.RollUp(rollUpEvery)
+	// ref moved (maintenance merges them all). Not while a maintenance
+	// repack runs beside the seal: it would find packs it listed gone, and
+	// it merges them itself.
+	var rolledUp []string
+	var rerr error
+	if !s.repacking.Load() {
+		_, rolledUp, rerr = e.db.RollUp(rollUpEvery)
+	}
 	if rerr != nil {
 		zerologCtx(ctx).Warn().Err(rerr).Msg("merging the in-process engine's packs failed; they stay as they are")
 	}

@@ -15,20 +15,19 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/platform"
+	"github.com/cairn-dev/cairn/snapshot/gitobj"
 )
 
 // Maintenance: packing refs and objects and pruning unreachable objects, so
 // neither the store's size nor the time of a seal or an open grows with its
 // history (README, "Maintenance").
 //
-// Maintenance and seals never overlap: Maintain holds the store lock for its
-// whole run, and the daemon cancels a maintenance in progress before it seals,
-// so a lifecycle seal does not wait for it (a cancelled step is a killed git,
-// which the next point covers). Running a prune or repack beside a seal was
-// tried and once committed a tree that lacked a path the seal had staged.
-//   - Every step leaves a store git accepts if killed (git writes packs under
-//     tmp_ names and renames them in; stale ones are swept at the next open or
-//     maintenance), proven by the fault points below and maintain_crash_test.go.
+// Maintenance runs in bounded steps with seals between them (Maintain,
+// maintainSteps): the steps that may delete an object hold the store lock for
+// themselves only, the repacks none. Every step leaves a store git accepts if
+// killed (git writes packs under tmp_ names and renames them in; stale ones
+// are swept at the next open or maintenance), proven by the fault points
+// below and TestMaintainCrashAtEveryStep.
 
 // DefaultPruneGrace is how long an unreachable loose object is kept before
 // prune removes it (git's own default for gc).
@@ -76,15 +75,38 @@ type MaintainResult struct {
 	// Skipped says why maintenance did not run (or stopped early); the steps
 	// before it (Steps) did run.
 	Skipped string     `json:"skipped,omitempty"`
-	Steps   []string   `json:"steps,omitempty"` // pack-refs, prune, repack geometric|incremental|full
+	Steps   []string   `json:"steps,omitempty"` // pack-refs, prune, repack geometric|incremental|full, expire
 	Before  StoreStats `json:"before"`
 	After   StoreStats `json:"after"`
 }
 
+// Maintenance steps, each recorded in maintenance.json when it finishes.
+const (
+	StepPackRefs    = "pack-refs"
+	StepPrune       = "prune"
+	StepGeometric   = "repack geometric"
+	StepIncremental = "repack incremental" // git older than 2.32
+	StepFull        = "repack full"
+	StepExpire      = "expire"
+)
+
+// maintStep is one bounded step of a maintenance run.
+type maintStep struct {
+	name string
+	// locked steps run under the store lock: a seal that arrives waits for
+	// the step, never for the run. The others run beside seals.
+	locked bool
+	run    func(ctx context.Context) error
+}
+
 // Maintain packs refs and objects and prunes unreachable objects past the
-// grace period, under the store lock (a seal waits, or cancels it: the
-// daemon does). A second maintenance of the same store (another process) is
-// refused with Skipped, never run alongside.
+// grace period, in bounded steps (README, "Maintenance"). Seals run between
+// the steps: each locked step holds the store lock for itself only, and the
+// long repacks hold it not at all (see maintainSteps for why that is safe).
+// The steps run oldest first (by when each last finished, kept in
+// maintenance.json), so a run cut short (cancelled, Busy) leaves the next
+// one to begin with what it did not reach. A second maintenance of the same
+// store (another process) is refused with Skipped, never run alongside.
 func (s *Store) Maintain(ctx context.Context, opts MaintainOptions) (res MaintainResult, err error) {
 	res = MaintainResult{Start: time.Now().UTC()}
 	defer func() { res.Duration = time.Since(res.Start) }()
@@ -108,21 +130,7 @@ func (s *Store) Maintain(ctx context.Context, opts MaintainOptions) (res Maintai
 		return res, err
 	}
 	defer lk.Unlock()
-	// The whole run holds the store lock: a seal never runs beside a prune or
-	// a repack (a seal racing a repack was once seen committing a tree that
-	// lacked a path it had staged). The daemon cancels maintenance before it
-	// seals, so a lifecycle seal does not wait for it.
-	err = s.withLock(ctx, func() error {
-		var ierr error
-		res, ierr = s.maintainLocked(ctx, opts, res)
-		return ierr
-	})
-	return res, err
-}
 
-// maintainLocked is Maintain's work, under the store lock.
-func (s *Store) maintainLocked(ctx context.Context, opts MaintainOptions, res MaintainResult) (MaintainResult, error) {
-	var err error
 	if res.Before, err = s.Stats(ctx); err != nil {
 		return res, err
 	}
@@ -143,8 +151,16 @@ func (s *Store) maintainLocked(ctx context.Context, opts MaintainOptions, res Ma
 	if busy() {
 		return res, nil
 	}
-	// Temporary packs of a repack killed earlier would count against the room.
-	s.sweepTmpObjects(staleTmpAge)
+	// Temporary packs of a repack killed earlier would count against the
+	// room; a keep file an expire step left (killed) would hold its pack
+	// out of every later repack.
+	if err := s.withLock(ctx, func() error {
+		s.sweepTmpObjects(staleTmpAge)
+		s.sweepCairnKeeps()
+		return nil
+	}); err != nil {
+		return res, err
+	}
 
 	// A repack writes a new pack before it deletes what it replaces: at most
 	// every loose object and every pack it merges (all of them, at worst).
@@ -154,48 +170,149 @@ func (s *Store) maintainLocked(ctx context.Context, opts MaintainOptions, res Ma
 		return res, nil
 	}
 
-	s.clearStalePackedRefsLock()
-	if _, err := s.git.Run(ctx, nil, "pack-refs", "--all", "--prune"); err != nil {
-		return res, fmt.Errorf("pack-refs: %w", err)
+	prev, _ := s.LastMaintenance()
+	for _, st := range s.maintainSteps(opts, prev) {
+		if busy() {
+			break
+		}
+		run := func() error { return st.run(ctx) }
+		if st.locked {
+			s.yieldToSeals(ctx)
+			err = s.withLock(ctx, run)
+		} else {
+			err = run()
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				res.Skipped = "cancelled"
+				break // a killed git: the step is done again next time
+			}
+			return s.finish(ctx, res, fmt.Errorf("%s: %w", st.name, err))
+		}
+		res.Steps = append(res.Steps, st.name)
+		s.noteStep(st.name, time.Now().UTC())
 	}
-	res.Steps = append(res.Steps, "pack-refs")
-	faultPoint("pack-refs")
-	if busy() {
-		return s.finish(ctx, res)
-	}
+	return s.finish(ctx, res, nil)
+}
 
-	// Unreachable loose objects past the grace period go first, so the
-	// repack does not pack them.
-	if _, err := s.bgGit().Run(ctx, nil, "prune", "--expire="+pruneExpire(opts.PruneGrace)); err != nil {
-		return res, fmt.Errorf("prune: %w", err)
+// maintainSteps are the steps of one run, oldest first.
+//
+// Which steps hold the store lock, and why the others may run beside a seal
+// (a seal of either engine: git's update-index/write-tree/commit-tree, or
+// the in-process one, which writes one pack per seal, merges small packs
+// under the lock, checks presence with gitobj.Known and reads packed objects
+// through a long-running git cat-file):
+//   - Whatever deletes an object that may still be wanted holds the lock:
+//     prune and expire. An unreachable object past the grace may be named
+//     again by a seal that found it stored (a file put back as it was in a
+//     dropped checkpoint): git's answer, freshening its time, does not close
+//     the race (git-gc(1), NOTES) and the in-process engine does not freshen.
+//     Under the lock the step sees every ref a seal moved before it, and the
+//     next seal's Known.Refresh sees what it removed.
+//   - pack-refs holds it: a seal's compare-and-swap of a ref must not meet
+//     packed-refs.lock, nor a ref read meet a ref moving between files.
+//   - The repacks (geometric, full) run without -d: they only write packs
+//     (under a temporary name, renamed in, index last), reading objects
+//     that nothing deletes meanwhile. A geometric repack packs every object
+//     of the packs it merges and every loose object; the full one, without
+//     an expiration, puts what is unreachable in a cruft pack (git 2.37+).
+//     What -d would do is done after, under the lock (dropRedundant): a
+//     pack goes only when every object in it is in a pack written since,
+//     and loose objects only once packed (prune-packed, which also removes
+//     emptied objects/xx folders: beside a seal by git, writing a loose
+//     object into one, that failed the write and left the path out of the
+//     checkpoint, as TestSealConcurrentWithMaintain once saw). So every
+//     object stays readable throughout; packs and loose objects a seal
+//     writes meanwhile are not the repack's. A pack the in-process engine
+//     merged under the lock while git read it would make git fail (nothing
+//     lost; the step runs again next time): while a repack runs, this
+//     process's seals do not merge (Store.repacking, set under the lock, so
+//     no merge is under way when the repack starts). What was removed, a
+//     long-running cat-file still holds open: releasePacks restarts it.
+//   - Dropping unreachable packed objects past the grace is the expire step,
+//     under the lock: a cruft repack with the full step's pack kept (a .keep
+//     file), so it walks what is reachable and rewrites only the newer packs
+//     and the cruft pack, not the history the full step just packed.
+//
+// Before the steps were split and seals let between them, the whole run held
+// the lock and every seal cancelled it, so a workspace sealing every few
+// hundred milliseconds was never maintained.
+func (s *Store) maintainSteps(opts MaintainOptions, prev LastMaintenance) []maintStep {
+	expire := pruneExpire(opts.PruneGrace)
+	cruft := s.git.Version.AtLeast(Version{2, 37, 0})
+	var fullPack string // the pack the full step wrote, kept through expire
+	steps := []maintStep{
+		{name: StepPackRefs, locked: true, run: func(ctx context.Context) error {
+			s.clearStalePackedRefsLock()
+			_, err := s.git.Run(ctx, nil, "pack-refs", "--all", "--prune")
+			faultPoint("pack-refs")
+			return err
+		}},
+		// Unreachable loose objects past the grace go before a repack packs
+		// them. Bounded by one walk of what is reachable, and only when some
+		// loose object is old enough to go.
+		{name: StepPrune, locked: true, run: func(ctx context.Context) error {
+			if !s.looseOlderThan(opts.PruneGrace) {
+				return nil
+			}
+			_, err := s.bgGit().Run(ctx, nil, "prune", "--expire="+expire)
+			faultPoint("prune")
+			return err
+		}},
 	}
-	res.Steps = append(res.Steps, "prune")
-	faultPoint("prune")
-	if busy() {
-		return s.finish(ctx, res)
+	if opts.Full {
+		// Everything reachable into one pack; the rest kept (cruft or
+		// loose) for expire. Its cost grows with the store: it runs
+		// beside seals.
+		// Without -d (repackBeside): unreachable objects stay where they
+		// are (older git) or go to a cruft pack too (2.37+).
+		args := []string{"repack", "-a", "-q"}
+		if cruft {
+			args = []string{"repack", "-q", "--cruft"}
+		}
+		steps = append(steps, maintStep{name: StepFull, run: func(ctx context.Context) error {
+			before := s.packNames()
+			if err := s.repackBeside(ctx, args); err != nil {
+				return err
+			}
+			fullPack = s.newestNonCruftPack(before)
+			return nil
+		}})
+		if cruft {
+			steps = append(steps, maintStep{name: StepExpire, locked: true, run: func(ctx context.Context) error {
+				keep := ""
+				if fullPack != "" {
+					keep = strings.TrimSuffix(fullPack, ".pack") + ".keep"
+					if err := os.WriteFile(keep, []byte(cairnKeep), 0o644); err != nil {
+						return err
+					}
+					defer os.Remove(keep)
+				}
+				_, err := s.bgGit().Run(ctx, nil, "repack", "-d", "-q", "--cruft", "--cruft-expiration="+expire)
+				faultPoint("expire")
+				s.releasePacks()
+				return err
+			}})
+		}
+	} else {
+		// Loose objects and the packs that break a factor-2 progression
+		// (git 2.32+): its cost follows what is new, not the history.
+		name, args := StepGeometric, []string{"repack", "-q", "--geometric=2"}
+		if !s.git.Version.AtLeast(Version{2, 32, 0}) {
+			name, args = StepIncremental, []string{"repack", "-q", "-l"}
+		}
+		steps = append(steps, maintStep{name: name, run: func(ctx context.Context) error {
+			return s.repackBeside(ctx, args)
+		}})
 	}
-
-	// Objects: geometric repacking (git 2.32+) packs the
-	// loose objects and merges only packs that break a factor-2 progression,
-	// so its cost follows what is new, not the whole history. A full repack
-	// (opts.Full) rewrites everything reachable into one pack and moves what
-	// is unreachable (dropped checkpoints) into a cruft pack, expired after
-	// the grace period (git 2.37+; older: loosened, for the next prune).
-	step, args := "repack geometric", []string{"repack", "-d", "-q", "--geometric=2"}
-	switch {
-	case opts.Full && s.git.Version.AtLeast(Version{2, 37, 0}):
-		step, args = "repack full", []string{"repack", "-d", "-q", "--cruft", "--cruft-expiration=" + pruneExpire(opts.PruneGrace)}
-	case opts.Full:
-		step, args = "repack full", []string{"repack", "-d", "-q", "-A", "-l", "--unpack-unreachable=" + pruneExpire(opts.PruneGrace)}
-	case !s.git.Version.AtLeast(Version{2, 32, 0}):
-		step, args = "repack incremental", []string{"repack", "-d", "-q", "-l"}
+	// Oldest debt first. Prune stays before a repack (else the repack packs
+	// what prune would drop) and expire after the full repack it builds on.
+	// pack-refs is independent of the object steps: it goes first or last
+	// by its own age; the object steps keep their order.
+	if prev.Steps[StepPackRefs].After(prev.Steps[steps[1].name]) {
+		return append(append([]maintStep(nil), steps[1:]...), steps[0])
 	}
-	if _, err := s.bgGit().Run(ctx, nil, args...); err != nil {
-		return res, fmt.Errorf("repack: %w", err)
-	}
-	res.Steps = append(res.Steps, step)
-	faultPoint("repack")
-	return s.finish(ctx, res)
+	return steps
 }
 
 // bgGit runs maintenance's long steps at the lowest priority.
@@ -205,31 +322,242 @@ func (s *Store) bgGit() *Git {
 	return &g
 }
 
-func (s *Store) finish(ctx context.Context, res MaintainResult) (MaintainResult, error) {
-	var err error
-	res.After, err = s.Stats(ctx)
-	res.Duration = time.Since(res.Start)
-	last := LastMaintenance{Result: res}
-	if prev, ok := s.LastMaintenance(); ok {
-		last.LastFull = prev.LastFull
+// repackBeside runs a repack without the store lock, seals going on beside
+// it, and without -d: it only writes packs. Then, under the lock, a short
+// settle removes what the new packs made redundant (dropRedundant). While
+// it runs, this process's in-process seals do not merge their packs.
+func (s *Store) repackBeside(ctx context.Context, args []string) error {
+	var before map[string]bool
+	if err := s.withLock(ctx, func() error {
+		s.repacking.Store(true)
+		before = s.packNames() // no merge under way: the lock is held
+		return nil
+	}); err != nil {
+		return err
 	}
-	for _, st := range res.Steps {
-		if st == "repack full" {
-			last.LastFull = res.Start
+	_, err := s.bgGit().Run(ctx, nil, args...)
+	s.repacking.Store(false)
+	if err != nil {
+		return err
+	}
+	faultPoint("repack")
+	s.yieldToSeals(ctx)
+	return s.withLock(ctx, func() error {
+		defer s.releasePacks()
+		return s.dropRedundant(ctx, before)
+	})
+}
+
+// dropRedundant, under the store lock after a repack run without -d,
+// removes each pack that was there before it (before) whose every object
+// is in a pack that was not, then the loose objects that are packed (git
+// prune-packed). It is what repack -d does, moved under the lock: git's
+// prune-packed also removes the emptied objects/xx folders, and a seal by
+// git writing a loose object into one meanwhile failed ("unable to create
+// temporary file"), leaving that path out of its checkpoint.
+func (s *Store) dropRedundant(ctx context.Context, before map[string]bool) error {
+	dir := filepath.Join(s.gitDir, "objects", "pack")
+	hashSize := func(name string) int { // pack-<hex>.pack: its name is its checksum
+		if len(strings.TrimSuffix(strings.TrimPrefix(name, "pack-"), ".pack")) == 64 {
+			return 32
+		}
+		return 20
+	}
+	have := map[string]bool{}
+	now := s.packNames()
+	for name := range now {
+		if before[name] {
+			continue
+		}
+		hs := hashSize(name)
+		names, err := gitobj.PackIndexNames(filepath.Join(dir, strings.TrimSuffix(name, ".pack")+".idx"), hs)
+		if err != nil {
+			continue // a pack being written, or damaged: vouches for nothing
+		}
+		for i := 0; i+hs <= len(names); i += hs {
+			have[string(names[i:i+hs])] = true
 		}
 	}
-	if b, jerr := json.Marshal(last); jerr == nil {
+	var drop []string
+	for name := range before {
+		stem := filepath.Join(dir, strings.TrimSuffix(name, ".pack"))
+		if !now[name] {
+			continue
+		}
+		if _, err := os.Lstat(stem + ".keep"); err == nil {
+			continue
+		}
+		hs := hashSize(name)
+		names, err := gitobj.PackIndexNames(stem+".idx", hs)
+		if err != nil {
+			continue
+		}
+		all := true
+		for i := 0; i+hs <= len(names) && all; i += hs {
+			all = have[string(names[i:i+hs])]
+		}
+		if all {
+			drop = append(drop, stem)
+		}
+	}
+	var errs []error
+	for _, stem := range drop {
+		// The index first: a reader that still finds it looks again.
+		for _, ext := range []string{".idx", ".pack", ".rev", ".bitmap", ".mtimes"} {
+			if err := os.Remove(stem + ext); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if _, err := s.bgGit().Run(ctx, nil, "prune-packed", "-q"); err != nil {
+		errs = append(errs, fmt.Errorf("prune-packed: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// yieldToSeals lets seals already waiting for the store lock go before a
+// locked step takes it (a short wait: seals are bounded too).
+func (s *Store) yieldToSeals(ctx context.Context) {
+	for i := 0; i < 1000 && s.lockWaiters.Load() > 0 && ctx.Err() == nil; i++ {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// releasePacks, under the store lock after a repack, restarts the in-process
+// engine's cat-file (git never forgets a pack it opened: it would hold the
+// removed ones, and their space) and has Known look at the packs again.
+func (s *Store) releasePacks() {
+	e := s.eng
+	if e == nil {
+		return
+	}
+	if e.cat != nil {
+		e.cat.stop()
+		e.cat = nil
+	}
+	if e.known != nil && e.known.Refresh() {
+		clear(e.whole)
+	}
+}
+
+// cairnKeep is the content of the .keep file the expire step writes, so a
+// killed step's leftover is told from one another program wrote.
+const cairnKeep = "cairn maintenance: expire\n"
+
+// sweepCairnKeeps removes the .keep files a killed expire step left.
+func (s *Store) sweepCairnKeeps() {
+	dir := filepath.Join(s.gitDir, "objects", "pack")
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".keep") || !e.Type().IsRegular() {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if b, err := readNoFollow(p, 256); err == nil && string(b) == cairnKeep {
+			_ = os.Remove(p)
+		}
+	}
+}
+
+// packNames are the store's packs (file names).
+func (s *Store) packNames() map[string]bool {
+	names := map[string]bool{}
+	ents, _ := os.ReadDir(filepath.Join(s.gitDir, "objects", "pack"))
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".pack") {
+			names[e.Name()] = true
+		}
+	}
+	return names
+}
+
+// newestNonCruftPack is the largest pack (path) not in before and not a
+// cruft one: what a full repack wrote (seals beside it write small ones).
+func (s *Store) newestNonCruftPack(before map[string]bool) string {
+	dir := filepath.Join(s.gitDir, "objects", "pack")
+	best, size := "", int64(-1)
+	for name := range s.packNames() {
+		if before[name] {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if _, err := os.Lstat(strings.TrimSuffix(p, ".pack") + ".mtimes"); err == nil {
+			continue
+		}
+		if fi, err := os.Lstat(p); err == nil && fi.Size() > size {
+			best, size = p, fi.Size()
+		}
+	}
+	return best
+}
+
+// looseOlderThan reports whether some loose object is older than grace
+// (any, for PruneNow): whether prune has anything to do.
+func (s *Store) looseOlderThan(grace time.Duration) bool {
+	cut := time.Now().Add(-grace)
+	objects := filepath.Join(s.gitDir, "objects")
+	dirs, _ := os.ReadDir(objects)
+	for _, d := range dirs {
+		if len(d.Name()) != 2 || !d.IsDir() || !gitobj.IsHex(d.Name()+strings.Repeat("0", 38)) {
+			continue
+		}
+		ents, _ := os.ReadDir(filepath.Join(objects, d.Name()))
+		for _, e := range ents {
+			if grace < 0 {
+				return true
+			}
+			if fi, err := e.Info(); err == nil && fi.ModTime().Before(cut) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// noteStep records in maintenance.json that a step finished at t (and, for
+// the step that ends a full repack, that a full one did).
+func (s *Store) noteStep(name string, t time.Time) {
+	last, _ := s.LastMaintenance()
+	if last.Steps == nil {
+		last.Steps = map[string]time.Time{}
+	}
+	last.Steps[name] = t
+	if name == StepExpire || name == StepFull && !s.git.Version.AtLeast(Version{2, 37, 0}) {
+		last.LastFull = t
+	}
+	s.writeLastMaintenance(last)
+}
+
+func (s *Store) writeLastMaintenance(last LastMaintenance) {
+	if b, err := json.Marshal(last); err == nil {
 		_ = platform.WriteFileAtomic(filepath.Join(s.gitDir, cairnSubdir, "maintenance.json"), append(b, '\n'), 0o644)
 	}
-	return res, err
+}
+
+// finish measures the store after a run and records the run (one that ran
+// no step is not recorded).
+func (s *Store) finish(ctx context.Context, res MaintainResult, err error) (MaintainResult, error) {
+	var serr error
+	res.After, serr = s.Stats(context.WithoutCancel(ctx))
+	res.Duration = time.Since(res.Start)
+	if len(res.Steps) > 0 {
+		last, _ := s.LastMaintenance()
+		last.Result = res
+		s.writeLastMaintenance(last)
+	}
+	if err != nil {
+		return res, err
+	}
+	return res, serr
 }
 
 // LastMaintenance is <store>/cairn/maintenance.json: the last maintenance
-// that ran (one skipped before its first step is not recorded) and when the
-// last full one did.
+// that ran (one skipped before its first step is not recorded), when the
+// last full one did, and when each step last finished.
 type LastMaintenance struct {
-	Result   MaintainResult `json:"result"`
-	LastFull time.Time      `json:"lastFull,omitzero"`
+	Result   MaintainResult       `json:"result"`
+	LastFull time.Time            `json:"lastFull,omitzero"`
+	Steps    map[string]time.Time `json:"steps,omitempty"`
 }
 
 // LastMaintenance is the last maintenance that ran on this store (by any

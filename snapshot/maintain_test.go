@@ -142,42 +142,59 @@ func TestMaintainSkipsWhenBusyOrAlreadyRunning(t *testing.T) {
 	}
 }
 
-// A seal that arrives while maintenance runs (repack, prune: outside the
-// lock) succeeds, and nothing it wrote is lost.
+// Seals that run while maintenance runs (its repacks beside them, its other
+// steps between them) succeed whole, with either engine, and nothing they
+// wrote is lost. With git's repack -d beside a seal by git, prune-packed
+// removing an emptied objects/xx folder made the seal's loose write fail and
+// its path go missing from the checkpoint (about one run in ten of 150 seals;
+// a race, so this test catches it only sometimes).
 func TestSealConcurrentWithMaintain(t *testing.T) {
-	ctx := context.Background()
-	ws, _, st := maintStore(t, 3)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var merr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
+	for _, engine := range []string{EngineInproc, EngineGit} {
+		t.Run(engine, func(t *testing.T) {
+			ctx := context.Background()
+			ws, state := t.TempDir(), t.TempDir()
+			for i := 0; i < 50; i++ {
+				putFile(t, filepath.Join(ws, fmt.Sprintf("d%d/f%d.txt", i%5, i)), strings.Repeat(fmt.Sprintf("line %d\n", i), 40))
 			}
-			if _, err := st.Maintain(ctx, MaintainOptions{Full: time.Now().UnixNano()%2 == 0}); err != nil {
-				merr = err
-				return
+			st := openTestStore(t, ws, Options{StateDir: state, Engine: engine})
+			mustSeal(t, st, SealRequest{Kind: ckpt.KindBaseline})
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			var merr error
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if _, err := st.Maintain(ctx, MaintainOptions{Full: time.Now().UnixNano()%2 == 0}); err != nil {
+						merr = err
+						return
+					}
+				}
+			}()
+			for i := 0; i < 60; i++ {
+				rel := fmt.Sprintf("new/d%d/n%d.txt", i%7, i)
+				putFile(t, filepath.Join(ws, rel), fmt.Sprintf("concurrent %d\n", i))
+				rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: []string{rel}})
+				if rec.State != ckpt.StateOK || len(rec.Issues) > 0 {
+					t.Fatalf("seal %d: %s %+v", i, rec.State, rec.Issues)
+				}
+				if got := gitStr(t, st, "show", rec.SHA+":"+rel); got != fmt.Sprintf("concurrent %d", i) {
+					t.Fatalf("seal %d holds %q", i, got)
+				}
 			}
-		}
-	}()
-	for i := 0; i < 15; i++ {
-		putFile(t, filepath.Join(ws, fmt.Sprintf("new/n%d.txt", i)), fmt.Sprintf("concurrent %d\n", i))
-		rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: []string{fmt.Sprintf("new/n%d.txt", i)}})
-		if got := gitStr(t, st, "show", rec.SHA+":"+fmt.Sprintf("new/n%d.txt", i)); got != fmt.Sprintf("concurrent %d", i) {
-			t.Fatalf("seal %d holds %q", i, got)
-		}
+			close(stop)
+			wg.Wait()
+			if merr != nil {
+				t.Fatal(merr)
+			}
+			requireSound(t, st)
+		})
 	}
-	close(stop)
-	wg.Wait()
-	if merr != nil {
-		t.Fatal(merr)
-	}
-	requireSound(t, st)
 }
 
 func buildFaultMaintain(t *testing.T) string {
@@ -239,9 +256,10 @@ func TestMaintainCrashAtEveryStep(t *testing.T) {
 	}
 }
 
-// A store whose objects another program deleted is not sealed on top of:
-// the seal fails, recorded, naming cairn doctor --fsck.
-func TestSealRefusesDamagedStore(t *testing.T) {
+// A store whose last checkpoint's objects another program removed is not
+// refused for ever (it was until issue 23): the seal reconciles the whole
+// work tree, names only stored objects, and says what was lost.
+func TestSealRecoversDamagedStore(t *testing.T) {
 	ctx := context.Background()
 	ws, _, st := maintStore(t, 1)
 	last := st.Records()[len(st.Records())-1]
@@ -250,16 +268,16 @@ func TestSealRefusesDamagedStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	putFile(t, filepath.Join(ws, "more.txt"), "more\n")
-	rec, err := st.Seal(ctx, SealRequest{Kind: ckpt.KindManual})
-	if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "cairn doctor --fsck") {
-		t.Fatalf("seal on a damaged store: %v", err)
-	}
-	if rec.State != ckpt.StateFailed || rec.SHA != "" {
-		t.Fatalf("record of the refused seal: %+v", rec)
+	rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	requireOK(t, rec)
+	requireAllObjects(t, st, rec.SHA)
+	requireFile(t, st, rec.SHA, "more.txt", "more\n")
+	if notes := st.TakeNotes(); !strings.Contains(strings.Join(notes, "\n"), "missing from the store") {
+		t.Errorf("notes %q, want the lost checkpoint named", notes)
 	}
 
-	// Packed objects deleted (the whole pack) are refused the same way.
-	_, _, st2 := maintStore(t, 1)
+	// Every packed object deleted (the whole pack) is recovered the same way.
+	ws2, _, st2 := maintStore(t, 1)
 	if _, err := st2.Maintain(ctx, MaintainOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -267,9 +285,10 @@ func TestSealRefusesDamagedStore(t *testing.T) {
 	for _, p := range packs {
 		os.Remove(p)
 	}
-	if _, err := st2.Seal(ctx, SealRequest{Kind: ckpt.KindManual}); !errors.Is(err, ErrDamaged) {
-		t.Fatalf("seal after its packs were deleted: %v", err)
-	}
+	putFile(t, filepath.Join(ws2, "more.txt"), "more\n")
+	rec = mustSeal(t, st2, SealRequest{Kind: ckpt.KindManual})
+	requireAllObjects(t, st2, rec.SHA)
+	requireFile(t, st2, rec.SHA, "more.txt", "more\n")
 }
 
 // manyRefs adds n autosave checkpoints (one ref each, as the daemon makes
@@ -375,5 +394,89 @@ func TestMaintainAfterKilledPackRefs(t *testing.T) {
 	}
 	if _, err := os.Lstat(lock); err == nil {
 		t.Fatal("packed-refs.lock still there")
+	}
+}
+
+// TestSealsRunBetweenMaintenanceSteps: maintenance lets seals run between
+// its steps (Busy is asked before each one; here it seals). Before the steps
+// were split, the whole run held the store lock and the first such seal
+// waited for it for ever.
+func TestSealsRunBetweenMaintenanceSteps(t *testing.T) {
+	ctx := context.Background()
+	ws, _, st := maintStore(t, 3)
+	unreachable(t, st, "garbage between steps\n")
+	n := 0
+	var sealed []ckpt.Record
+	var serr error
+	between := func() string {
+		if serr != nil {
+			return "a seal failed"
+		}
+		n++
+		rel := fmt.Sprintf("between/b%d.txt", n)
+		putFile(t, filepath.Join(ws, rel), fmt.Sprintf("between %d\n", n))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			var rec ckpt.Record
+			rec, serr = st.Seal(ctx, SealRequest{Kind: ckpt.KindManual, Changed: []string{rel}})
+			sealed = append(sealed, rec)
+		}()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("a seal between maintenance steps did not finish (the run holds the store lock)")
+		}
+		return ""
+	}
+	for _, full := range []bool{false, true} {
+		res, err := st.Maintain(ctx, MaintainOptions{Full: full, Busy: between})
+		if err != nil || serr != nil {
+			t.Fatalf("full %v: %v; seal: %v", full, err, serr)
+		}
+		want := 3
+		if full {
+			want = 4
+		}
+		if res.Skipped != "" || len(res.Steps) != want {
+			t.Fatalf("full %v: not every step ran: %+v", full, res)
+		}
+		last, ok := st.LastMaintenance()
+		for _, s := range res.Steps {
+			if !ok || last.Steps[s].IsZero() {
+				t.Fatalf("step %s not recorded done: %+v", s, last)
+			}
+		}
+	}
+	if len(sealed) < 7 {
+		t.Fatalf("%d seals between steps, want one before each", len(sealed))
+	}
+	for i, rec := range sealed {
+		rel := fmt.Sprintf("between/b%d.txt", i+1)
+		if got := gitStr(t, st, "show", rec.SHA+":"+rel); got != fmt.Sprintf("between %d", i+1) {
+			t.Fatalf("seal %d holds %q", i+1, got)
+		}
+	}
+	requireSound(t, st)
+}
+
+// TestMaintainBeginsWithOldestDebt: a run cut short after pack-refs leaves
+// the object steps for the next one, which begins with them.
+func TestMaintainBeginsWithOldestDebt(t *testing.T) {
+	ctx := context.Background()
+	_, _, st := maintStore(t, 2)
+	calls := 0
+	res, err := st.Maintain(ctx, MaintainOptions{Busy: func() string {
+		if calls++; calls == 3 { // before the run, before pack-refs, before prune
+			return "interrupted"
+		}
+		return ""
+	}})
+	if err != nil || len(res.Steps) != 1 || res.Steps[0] != StepPackRefs {
+		t.Fatalf("cut short: %+v, %v", res, err)
+	}
+	res, err = st.Maintain(ctx, MaintainOptions{})
+	if err != nil || len(res.Steps) != 3 || res.Steps[0] != StepPrune || res.Steps[2] != StepPackRefs {
+		t.Fatalf("next run: %+v, %v", res, err)
 	}
 }

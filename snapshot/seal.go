@@ -180,7 +180,7 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 	faultPoint("stage")
 
 	treeOut, err := s.git.Run(ctx, nil, "write-tree")
-	if s.indexDamaged(ctx, err) {
+	if s.indexDamaged(ctx, err) || s.indexNamesMissing(ctx, err) {
 		if st, err = s.stage(ctx, s.git, sel, nil); err != nil {
 			return fail(fmt.Errorf("stage: %w", err))
 		}
@@ -317,6 +317,24 @@ func (s *Store) indexDamaged(ctx context.Context, err error) bool {
 		}
 	}
 	return false
+}
+
+// indexNamesMissing reports whether write-tree failed because cairn's
+// index names an object that is not stored (another program removed it);
+// if so the index is dropped, to be rebuilt from the work tree, storing
+// every file again.
+func (s *Store) indexNamesMissing(ctx context.Context, err error) bool {
+	var ge *GitError
+	if !errors.As(err, &ge) || !strings.Contains(ge.Stderr, "invalid object") {
+		return false
+	}
+	os.Remove(s.git.Index)
+	if s.eng != nil {
+		s.closeEngine()
+		s.eng = nil
+	}
+	s.note(ctx, "cairn's index named objects missing from the store ("+firstLine(ge.Stderr)+"; removed by another program?); it was rebuilt from the work tree, storing each file again")
+	return true
 }
 
 // checkIndexFile drops cairn's private index when it is not whole: not an

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-dev/cairn/platform"
@@ -72,8 +73,14 @@ type Store struct {
 	opts     Options
 	git      *Git
 
-	mu         sync.Mutex
-	held       lockHolder    // the store lock while withLock holds it
+	mu   sync.Mutex
+	held lockHolder // the store lock while withLock holds it
+	// lockWaiters counts callers waiting for mu in withLock: maintenance
+	// lets them go before its next locked step.
+	lockWaiters atomic.Int32
+	// repacking is set (under the lock) while a maintenance repack runs
+	// beside seals: the in-process engine does not merge its packs then.
+	repacking  atomic.Bool
 	records    []ckpt.Record // the ledger, plus unwritten
 	ledgerSize int64
 	// unwritten are records whose append failed (a full disk): kept in
@@ -287,7 +294,9 @@ func lockPid(path string) int {
 
 // withLock runs fn holding the in-process mutex and the store's file lock.
 func (s *Store) withLock(ctx context.Context, fn func() error) error {
+	s.lockWaiters.Add(1)
 	s.mu.Lock()
+	s.lockWaiters.Add(-1)
 	defer s.mu.Unlock()
 	if err := s.checkLinks(); err != nil {
 		return err

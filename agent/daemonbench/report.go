@@ -163,7 +163,7 @@ func writeGC(out io.Writer, r *GCResult) error {
 	w := new(bytes.Buffer)
 	fmt.Fprintf(w, "\n== during maintenance: checkpoint request -> sealed, through the daemon's socket\n")
 	fmt.Fprintf(w, "   %d files, %d edited before each request, autosave off; %d pairs: idle, then while the\n", r.Files, r.Changed, r.Pairs)
-	fmt.Fprintf(w, "   daemon's own full maintenance (POST /v1/gc) is 10-80 %% through; the seal cancels it\n")
+	fmt.Fprintf(w, "   daemon's own full maintenance (POST /v1/gc) is 10-80 %% through; seals run between its steps\n")
 	fmt.Fprintf(w, "   %8s %9s %9s %9s %8s\n", "", "p50", "p99", "max", "samples")
 	fmt.Fprintf(w, "   %8s %9s %9s %9s %8d\n", "idle", sealbench.FormatMS(r.IdleP50MS), sealbench.FormatMS(r.IdleP99MS), sealbench.FormatMS(percentile(r.IdleMS, 100)), len(r.IdleMS))
 	fmt.Fprintf(w, "   %8s %9s %9s %9s %8d\n", "during", sealbench.FormatMS(r.DuringP50MS), sealbench.FormatMS(r.DuringP99MS), sealbench.FormatMS(r.DuringMaxMS), len(r.DuringMS))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -40,6 +41,9 @@ type Known struct {
 	// seen: the store's file system keeps fine times, and a folder settles
 	// sooner.
 	fine atomic.Bool
+	// packDir is the pack folder's stamp when its indexes were last read
+	// (Refresh, or Has after a miss).
+	packDir dirStamp
 }
 
 // dirStamp is a folder's modification and change time, and whether it was
@@ -92,6 +96,7 @@ func (k *Known) Refresh() (lost bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	dir := filepath.Join(k.d.Dir, "pack")
+	k.packDir, _ = k.stampDir(dir) // before the folder is read
 	ents, _ := os.ReadDir(dir)
 	now := map[string]bool{}
 	for _, e := range ents {
@@ -181,6 +186,40 @@ func indexNames(idx []byte, hs int) []byte {
 	return nil
 }
 
+// addNewPacks reads the indexes of packs added since the pack folder was
+// last read, if its stamp moved or was too young to vouch, and reports
+// whether it read any. Packs gone are left to Refresh, which says so.
+func (k *Known) addNewPacks() bool {
+	dir := filepath.Join(k.d.Dir, "pack")
+	st, _ := k.stampDir(dir)
+	if k.packDir.settled && st == k.packDir {
+		return false
+	}
+	k.packDir = st
+	ents, _ := os.ReadDir(dir)
+	added := false
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".idx") {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if _, ok := k.packs[p]; ok {
+			continue
+		}
+		fi, err := os.Lstat(p)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		ki := knownIndex{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+		if data, err := readRegular(p, maxIndexRead); err == nil {
+			ki.names = indexNames(data, k.d.Format.Size)
+		}
+		k.packs[p] = ki
+		added = true
+	}
+	return added
+}
+
 func (k *Known) inPacks(id string) bool {
 	raw, err := hex.DecodeString(id)
 	hs := k.d.Format.Size
@@ -216,11 +255,28 @@ func (k *Known) Has(id string) bool {
 	}
 	fi, err := os.Lstat(k.d.Path(id))
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {
-		return false
+		// A repack beside the seal may have moved it from a loose file into
+		// a pack written since the last Refresh: as git does, look at the
+		// pack folder again (when it changed) before saying it is not stored.
+		return k.addNewPacks() && k.inPacks(id)
 	}
 	if k.loose[dir] == nil {
 		k.loose[dir] = map[string]bool{}
 	}
 	k.loose[dir][id] = true
 	return true
+}
+
+// PackIndexNames returns the sorted object names (raw, hashSize bytes each)
+// of a pack index, version 1 or 2; nil when it cannot be read as one.
+func PackIndexNames(idxPath string, hashSize int) ([]byte, error) {
+	data, err := readRegular(idxPath, maxIndexRead)
+	if err != nil {
+		return nil, err
+	}
+	names := indexNames(data, hashSize)
+	if names == nil {
+		return nil, fmt.Errorf("%s: not a pack index", idxPath)
+	}
+	return names, nil
 }

@@ -74,3 +74,34 @@ func TestKnownSeesRemovals(t *testing.T) {
 		})
 	}
 }
+
+// A repack beside a seal moves a loose object into a pack written after the
+// last Refresh: Has still finds it (it reads the pack folder again on a
+// miss, as git does), instead of calling it missing.
+func TestKnownFindsObjectMovedIntoNewPack(t *testing.T) {
+	ctx := context.Background()
+	g, gitDir := newRepo(t, "sha1")
+	f, _ := gitobj.FormatByName("sha1")
+	db := gitobj.NewDB(gitDir, f)
+	loose, err := db.Write("blob", []byte("loose, then packed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := db.Known()
+	k.Refresh()
+	if _, err := g.Run(ctx, nil, "update-ref", "refs/keep", loose); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Run(ctx, nil, "repack", "-q"); err != nil { // packs the loose object
+		t.Fatal(err)
+	}
+	if _, err := g.Run(ctx, nil, "prune-packed", "-q"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(db.Path(loose)); err == nil {
+		t.Fatal("the loose file is still there")
+	}
+	if !k.Has(loose) {
+		t.Fatal("an object moved from a loose file into a new pack reads as missing")
+	}
+}

@@ -99,7 +99,7 @@ func runBenchDaemon(ctx context.Context, e *env, args []string) error {
 	engine := fs.String("engine", "", "the daemon's engine for incremental seals: inproc or git (default: the daemon's default)")
 	changed := fs.Int("changed", 20, "files edited before each marker")
 	parts := fs.String("parts", "latency,watch,storm", "parts to run, comma-separated")
-	duringGC := fs.Bool("during-gc", false, "after latency: checkpoint requests timed idle and while the daemon's own maintenance runs (the seal cancels it)")
+	duringGC := fs.Bool("during-gc", false, "after latency: checkpoint requests timed idle and while the daemon's own maintenance runs (seals run between its steps)")
 	idle := fs.Duration("idle", 10*time.Second, "how long idle CPU is measured")
 	stormWrites := fs.String("storm-writes", "50k", "file writes in one storm")
 	stormFor := fs.Duration("storm-for", 10*time.Second, "how long one storm lasts")
