@@ -162,13 +162,13 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 	}
 	faultPoint("stage")
 
-	treeOut, err := s.git.Run(ctx, nil, "write-tree")
+	treeOut, _, err := s.git.runMapped(ctx, nil, "write-tree")
 	if s.indexDamaged(ctx, err) {
 		if st, err = s.stage(ctx, s.git, sel, nil); err != nil {
 			return fail(fmt.Errorf("stage: %w", err))
 		}
 		rec.Issues, rec.Skipped = st.issues, st.skipped
-		treeOut, err = s.git.Run(ctx, nil, "write-tree")
+		treeOut, _, err = s.git.runMapped(ctx, nil, "write-tree")
 	}
 	if err != nil {
 		return fail(s.damageHint(err))
