@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/rs/zerolog"
 
@@ -130,6 +131,9 @@ type Git struct {
 	// held is the store's lock while a Store holds it: each git started
 	// meanwhile inherits it (proc.go).
 	held *lockHolder
+	// ownIndex: Index is a temporary file of one call, which alone writes
+	// it, one git at a time (verify's): its lock is that call's (runMapped).
+	ownIndex bool
 }
 
 // env is the whole environment of a git process.
@@ -238,6 +242,81 @@ func (g *Git) run(ctx context.Context, w io.Writer, stdin io.Reader, args []stri
 		return "", &GitError{Args: args, ExitCode: code, Stderr: stderr.String(), Err: err}
 	}
 	return stderr.String(), nil
+}
+
+// signalOf is the signal that ended the git an error reports, if one did.
+func signalOf(err error) (syscall.Signal, bool) {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return 0, false
+	}
+	ws, ok := ee.Sys().(interface {
+		Signaled() bool
+		Signal() syscall.Signal
+	})
+	if !ok || !ws.Signaled() {
+		return 0, false
+	}
+	return ws.Signal(), true
+}
+
+// busRetries is how often runMapped makes again a call a bus error ended.
+const busRetries = 5
+
+// runMapped runs a git command that may hash work-tree files and write
+// cairn's index, g.Index (update-index, write-tree, ls-files -m, checkout).
+//
+// git maps a file larger than 32 KiB to hash it, and one truncated
+// meanwhile (rewritten in place, as most programs write a file) ends git
+// with SIGBUS: when it stages the file, when it checks a racily clean entry
+// (ls-files -m), or when it writes the index (racily clean entries are
+// hashed again). git removes its lock files on the common signals only, not
+// on SIGBUS, so a git ended so leaves cairn/index.lock behind, and every
+// later write of the index fails ("File exists") until the next seal.
+//
+// The index lock such a git left is removed, and the call made again, up
+// to busRetries times. The lock is provably a dead writer's: the
+// caller holds the store lock (no other process writes g.Index, proc.go),
+// makes no other write of g.Index meanwhile, and the git has been reaped.
+// A call's own temporary index (ownIndex) needs no store lock: no one else
+// writes it. Otherwise, without the store lock, the lock file is left alone
+// and the error returned.
+func (g *Git) runMapped(ctx context.Context, stdin []byte, args ...string) ([]byte, string, error) {
+	for attempt := 0; ; attempt++ {
+		var in io.Reader
+		if stdin != nil {
+			in = bytes.NewReader(stdin)
+		}
+		out, warn, err := g.RunWarn(ctx, in, args...)
+		if sig, ok := signalOf(err); !ok || sig != syscall.SIGBUS || !(g.ownIndex || g.storeLocked()) {
+			return out, warn, err
+		}
+		if g.Index != "" {
+			if rerr := os.Remove(g.Index + ".lock"); rerr == nil {
+				zerologCtx(ctx).Debug().Str("index", g.Index).Msg("removed the index lock of a git a bus error ended (a file changed while git read it)")
+			}
+		}
+		if ctx.Err() != nil || attempt == busRetries {
+			return out, warn, err
+		}
+	}
+}
+
+// storeLocked reports whether the store lock is held for g's calls.
+func (g *Git) storeLocked() bool {
+	f, done := g.held.hold()
+	done()
+	return f != nil
+}
+
+// nulBytes is nulJoin's bytes, for a call that may be made again.
+func nulBytes(paths []string) []byte {
+	var b bytes.Buffer
+	for _, p := range paths {
+		b.WriteString(p)
+		b.WriteByte(0)
+	}
+	return b.Bytes()
 }
 
 // limitedWriter keeps the first n bytes: enough to explain a failure, never

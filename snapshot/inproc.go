@@ -834,7 +834,7 @@ func (s *Store) syncIndex(ctx context.Context) error {
 		if bytes.Contains(out, []byte(" missing\n")) {
 			zerologCtx(ctx).Warn().Str("store", s.gitDir).Msg("objects the in-process engine wrote are missing; cairn's index is rebuilt from the work tree")
 			os.Remove(s.git.Index)
-		} else if _, err := s.git.Run(ctx, &in, "update-index", "-z", "--index-info"); err != nil {
+		} else if _, _, err := s.git.runMapped(ctx, in.Bytes(), "update-index", "-z", "--index-info"); err != nil {
 			return err
 		}
 	}

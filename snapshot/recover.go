@@ -204,28 +204,38 @@ func (p Problem) Fix(ctx context.Context) (string, error) {
 
 // Checkup examines what seals rely on in one store, for `cairn doctor`.
 // Repairs are made only through Problem.Fix, under the store's lock
-// (LockStore).
+// (Checkup.LockStore).
 type Checkup struct {
 	g      *Git
 	gitDir string
+	held   lockHolder // the store lock while LockStore holds it
 }
 
 // NewCheckup examines the store whose GIT_DIR is g.Dir, through g.
 func NewCheckup(g *Git) *Checkup {
-	c := *g
-	c.Index = filepath.Join(g.Dir, cairnSubdir, "index")
-	c.WorkTree = ""
-	return &Checkup{g: &c, gitDir: g.Dir}
+	cg := *g
+	cg.Index = filepath.Join(g.Dir, cairnSubdir, "index")
+	cg.WorkTree = ""
+	c := &Checkup{g: &cg, gitDir: g.Dir}
+	cg.held = &c.held
+	return c
 }
 
 // LockStore takes the store's lock, as every seal does, waiting until ctx is
-// done; repairs run under it.
-func LockStore(ctx context.Context, gitDir string) (unlock func(), err error) {
-	lk, err := lockCtx(ctx, filepath.Join(gitDir, cairnSubdir, "lock"))
+// done; repairs run under it. As in a seal, every git the checkup starts
+// until unlock inherits the lock (proc.go): a repair's git (read-tree on
+// cairn's index, update-ref) that outlived a killed cairn doctor keeps the
+// store locked, so no seal takes its lock files for a dead writer's.
+func (c *Checkup) LockStore(ctx context.Context) (unlock func(), err error) {
+	lk, err := lockCtx(ctx, filepath.Join(c.gitDir, cairnSubdir, "lock"))
 	if err != nil {
 		return nil, err
 	}
-	return func() { lk.Unlock() }, nil
+	c.held.set(lk.File())
+	return func() {
+		c.held.set(nil)
+		lk.Unlock()
+	}, nil
 }
 
 // staleLockAge is how old a lock file nobody holds must be to be removed.

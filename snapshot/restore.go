@@ -186,7 +186,7 @@ func recoveryRef(label string) string {
 func (s *Store) addOverwritten(ctx context.Context, g *Git, target string) error {
 	// The paths the target holds that the staged tree lacks: a tree diff,
 	// which skips every unchanged folder, instead of listing both in full.
-	out, err := g.Run(ctx, nil, "write-tree")
+	out, _, err := g.runMapped(ctx, nil, "write-tree")
 	if err != nil {
 		return err
 	}
@@ -207,7 +207,7 @@ func (s *Store) addOverwritten(ctx context.Context, g *Git, target string) error
 		return nil
 	}
 	sort.Strings(add)
-	_, err = g.Run(ctx, nulJoin(add), "update-index", "-z", "--add", "--stdin")
+	_, _, err = g.runMapped(ctx, nulBytes(add), "update-index", "-z", "--add", "--stdin")
 	return err
 }
 
@@ -241,7 +241,7 @@ func (s *Store) dryTree(ctx context.Context, target string) (string, error) {
 	if err := s.addOverwritten(ctx, &dry, target); err != nil {
 		return "", err
 	}
-	out, err := dry.Run(ctx, nil, "write-tree")
+	out, _, err := dry.runMapped(ctx, nil, "write-tree")
 	return strings.TrimSpace(string(out)), err
 }
 
@@ -362,12 +362,12 @@ func (s *Store) apply_(ctx context.Context, res *ckpt.Outcome, work *restoreWork
 	if len(prefixes) == 0 {
 		// Untracked files the target lacks leave the index first, so checkout leaves them on disk.
 		if len(work.kept) > 0 {
-			if _, err := s.git.Run(ctx, nulJoin(work.kept), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
+			if _, _, err := s.git.runMapped(ctx, nulBytes(work.kept), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
 				return err
 			}
 		}
 		var err error
-		_, err = s.git.Run(ctx, nil, "checkout", "-q", "--force", "--detach", target)
+		_, _, err = s.git.runMapped(ctx, nil, "checkout", "-q", "--force", "--detach", target)
 		return err
 	}
 	// Deletions come first: a file where the target holds a folder must be
@@ -385,7 +385,7 @@ func (s *Store) apply_(ctx context.Context, res *ckpt.Outcome, work *restoreWork
 		gone = append(gone, d.Path)
 	}
 	if len(gone) > 0 {
-		if _, err := s.git.Run(ctx, nulJoin(gone), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
+		if _, _, err := s.git.runMapped(ctx, nulBytes(gone), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
 			return err
 		}
 	}
@@ -394,7 +394,7 @@ func (s *Store) apply_(ctx context.Context, res *ckpt.Outcome, work *restoreWork
 		args = append(args, ":(literal)"+w.Path)
 	}
 	for _, batch := range batches(args[5:], s.opts.BatchSize, 64<<10) {
-		if _, err := s.git.Run(ctx, nil, append(args[:5:5], batch...)...); err != nil {
+		if _, _, err := s.git.runMapped(ctx, nil, append(args[:5:5], batch...)...); err != nil {
 			return err
 		}
 	}

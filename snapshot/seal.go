@@ -179,13 +179,13 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 	}
 	faultPoint("stage")
 
-	treeOut, err := s.git.Run(ctx, nil, "write-tree")
+	treeOut, _, err := s.git.runMapped(ctx, nil, "write-tree")
 	if s.indexDamaged(ctx, err) || s.indexNamesMissing(ctx, err) {
 		if st, err = s.stage(ctx, s.git, sel, nil); err != nil {
 			return fail(fmt.Errorf("stage: %w", err))
 		}
 		rec.Issues, rec.Skipped = st.issues, st.skipped
-		treeOut, err = s.git.Run(ctx, nil, "write-tree")
+		treeOut, _, err = s.git.runMapped(ctx, nil, "write-tree")
 	}
 	if err != nil {
 		return fail(s.damageHint(err))
@@ -199,7 +199,7 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 			return fail(fmt.Errorf("stage: %w", err))
 		}
 		rec.Issues, rec.Skipped = st.issues, st.skipped
-		if treeOut, err = s.git.Run(ctx, nil, "write-tree"); err != nil {
+		if treeOut, _, err = s.git.runMapped(ctx, nil, "write-tree"); err != nil {
 			return fail(s.damageHint(err))
 		}
 		tree = strings.TrimSpace(string(treeOut))

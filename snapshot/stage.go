@@ -224,7 +224,8 @@ func (s *Store) planFull(ctx context.Context, g *Git, sel *Selector, all bool) (
 		defer wg.Done()
 		ignoredOut, ignoredErr = g.Run(ctx, nil, "ls-files", "-z", "-c", "-i", "--exclude-standard")
 	}()
-	out, warn, err := g.RunWarn(ctx, nil, args...)
+	// -m hashes racily clean files: a bus error is a file changed meanwhile.
+	out, warn, err := g.runMapped(ctx, nil, args...)
 	wg.Wait()
 	if err != nil {
 		return nil, err
@@ -515,7 +516,7 @@ func minus(a, b []string) []string {
 func (s *Store) apply(ctx context.Context, g *Git, p *stagePlan) error {
 	if len(p.remove) > 0 {
 		sort.Strings(p.remove)
-		if _, err := g.Run(ctx, nulJoin(p.remove), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
+		if _, _, err := g.runMapped(ctx, nulBytes(p.remove), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
 			return err
 		}
 	}
@@ -527,7 +528,7 @@ func (s *Store) apply(ctx context.Context, g *Git, p *stagePlan) error {
 			// git trusts an entry whose size and whole-second times match: a
 			// file rewritten at the same size in the same second as git read
 			// it would keep its stale blob. Dropping the entries forces a re-read.
-			if _, err := g.Run(ctx, nulJoin(todo), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
+			if _, _, err := g.runMapped(ctx, nulBytes(todo), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
 				return err
 			}
 		}
@@ -562,7 +563,7 @@ func (s *Store) dropIgnored(ctx context.Context, g *Git, p *stagePlan, ig map[st
 		drop = append(drop, f)
 	}
 	sort.Strings(drop)
-	if _, err := g.Run(ctx, nulJoin(drop), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
+	if _, _, err := g.runMapped(ctx, nulBytes(drop), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
 		return err
 	}
 	keep := p.add[:0]
@@ -595,7 +596,7 @@ type badPath struct{ path, reason string }
 // refuses the batch because of one file, the batch is split until the
 // unreadable files are isolated; the others are staged.
 func (s *Store) updateIndex(ctx context.Context, g *Git, paths []string) ([]badPath, error) {
-	_, err := g.Run(ctx, nulJoin(paths), "update-index", "-z", "--add", "--remove", "--replace", "--stdin")
+	_, _, err := g.runMapped(ctx, nulBytes(paths), "update-index", "-z", "--add", "--remove", "--replace", "--stdin")
 	if err == nil {
 		return nil, nil
 	}
@@ -604,7 +605,11 @@ func (s *Store) updateIndex(ctx context.Context, g *Git, paths []string) ([]badP
 		return nil, err
 	}
 	if len(paths) == 1 {
-		return []badPath{{paths[0], firstLine(ge.Stderr)}}, nil
+		why := firstLine(ge.Stderr)
+		if sig, ok := signalOf(err); ok && sig == syscall.SIGBUS {
+			why = "changed while the checkpoint was sealed (git: bus error)"
+		}
+		return []badPath{{paths[0], why}}, nil
 	}
 	half := len(paths) / 2
 	a, err := s.updateIndex(ctx, g, paths[:half])

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cairn-dev/cairn/restore/ckpt"
@@ -278,6 +279,7 @@ func (s *Store) diskFiles(ctx context.Context, sel *Selector, rep *VerifyReport)
 	defer os.Remove(tmp + ".lock")
 	defer os.Remove(tmp)
 	g := s.git.withIndex(tmp)
+	g.ownIndex = true
 
 	out, warn, err := g.RunWarn(ctx, nil, "ls-files", "-z", "-o", "--exclude-standard")
 	if err != nil {
@@ -366,7 +368,7 @@ func verifyAdd(ctx context.Context, g *Git, paths []string) ([]ckpt.PathIssue, e
 	if len(paths) == 0 {
 		return nil, nil
 	}
-	_, err := g.Run(ctx, nulJoin(paths), "update-index", "-z", "--add", "--info-only", "--stdin")
+	_, _, err := g.runMapped(ctx, nulBytes(paths), "update-index", "-z", "--add", "--info-only", "--stdin")
 	if err == nil {
 		return nil, nil
 	}
@@ -375,7 +377,11 @@ func verifyAdd(ctx context.Context, g *Git, paths []string) ([]ckpt.PathIssue, e
 		return nil, err
 	}
 	if len(paths) == 1 {
-		return []ckpt.PathIssue{{Path: paths[0], Reason: firstLine(ge.Stderr)}}, nil
+		why := firstLine(ge.Stderr)
+		if sig, ok := signalOf(err); ok && sig == syscall.SIGBUS {
+			why = "changed while verify read it (git: bus error)"
+		}
+		return []ckpt.PathIssue{{Path: paths[0], Reason: why}}, nil
 	}
 	half := len(paths) / 2
 	a, err := verifyAdd(ctx, g, paths[:half])

@@ -488,7 +488,7 @@ func (d *doctor) checkup(ctx context.Context, g *snapshot.Git, gitDir string, fs
 	repair := d.repair
 	if repair {
 		lctx, cancel := context.WithTimeout(ctx, time.Minute)
-		unlock, err := snapshot.LockStore(lctx, gitDir)
+		unlock, err := c.LockStore(lctx)
 		cancel()
 		if err != nil {
 			d.bad("store", "stop what holds the store's lock (a stuck cairn process) and run again",
