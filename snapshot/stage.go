@@ -470,13 +470,21 @@ func batches(paths []string, n, maxBytes int) [][]string {
 // walkFiles lists the files under a work-tree folder, leaving out any `.git`
 // and never following symlinks. Unreadable folders become issues.
 func (s *Store) walkFiles(rel string, p *stagePlan) []string {
-	var files []string
-	root := filepath.Join(s.workTree, filepath.FromSlash(rel))
+	files, issues := walkWorkTree(s.workTree, rel)
+	p.issues = append(p.issues, issues...)
+	return files
+}
+
+// walkWorkTree lists the files under a work-tree folder as a full
+// reconcile sees them: never following a link, leaving out excluded
+// folders and files, naming the folders it could not read.
+func walkWorkTree(workTree, rel string) (files []string, issues []ckpt.PathIssue) {
+	root := filepath.Join(workTree, filepath.FromSlash(rel))
 	filepath.WalkDir(root, func(abs string, d fs.DirEntry, err error) error {
-		r, _ := filepath.Rel(s.workTree, abs)
+		r, _ := filepath.Rel(workTree, abs)
 		r = filepath.ToSlash(r)
 		if err != nil {
-			p.issues = append(p.issues, ckpt.PathIssue{Path: r, Reason: err.Error()})
+			issues = append(issues, ckpt.PathIssue{Path: r, Reason: err.Error()})
 			return nil
 		}
 		if d.IsDir() {
@@ -490,7 +498,7 @@ func (s *Store) walkFiles(rel string, p *stagePlan) []string {
 		}
 		return nil
 	})
-	return files
+	return files, issues
 }
 
 func minus(a, b []string) []string {

@@ -393,29 +393,10 @@ func verifyAdd(ctx context.Context, g *Git, paths []string) ([]ckpt.PathIssue, e
 }
 
 // verifyWalk lists the files under a work-tree folder as a seal's full
-// reconcile does (walkFiles): never following a link, leaving out excluded
-// folders and files; unreadable folders are named.
+// reconcile does (walkWorkTree); unreadable folders are named.
 func (s *Store) verifyWalk(rel string, rep *VerifyReport) []string {
-	var files []string
-	root := filepath.Join(s.workTree, filepath.FromSlash(rel))
-	_ = filepath.WalkDir(root, func(abs string, d fs.DirEntry, err error) error {
-		r, _ := filepath.Rel(s.workTree, abs)
-		r = filepath.ToSlash(r)
-		if err != nil {
-			rep.Unreadable = append(rep.Unreadable, ckpt.PathIssue{Path: r, Reason: err.Error()})
-			return nil
-		}
-		if d.IsDir() {
-			if Excluded(r) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !Excluded(r) {
-			files = append(files, r)
-		}
-		return nil
-	})
+	files, issues := walkWorkTree(s.workTree, rel)
+	rep.Unreadable = append(rep.Unreadable, issues...)
 	return files
 }
 
