@@ -958,12 +958,9 @@ func (s *Store) vouchGitTree(ctx context.Context, tree, ptree string) error {
 	err = e.vouch(ctx, s, tree, ptree, "")
 	var missing *errMissingObject
 	if errors.As(err, &missing) {
-		s.closeEngine()
-		s.eng = nil
-		if rerr := os.Remove(s.git.Index); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		if rerr := s.dropIndex(ctx, err.Error()+" (another program removed it, or a pack is damaged); cairn's index was rebuilt from the work tree, storing each file again"); rerr != nil {
 			return errors.Join(err, rerr)
 		}
-		s.note(ctx, err.Error()+" (another program removed it, or a pack is damaged); cairn's index was rebuilt from the work tree, storing each file again")
 		return fmt.Errorf("%w; cairn's index was removed, to be rebuilt from the work tree", err)
 	}
 	if err != nil {

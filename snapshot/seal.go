@@ -107,10 +107,7 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 				// What cairn knew of the store is wrong: the engine starts
 				// afresh, and git rebuilds the index from the work tree,
 				// storing every file's blob again.
-				s.note(ctx, err.Error()+" (another program removed it, or a pack is damaged); this checkpoint rebuilt cairn's index from the work tree, storing each file again")
-				s.closeEngine()
-				s.eng = nil
-				if rerr := os.Remove(s.git.Index); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+				if rerr := s.dropIndex(ctx, err.Error()+" (another program removed it, or a pack is damaged); this checkpoint rebuilt cairn's index from the work tree, storing each file again"); rerr != nil {
 					return fail(rerr)
 				}
 				req.Changed = nil
@@ -312,7 +309,7 @@ func (s *Store) indexDamaged(ctx context.Context, err error) bool {
 	}
 	for _, sign := range indexDamageSigns {
 		if strings.Contains(ge.Stderr, sign) {
-			s.dropIndex(ctx, "git could not read it: "+firstLine(ge.Stderr))
+			s.dropIndex(ctx, "cairn's private index was damaged (git could not read it: "+firstLine(ge.Stderr)+"); rebuilt from the work tree")
 			return true
 		}
 	}
@@ -328,12 +325,7 @@ func (s *Store) indexNamesMissing(ctx context.Context, err error) bool {
 	if !errors.As(err, &ge) || !strings.Contains(ge.Stderr, "invalid object") {
 		return false
 	}
-	os.Remove(s.git.Index)
-	if s.eng != nil {
-		s.closeEngine()
-		s.eng = nil
-	}
-	s.note(ctx, "cairn's index named objects missing from the store ("+firstLine(ge.Stderr)+"; removed by another program?); it was rebuilt from the work tree, storing each file again")
+	s.dropIndex(ctx, "cairn's index named objects missing from the store ("+firstLine(ge.Stderr)+"; removed by another program?); it was rebuilt from the work tree, storing each file again")
 	return true
 }
 
@@ -359,7 +351,7 @@ func (s *Store) checkIndexFile(ctx context.Context) {
 		why = "its checksum does not match: cut short or overwritten"
 	}
 	if why != "" {
-		s.dropIndex(ctx, why)
+		s.dropIndex(ctx, "cairn's private index was damaged ("+why+"); rebuilt from the work tree")
 		return
 	}
 	s.indexChecked = st
@@ -393,14 +385,16 @@ func indexChecksumOK(data []byte) bool {
 }
 
 // dropIndex removes cairn's private index (and the in-process engine's
-// view of it) so the next staging rebuilds it from the work tree.
-func (s *Store) dropIndex(ctx context.Context, why string) {
-	os.Remove(s.git.Index)
-	if s.eng != nil {
-		s.closeEngine()
-		s.eng = nil
+// view of it) so the next staging rebuilds it from the work tree, and notes
+// why (msg) once.
+func (s *Store) dropIndex(ctx context.Context, msg string) error {
+	s.closeEngine()
+	s.eng = nil
+	s.note(ctx, msg)
+	if err := os.Remove(s.git.Index); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
 	}
-	s.note(ctx, "cairn's private index was damaged ("+why+"); rebuilt from the work tree")
+	return nil
 }
 
 // note records something cairn repaired by itself, for the log and the
