@@ -204,6 +204,7 @@ func tortureRun(t *testing.T, u *testUser, engine string, seed int64, kills int,
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
+			d.orphansGone(fmt.Sprintf("kill %d", f.kills))
 		}
 		time.Sleep(time.Duration(50+rng.Intn(1951)) * time.Millisecond)
 		n, life, escaped := d.kill()
@@ -236,6 +237,7 @@ func tortureRun(t *testing.T, u *testUser, engine string, seed int64, kills int,
 		}
 		return final.State == ckpt.StateOK
 	})
+	d.orphansGone("after the final checkpoint")
 	// The daemon is stopped cleanly before the store is examined.
 	d.term()
 
@@ -500,10 +502,11 @@ type tortureDaemon struct {
 	socket string
 	args   []string
 
-	cmd    *exec.Cmd
-	exited chan struct{}
-	mu     sync.Mutex
-	lives  []*syncBuffer
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	mu      sync.Mutex
+	lives   []*syncBuffer
+	orphans []orphan // left by the last killed daemon's gits, for orphansGone
 }
 
 func (d *tortureDaemon) who() string {
@@ -569,10 +572,13 @@ func (d *tortureDaemon) kill() (n int, life time.Duration, escaped []string) {
 		return 0, 0, nil
 	default:
 	}
-	kids := descendants(d.cmd.Process.Pid)
+	daemonPid := d.cmd.Process.Pid
+	kids := descendants(daemonPid)
 	cmdlines := map[int]string{}
 	started := map[int]string{} // a pid's start time: the same process, not one that reused its pid
+	direct := map[int]bool{}    // the daemon's own children (a git's children are not: no parent-death signal reaches them)
 	for _, pid := range kids {
+		direct[pid] = procParent(pid) == daemonPid
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		cmdlines[pid] = strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ")
 		started[pid] = procStart(pid)
@@ -582,6 +588,15 @@ func (d *tortureDaemon) kill() (n int, life time.Duration, escaped []string) {
 	<-d.exited
 	died := time.Now()
 	live := slices.DeleteFunc(slices.Clone(kids), func(pid int) bool { return !same(pid) })
+	// A git's own children (a repack's pack-objects) outlive it by design:
+	// the next daemon stops them before it touches the store
+	// (d.orphans, checked once it has sealed).
+	for _, pid := range live {
+		if !direct[pid] && !dying(pid) {
+			d.orphans = append(d.orphans, orphan{pid, started[pid], cmdlines[pid]})
+		}
+	}
+	live = slices.DeleteFunc(live, func(pid int) bool { return !direct[pid] })
 	n = len(live)
 	for _, pid := range live {
 		if !dying(pid) && same(pid) {
@@ -673,6 +688,42 @@ func procStart(pid int) string {
 		return ""
 	}
 	return f[19]
+}
+
+// orphan is a process a killed daemon's git started, left running.
+type orphan struct {
+	pid          int
+	start, cmdln string
+}
+
+// orphansGone fails the test for a killed daemon's orphans still running
+// once the next daemon has sealed (it stops them before touching the store).
+func (d *tortureDaemon) orphansGone(when string) {
+	for _, o := range d.orphans {
+		for deadline := time.Now().Add(orphanGrace); alive(o.pid) && procStart(o.pid) == o.start; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				d.t.Errorf("%s: a process a killed daemon's git started still runs: %d (%s): %s", when, o.pid, procDoing(o.pid), o.cmdln)
+				_ = syscall.Kill(o.pid, syscall.SIGKILL)
+				break
+			}
+		}
+	}
+	d.orphans = nil
+}
+
+// procParent is a process's parent pid (0 when gone).
+func procParent(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[1])
+	return n
 }
 
 // term stops the daemon with SIGTERM.

@@ -5,6 +5,7 @@ package snapshot
 import (
 	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 )
 
@@ -19,3 +20,9 @@ func killGroup(pid int) error {
 	}
 	return p.Kill()
 }
+
+// ownerTag names this process in every git's environment (CAIRN_OWNER).
+var ownerTag = strconv.Itoa(os.Getpid())
+
+// killOrphans finds no orphans here (no /proc): the store lock protects.
+func killOrphans(gitDir string) int { return 0 }

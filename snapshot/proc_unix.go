@@ -3,7 +3,9 @@
 package snapshot
 
 import (
+	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 )
 
@@ -15,3 +17,9 @@ func spawn(cmd *exec.Cmd) error { return cmd.Start() }
 
 // killGroup kills the process group pid leads.
 func killGroup(pid int) error { return syscall.Kill(-pid, syscall.SIGKILL) }
+
+// ownerTag names this process in every git's environment (CAIRN_OWNER).
+var ownerTag = strconv.Itoa(os.Getpid())
+
+// killOrphans finds no orphans here (no /proc): the store lock protects.
+func killOrphans(gitDir string) int { return 0 }

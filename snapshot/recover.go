@@ -40,6 +40,9 @@ const quarantineSubdir = "quarantine"
 var (
 	tmpObjectName = regexp.MustCompile(`^tmp_obj_[A-Za-z0-9]{1,16}$`)
 	tmpPackName   = regexp.MustCompile(`^tmp_(pack|idx|rev|mtimes|bitmap)_[A-Za-z0-9]{1,16}$`)
+	// git repack's own temporary packs (.tmp-<pid>-pack-<hash>.<ext>),
+	// left when a repack was killed before renaming them.
+	repackTmpName = regexp.MustCompile(`^\.tmp-[0-9]+-pack(-[0-9a-f]{40}|-[0-9a-f]{64})?\.(pack|idx|rev|mtimes|bitmap|promisor)$`)
 	packName      = regexp.MustCompile(`^pack-([0-9a-f]{40}|[0-9a-f]{64})\.pack$`)
 	// cairnTmpName is what notePosition and the stat cache's writer name
 	// their temporary files in cairn/: the file's name, ".tmp-" and a pid.

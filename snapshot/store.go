@@ -75,6 +75,9 @@ type Store struct {
 
 	mu   sync.Mutex
 	held lockHolder // the store lock while withLock holds it
+	// orphansOnce kills, before the store lock is first taken, what a
+	// cairn that is gone left running on the store (killOrphans).
+	orphansOnce sync.Once
 	// lockWaiters counts callers waiting for mu in withLock: maintenance
 	// lets them go before its next locked step.
 	lockWaiters atomic.Int32
@@ -301,6 +304,14 @@ func (s *Store) withLock(ctx context.Context, fn func() error) error {
 	if err := s.checkLinks(); err != nil {
 		return err
 	}
+	s.orphansOnce.Do(func() {
+		// A cairn killed mid-repack leaves git's own children (which no
+		// parent-death signal reaches and which hold no lock) writing into
+		// the store: they go before this cairn touches it.
+		if n := killOrphans(s.gitDir); n > 0 {
+			s.note(ctx, fmt.Sprintf("stopped %d git processes a cairn that is gone left working on the store", n))
+		}
+	})
 	lk, err := lockCtx(ctx, filepath.Join(s.gitDir, cairnSubdir, "lock"))
 	if err != nil {
 		return err
@@ -404,6 +415,7 @@ func (s *Store) sweepTmpObjects(minAge time.Duration) {
 		}
 	}
 	sweep(filepath.Join(objects, "pack"), tmpPackName, minAge)
+	sweep(filepath.Join(objects, "pack"), repackTmpName, max(minAge, staleTmpAge)) // a live repack's: only old ones
 	// A live writer of these holds the store's lock, which a sweep in a
 	// seal holds too: only old ones, whatever the caller allows.
 	sweep(filepath.Join(s.gitDir, cairnSubdir), cairnTmpName, max(minAge, staleTmpAge))
