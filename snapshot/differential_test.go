@@ -1151,10 +1151,9 @@ func (w *diffWorld) removeAll(t *testing.T, p string) []string {
 // clearFor makes room for a new entry at p: what stands at p goes, parents
 // that are not folders become folders. It returns what a watcher reports.
 func (w *diffWorld) clearFor(t *testing.T, p string) []string {
+	// The folders on the way first: removing p through a linked folder
+	// would remove another path than the one reported.
 	var rep []string
-	if _, err := os.Lstat(w.abs(p)); err == nil {
-		rep = append(rep, w.removeAll(t, p)...)
-	}
 	var dirs []string
 	for d := path.Dir(p); d != "."; d = path.Dir(d) {
 		dirs = append(dirs, d)
@@ -1172,6 +1171,9 @@ func (w *diffWorld) clearFor(t *testing.T, p string) []string {
 			t.Fatal(err)
 		}
 		rep = append(rep, d)
+	}
+	if _, err := os.Lstat(w.abs(p)); err == nil {
+		rep = append(rep, w.removeAll(t, p)...)
 	}
 	return rep
 }
