@@ -604,7 +604,24 @@ type badPath struct{ path, reason string }
 // refuses the batch because of one file, the batch is split until the
 // unreadable files are isolated; the others are staged.
 func (s *Store) updateIndex(ctx context.Context, g *Git, paths []string) ([]badPath, error) {
-	_, _, err := g.runMapped(ctx, nulBytes(paths), "update-index", "-z", "--add", "--remove", "--replace", "--stdin")
+	issues, err := isolateUnreadable(ctx, g, paths, "changed while the checkpoint was sealed (git: bus error)",
+		"update-index", "-z", "--add", "--remove", "--replace", "--stdin")
+	out := make([]badPath, 0, len(issues))
+	for _, is := range issues {
+		out = append(out, badPath{is.Path, is.Reason})
+	}
+	return out, err
+}
+
+// isolateUnreadable runs an update-index that reads paths from stdin; when
+// git refuses the batch because of one file, the batch is halved until each
+// file it cannot read is named (busErr is the reason for a file that changed
+// under git's map), and the rest goes in.
+func isolateUnreadable(ctx context.Context, g *Git, paths []string, busErr string, args ...string) ([]ckpt.PathIssue, error) {
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	_, _, err := g.runMapped(ctx, nulBytes(paths), args...)
 	if err == nil {
 		return nil, nil
 	}
@@ -615,16 +632,16 @@ func (s *Store) updateIndex(ctx context.Context, g *Git, paths []string) ([]badP
 	if len(paths) == 1 {
 		why := firstLine(ge.Stderr)
 		if sig, ok := signalOf(err); ok && sig == syscall.SIGBUS {
-			why = "changed while the checkpoint was sealed (git: bus error)"
+			why = busErr
 		}
-		return []badPath{{paths[0], why}}, nil
+		return []ckpt.PathIssue{{Path: paths[0], Reason: why}}, nil
 	}
 	half := len(paths) / 2
-	a, err := s.updateIndex(ctx, g, paths[:half])
+	a, err := isolateUnreadable(ctx, g, paths[:half], busErr, args...)
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.updateIndex(ctx, g, paths[half:])
+	b, err := isolateUnreadable(ctx, g, paths[half:], busErr, args...)
 	if err != nil {
 		return nil, err
 	}

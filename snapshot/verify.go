@@ -13,7 +13,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/cairn-dev/cairn/restore/ckpt"
@@ -365,31 +364,8 @@ func (s *Store) diskFiles(ctx context.Context, sel *Selector, rep *VerifyReport)
 // verifyAdd adds paths to g's index without writing objects. A file git
 // cannot read is isolated by halving the batch, and named.
 func verifyAdd(ctx context.Context, g *Git, paths []string) ([]ckpt.PathIssue, error) {
-	if len(paths) == 0 {
-		return nil, nil
-	}
-	_, _, err := g.runMapped(ctx, nulBytes(paths), "update-index", "-z", "--add", "--info-only", "--stdin")
-	if err == nil {
-		return nil, nil
-	}
-	var ge *GitError
-	if !errors.As(err, &ge) || ctx.Err() != nil {
-		return nil, err
-	}
-	if len(paths) == 1 {
-		why := firstLine(ge.Stderr)
-		if sig, ok := signalOf(err); ok && sig == syscall.SIGBUS {
-			why = "changed while verify read it (git: bus error)"
-		}
-		return []ckpt.PathIssue{{Path: paths[0], Reason: why}}, nil
-	}
-	half := len(paths) / 2
-	a, err := verifyAdd(ctx, g, paths[:half])
-	if err != nil {
-		return nil, err
-	}
-	b, err := verifyAdd(ctx, g, paths[half:])
-	return append(a, b...), err
+	return isolateUnreadable(ctx, g, paths, "changed while verify read it (git: bus error)",
+		"update-index", "-z", "--add", "--info-only", "--stdin")
 }
 
 // verifyWalk lists the files under a work-tree folder as a seal's full
