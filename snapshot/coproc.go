@@ -86,6 +86,9 @@ func (c *coproc) stop() {
 // or until ctx ends. Writing and reading overlap: a long request would
 // otherwise fill both pipes.
 func (c *coproc) exchange(ctx context.Context, req []byte, read func(*bufio.Reader) error) error {
+	if err := ctx.Err(); err != nil { // ended already: ask nothing
+		return err
+	}
 	deadline := time.Now().Add(coprocTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d

@@ -413,6 +413,11 @@ func TestIgnoreCheckerOutOfStep(t *testing.T) {
 	if _, err := ic.ignored(cancelled, []string{"b.txt"}); err == nil {
 		t.Fatal("an exchange with a cancelled context answered")
 	}
+	// An exchange cut short after its question was written: git's answer
+	// to it is still in the pipe when the next question is asked.
+	if _, err := ic.c.in.Write([]byte("./b.txt\x00")); err != nil {
+		t.Fatal(err)
+	}
 	ig, err := ic.ignored(context.Background(), []string{"c.log"})
 	if err == nil && !ig["c.log"] {
 		t.Fatalf("c.log reported not ignored (the previous question's answer taken for it): %v", ig)
