@@ -380,3 +380,39 @@ func TestParentCheckpointRemoved(t *testing.T) {
 		}
 	}
 }
+
+// A repository made in the work tree where a tracked file stood (an agent
+// runs `git init` in a new folder): an incremental seal of the folder and
+// its files holds what a full reconcile holds. Both engines left its files
+// out and recorded ok.
+func TestIncrementalSealOfNewNestedRepository(t *testing.T) {
+	t.Parallel()
+	// Naming the new .gitignore makes the seal a full reconcile of git's
+	// listing; without it, the named paths are planned one by one.
+	changed := map[string][]string{
+		"listing": {"sub", "sub/main.go", "sub/.gitignore", "sub/main.o"},
+		"named":   {"sub", "sub/main.go", "sub/main.o"},
+	}
+	for _, engine := range []string{EngineGit, EngineInproc} {
+		for how, paths := range changed {
+			t.Run(engine+"/"+how, func(t *testing.T) {
+				t.Parallel()
+				dir, st := newTestStore(t, Options{Engine: engine})
+				writeTree(t, dir, map[string]string{"a.txt": "a", "sub": "a file first"})
+				mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+				removeAll(t, dir, "sub")
+				writeTree(t, dir, map[string]string{"sub/main.go": "package main\n", "sub/.gitignore": "*.o\n", "sub/main.o": "obj"})
+				if out, err := exec.Command("git", "init", "-q", filepath.Join(dir, "sub")).CombinedOutput(); err != nil {
+					t.Fatalf("git init: %v: %s", err, out)
+				}
+				rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindAutosave, Changed: paths})
+				requireOK(t, rec)
+				full := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+				got, want := strings.Join(treePaths(t, st, rec.SHA), " "), strings.Join(treePaths(t, st, full.SHA), " ")
+				if got != want || !strings.Contains(want, "sub/main.go") {
+					t.Fatalf("incremental seal holds [%s]; full reconcile [%s]", got, want)
+				}
+			})
+		}
+	}
+}

@@ -131,6 +131,7 @@ type stagePlan struct {
 	stat    map[string]fileID // what each added path looked like before git read it
 	remove  []string          // present on disk but not to be held (symlink, ignored, unselected…)
 	gone    []string          // missing on disk
+	dirs    []string          // tracked files that are folders now
 	issues  []ckpt.PathIssue
 	skipped []ckpt.PathIssue
 	// ignored, when set, answers (once) which planned paths git's ignore
@@ -176,8 +177,11 @@ func (s *Store) consider(p *stagePlan, sel *Selector, rel string, links *linkCac
 	case fi.Mode()&fs.ModeSymlink != 0:
 		p.remove = append(p.remove, rel) // symlinks are not checkpointed (README.md)
 	case fi.IsDir():
-		// a directory where a file was: its files arrive on their own
+		// A folder where a file was: the entry leaves; its files are walked
+		// by planFull (git lists none of a repository made in it) or were
+		// named beside it.
 		p.remove = append(p.remove, rel)
+		p.dirs = append(p.dirs, rel)
 	default:
 		p.remove = append(p.remove, rel)
 		p.issues = append(p.issues, ckpt.PathIssue{Path: rel, Reason: "not a regular file (" + fi.Mode().Type().String() + ")"})
@@ -258,10 +262,19 @@ func (s *Store) planFull(ctx context.Context, g *Git, sel *Selector, all bool) (
 		}
 	}
 	p.remove = append(p.remove, splitNul(ignoredOut)...)
+	// A tracked file that is a folder now is listed as changed, and what is
+	// in it as untracked, except when the folder is a repository: git then
+	// lists nothing under it, so it is walked like one cloned in.
+	nested = append(nested, p.dirs...)
 	if len(nested) > 0 {
 		var files []string
 		for _, n := range nested {
-			files = append(files, s.walkFiles(n, p)...)
+			for _, f := range s.walkFiles(n, p) {
+				if !seen[f] {
+					seen[f] = true
+					files = append(files, f)
+				}
+			}
 		}
 		if err := s.considerUnignored(ctx, g, p, sel, files, links); err != nil {
 			return nil, err
