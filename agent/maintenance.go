@@ -45,7 +45,28 @@ type maintState struct {
 	cancel  context.CancelFunc
 	done    chan struct{} // closed when the run in progress ends; nil when none
 	waiters []chan api.MaintenanceResult
+	full    bool      // the run in progress repacks fully
 	lastRun time.Time // the last start, by this daemon or (read at open) any process
+}
+
+// join adds reply to the waiters of the run in progress, if one is in
+// progress and does what is asked: a full request does not take the
+// answer of a run that repacks only geometrically (`cairn gc --full`
+// would say it was done when it was not). It returns the run's done
+// channel, nil when none runs.
+func (m *maintState) join(full bool, reply chan api.MaintenanceResult) (running chan struct{}, joined bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.done == nil {
+		return nil, false
+	}
+	if full && !m.full {
+		return m.done, false
+	}
+	if reply != nil {
+		m.waiters = append(m.waiters, reply)
+	}
+	return m.done, true
 }
 
 func (w *workspace) maintenanceInterval() time.Duration {
@@ -122,15 +143,23 @@ func (w *workspace) maybeMaintain(ctx context.Context) {
 // every change of refs) and starts a maintenance run; reply, if not nil,
 // gets its result. A run in progress answers reply instead of a second one.
 func (w *workspace) startMaintenance(ctx context.Context, full bool, reply chan api.MaintenanceResult) {
-	w.maint.mu.Lock()
-	if w.maint.done != nil {
-		if reply != nil {
-			w.maint.waiters = append(w.maint.waiters, reply)
-		}
-		w.maint.mu.Unlock()
+	if running, joined := w.maint.join(full, reply); joined {
+		return
+	} else if running != nil {
+		// A full run is asked while a lighter one runs: it starts once
+		// that one ends, through the workspace's goroutine again.
+		go func() {
+			<-running
+			select {
+			case w.gcs <- gcJob{full: full, reply: reply}:
+			case <-w.done:
+				if reply != nil {
+					reply <- api.MaintenanceResult{Workspace: w.dir, Start: time.Now().UTC(), Error: errNotServing.Error()}
+				}
+			}
+		}()
 		return
 	}
-	w.maint.mu.Unlock()
 	st := w.openStore()
 	if st == nil {
 		if reply != nil {
@@ -151,7 +180,7 @@ func (w *workspace) startMaintenance(ctx context.Context, full bool, reply chan 
 	mctx, cancel := context.WithTimeout(ctx, maintainTimeout)
 	done := make(chan struct{})
 	w.maint.mu.Lock()
-	w.maint.cancel, w.maint.done, w.maint.lastRun = cancel, done, now
+	w.maint.cancel, w.maint.done, w.maint.lastRun, w.maint.full = cancel, done, now, full
 	if reply != nil {
 		w.maint.waiters = append(w.maint.waiters, reply)
 	}
