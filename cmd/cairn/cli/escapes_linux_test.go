@@ -15,7 +15,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/chromedp/chromedp"
 	"golang.org/x/sys/unix"
 
 	"github.com/cairn-dev/cairn/agent/api"
@@ -243,4 +245,94 @@ func TestUserTextPrintedEscaped(t *testing.T) {
 		return strings.Contains(sgr.ReplaceAllString(console.String(), ""), "id="+id)
 	})
 	assertPrintable(t, "the daemon's console log", sgr.ReplaceAllString(console.String(), ""))
+}
+
+// TestPanelShowsNamesEscaped: the panel, in a real browser, shows a
+// workspace folder, a label, a file path and a diff from a user's tree with
+// their controls as visible escapes, the same ones the CLI prints; no raw
+// terminal or bidi control reaches the page's text or its tooltips.
+func TestPanelShowsNamesEscaped(t *testing.T) {
+	chrome := browser(t)
+	parent, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(parent, evilDir)
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	put := func(name, body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("a.txt", "a\n")
+	put(evilFile, "one\n")
+	state := t.TempDir()
+	sock := filepath.Join(state, "cairn.sock")
+	cfg := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(cfg, []byte("[defaults]\nautosave = false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startCairn(t, []string{"CAIRN_STATE_DIR=" + state}, "daemon", "--config", cfg, "--watch", filepath.Join(parent, "*"),
+		"--state-dir", state, "--socket", sock)
+	c := client.New(sock)
+	defer c.Close()
+	evWait(t, "the daemon's baseline of the workspace", func() bool {
+		select {
+		case <-d.exited:
+			t.Fatalf("daemon exited:\n%s", d.stderr)
+		default:
+		}
+		st, err := c.Status(context.Background())
+		return err == nil && len(st.Workspaces) == 1 && st.Workspaces[0].Last != ""
+	})
+	put(evilFile, "two\x1b]0;owned\x07\u202e\n")
+	if out, errOut, code := cairn(t, nil, "checkpoint", ws, "--label", evilLabel, "--socket", sock); code != 0 {
+		t.Fatalf("checkpoint: exit %d\n%s%s", code, out, errOut)
+	}
+
+	panel := startUI(t, sock)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.Headless,
+		chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+	if err := chromedp.Do(bctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("start %s: %v", chrome, err)
+	}
+	ctx, cancel := context.WithTimeout(bctx, 120*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(panel),
+		chromedp.WaitVisible(chromedp.CSS(`#timeline .row[data-id="c2"]`)),
+		chromedp.Click(chromedp.CSS(`#timeline .row[data-id="c2"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#files li .diff-btn`)),
+		chromedp.Click(chromedp.CSS(`#files li .diff-btn`)),
+		chromedp.WaitVisible(chromedp.CSS(`#diff-box`)),
+	); err != nil {
+		page, _ := chromedp.Run(bctx, chromedp.OuterHTML(chromedp.CSS("body")))
+		t.Fatalf("the panel: %v\n%s", err, page)
+	}
+	page, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.textContent + '\n' +
+		[...document.querySelectorAll('[title],[aria-label]')].map((e) => e.title + ' ' + (e.getAttribute('aria-label') || '')).join('\n')`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"\x1b", "\x07", "\r", "\u202e", "\u2066", "\u0085"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the panel shows %q raw:\n%s", bad, strconv.Quote(page))
+		}
+	}
+	for _, want := range []string{printable.String(ws), printable.String(evilFile), `two\x1b]0;owned\a\u202e`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the panel does not show %s:\n%s", want, page)
+		}
+	}
+	dir, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS(`.ws-dir`)))
+	if err != nil || dir != printable.String(ws) {
+		t.Errorf("the panel shows the folder as %q (%v), the CLI as %q", dir, err, printable.String(ws))
+	}
 }
