@@ -38,7 +38,7 @@ func FormatPlan(w io.Writer, p ckpt.Plan) error {
 	for _, f := range deletes {
 		fmt.Fprintf(&b, "delete %*s  %s\n", width, HumanSize(f.Size), printable.String(f.Path))
 	}
-	b.WriteString(Summary(p))
+	b.WriteString(printable.String(Summary(p))) // ids and shas come from the ledger
 	b.WriteByte('\n')
 	_, err := io.WriteString(w, b.String())
 	return err
