@@ -6,9 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/cairn-dev/cairn/platform/printable"
 	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
@@ -22,7 +21,7 @@ import (
 //
 //	restore to c7 (abc1234): write 2 files (1 new, 1 changed, 1.5 KiB), delete 1 file (312 B), 40 unchanged
 //
-// A path holding control characters or invalid UTF-8 is printed Go-quoted.
+// A path is printed with its control characters escaped (platform/printable).
 func FormatPlan(w io.Writer, p ckpt.Plan) error {
 	writes := sorted(p.Write)
 	deletes := sorted(p.Delete)
@@ -34,12 +33,12 @@ func FormatPlan(w io.Writer, p ckpt.Plan) error {
 	}
 	var b strings.Builder
 	for _, f := range writes {
-		fmt.Fprintf(&b, "write  %*s  %s\n", width, HumanSize(f.Size), printable(f.Path))
+		fmt.Fprintf(&b, "write  %*s  %s\n", width, HumanSize(f.Size), printable.String(f.Path))
 	}
 	for _, f := range deletes {
-		fmt.Fprintf(&b, "delete %*s  %s\n", width, HumanSize(f.Size), printable(f.Path))
+		fmt.Fprintf(&b, "delete %*s  %s\n", width, HumanSize(f.Size), printable.String(f.Path))
 	}
-	b.WriteString(Summary(p))
+	b.WriteString(printable.String(Summary(p))) // ids and shas come from the ledger
 	b.WriteByte('\n')
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -96,20 +95,6 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return strconv.Itoa(n) + " " + word + "s"
-}
-
-// printable returns path as it is, or Go-quoted when it holds a control
-// character or invalid UTF-8, so that one file is always one line.
-func printable(path string) string {
-	if !utf8.ValidString(path) {
-		return strconv.Quote(path)
-	}
-	for _, r := range path {
-		if unicode.IsControl(r) {
-			return strconv.Quote(path)
-		}
-	}
-	return path
 }
 
 // HumanSize renders n bytes in binary units: 512 B, 1.5 KiB, 12.0 MiB.

@@ -39,12 +39,14 @@ func TestFormatPlan(t *testing.T) {
 		{name: "no target", plan: ckpt.Plan{Kept: 0},
 			want: "restore to —: nothing to change, 0 files already match\n"},
 		{name: "awkward names", plan: ckpt.Plan{Target: ckpt.Record{ID: "c1"},
-			Write: []ckpt.PlanFile{{Path: "a\nb", Size: 1, Action: ckpt.ActionAdd}, {Path: "bad\xffname", Size: 1, Action: ckpt.ActionAdd}, {Path: "ünïcode name", Size: 1, Action: ckpt.ActionAdd}}},
+			Write: []ckpt.PlanFile{{Path: "a\nb", Size: 1, Action: ckpt.ActionAdd}, {Path: "bad\xffname", Size: 1, Action: ckpt.ActionAdd}, {Path: "ünïcode name", Size: 1, Action: ckpt.ActionAdd},
+				{Path: "rtl\u202egpj.exe", Size: 1, Action: ckpt.ActionAdd}}},
 			want: "" +
-				"write  1 B  \"a\\nb\"\n" +
-				"write  1 B  \"bad\\xffname\"\n" +
+				"write  1 B  a\\nb\n" +
+				"write  1 B  bad\\xffname\n" +
+				"write  1 B  rtl\\u202egpj.exe\n" +
 				"write  1 B  ünïcode name\n" +
-				"restore to c1: write 3 files (3 new, 0 changed, 3 B), 0 unchanged\n"},
+				"restore to c1: write 4 files (4 new, 0 changed, 4 B), 0 unchanged\n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

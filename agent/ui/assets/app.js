@@ -1,7 +1,8 @@
 // The cairn panel (README.md, "The panel"). Everything it shows comes from
 // the daemon's socket API through `cairn ui`; every state-changing request
 // carries the session's CSRF token. Text from the daemon is only ever set as
-// textContent, never parsed as HTML.
+// textContent, never parsed as HTML, and always through shown: names from a
+// user's tree cannot reorder or break what the panel shows.
 'use strict';
 
 const S = {
@@ -14,18 +15,37 @@ const S = {
   seq: 0,            // the newest showCheckpoint: only it draws
 };
 
+// shown is text as the panel shows it: C0 controls (newline and tab too),
+// DEL, C1 controls, bidirectional controls and marks and line separators
+// become visible escapes (\n, \x1b, \u202e), as the CLI prints them
+// (platform/printable in Go; README.md, "Security").
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const NAMED = { '\x07': '\\a', '\b': '\\b', '\f': '\\f', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\v': '\\v' };
+function shown(s) {
+  return String(s).replace(UNSAFE, (c) => {
+    const n = c.charCodeAt(0);
+    return NAMED[c] || (n < 0x80 ? '\\x' + n.toString(16).padStart(2, '0') : '\\u' + n.toString(16).padStart(4, '0'));
+  });
+}
+// shownLines is shown for text of several lines (a patch): newlines and tabs stay.
+const shownLines = (s) => String(s).split('\n').map((l) => l.split('\t').map(shown).join('\t')).join('\n');
+
+// el makes an element: text (shown), lines (shownLines), class, on* handlers,
+// attributes (a title or label shown; data-* and values kept exact).
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
     if (v === undefined || v === null || v === false) continue;
     if (k === 'class') e.className = v;
-    else if (k === 'text') e.textContent = v;
+    else if (k === 'text') e.textContent = shown(v);
+    else if (k === 'lines') e.textContent = shownLines(v);
     else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else if (k === 'title' || k === 'aria-label') e.setAttribute(k, shown(v));
     else e.setAttribute(k, v === true ? '' : v);
   }
   for (const k of kids.flat(Infinity)) {
     if (k === null || k === undefined || k === false) continue;
-    e.append(k instanceof Node ? k : document.createTextNode(String(k)));
+    e.append(k instanceof Node ? k : document.createTextNode(shown(k)));
   }
   return e;
 }
@@ -83,7 +103,7 @@ async function loadWorkspaces() {
     fill($('workspaces'), el('li', { class: 'st-failed', text: 'status: ' + e.message }));
     return;
   }
-  $('daemon').textContent = 'daemon ' + st.version + ', pid ' + st.pid;
+  $('daemon').textContent = shown('daemon ' + st.version + ', pid ' + st.pid);
   const list = st.workspaces || [];
   if (!list.length) {
     fill($('workspaces'), el('li', { class: 'dim', text: 'no workspaces you may see' }));
@@ -144,7 +164,7 @@ async function loadTimeline() {
   if (key === S.tlKey) return;
   S.tl = tl;
   S.tlKey = key;
-  $('timeline-title').textContent = 'Timeline · ' + (ws.split('/').filter(Boolean).pop() || ws);
+  $('timeline-title').textContent = shown('Timeline · ' + (ws.split('/').filter(Boolean).pop() || ws));
   drawTimeline();
 }
 
@@ -155,7 +175,7 @@ function metaOf(n) {
 // tick refreshes the ages in place.
 function tick() {
   if (!S.tl) return;
-  for (const m of $('timeline').querySelectorAll('.meta[data-node]')) m.textContent = metaOf(S.tl.nodes[+m.dataset.node]);
+  for (const m of $('timeline').querySelectorAll('.meta[data-node]')) m.textContent = shown(metaOf(S.tl.nodes[+m.dataset.node]));
 }
 
 function drawTimeline() {
@@ -268,7 +288,7 @@ async function showDiff(f) {
   } catch (e) {
     d = { patch: 'diff: ' + e.message };
   }
-  $('diff-title').textContent = f.path + ' (' + what + ')';
+  $('diff-title').textContent = shown(f.path + ' (' + what + ')');
   const lines = (d.patch || '').split('\n');
   const out = lines.map((l) => {
     let c = '';
@@ -277,7 +297,7 @@ async function showDiff(f) {
     else if (l.startsWith('+')) c = 'd-add';
     else if (l.startsWith('-')) c = 'd-del';
     else if (l.startsWith('Binary files')) c = 'd-meta';
-    return el('span', { class: c, text: l + '\n' });
+    return el('span', { class: c, lines: l + '\n' });
   });
   if (f.binary) out.push(el('span', { class: 'dim binary-note', text: '(binary file: its content is not shown)\n' }));
   fill($('diff'), ...out);

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/agent/autodev"
+	"github.com/cairn-dev/cairn/platform/printable"
 	"github.com/cairn-dev/cairn/snapshot"
 
 	"github.com/cairn-dev/cairn/restore/ckpt"
@@ -71,17 +72,17 @@ func runCheckpoint(ctx context.Context, e *env, args []string) error {
 	})
 	if *asJSON && rec.ID != "" {
 		b, _ := json.MarshalIndent(rec, "", "  ")
-		fmt.Fprintln(e.stdout, string(b))
+		fmt.Fprintln(e.stdout, string(printable.JSON(b)))
 	} else if err == nil && rec.Kind == autodev.KindTask {
-		fmt.Fprintf(e.stdout, "%s %s %s %s: %s\n", mark(rec.Kind), rec.ID, short(rec.SHA), rec.Kind, rec.Label)
+		fmt.Fprintln(e.stdout, printable.String(fmt.Sprintf("%s %s %s %s: %s", mark(rec.Kind), rec.ID, short(rec.SHA), rec.Kind, rec.Label)))
 	} else if err == nil {
-		fmt.Fprintf(e.stdout, "%s %s %s %s (+%d ~%d -%d) %s\n", mark(rec.Kind), rec.ID, short(rec.SHA), rec.Kind,
-			rec.Added, rec.Changed, rec.Removed, rec.State)
+		fmt.Fprintln(e.stdout, printable.String(fmt.Sprintf("%s %s %s %s (+%d ~%d -%d) %s", mark(rec.Kind), rec.ID, short(rec.SHA), rec.Kind,
+			rec.Added, rec.Changed, rec.Removed, rec.State)))
 		for _, is := range rec.Issues {
-			fmt.Fprintf(e.stdout, "  %s: %q: %s\n", rec.State, is.Path, is.Reason)
+			fmt.Fprintf(e.stdout, "  %s: %q: %s\n", printable.String(string(rec.State)), is.Path, printable.String(is.Reason))
 		}
 		for _, is := range rec.Skipped {
-			fmt.Fprintf(e.stdout, "  skipped: %q: %s\n", is.Path, is.Reason)
+			fmt.Fprintf(e.stdout, "  skipped: %q: %s\n", is.Path, printable.String(is.Reason))
 		}
 	}
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 
+	"github.com/cairn-dev/cairn/platform/printable"
 	"github.com/cairn-dev/cairn/snapshot"
 )
 
@@ -71,7 +72,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "cairn: unknown command %q\n", args[0])
+		fmt.Fprintf(stderr, "cairn: unknown command %q\n", args[0]) // %q escapes
 		usage(stderr)
 		return ExitUsage
 	}
@@ -88,9 +89,9 @@ func report(stderr io.Writer, err error) int {
 	}
 	var bare bareError
 	if errors.As(err, &bare) {
-		fmt.Fprintln(stderr, bare.msg)
+		fmt.Fprintln(stderr, printable.String(bare.msg))
 	} else {
-		fmt.Fprintf(stderr, "cairn: %v\n", err)
+		fmt.Fprintf(stderr, "cairn: %s\n", printable.String(err.Error()))
 	}
 	var ee *exitError
 	switch {
@@ -116,16 +117,75 @@ func usage(w io.Writer) {
 }
 
 // newLogger writes JSON, or the console format on a terminal; CAIRN_LOG_LEVEL sets the level.
+// Either way no control character from a user's tree reaches w raw.
 func newLogger(w io.Writer) zerolog.Logger {
-	out := w
+	var out io.Writer = jsonLog{w}
 	if f, ok := w.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
-		out = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05"}
+		out = consoleLog(w)
 	}
 	lvl := zerolog.WarnLevel
 	if v := os.Getenv("CAIRN_LOG_LEVEL"); v != "" {
 		lvl = parseLevel(v)
 	}
 	return zerolog.New(out).Level(lvl).With().Timestamp().Logger()
+}
+
+// jsonLog writes zerolog's JSON lines with the DEL, C1 and bidirectional
+// controls zerolog leaves raw escaped as \uXXXX (it escapes C0 itself):
+// the same JSON, safe to read with cat or less. zerolog writes one event a
+// Write.
+type jsonLog struct{ w io.Writer }
+
+func (j jsonLog) Write(p []byte) (int, error) {
+	if _, err := j.w.Write(printable.JSON(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// consoleLog is the console format for a terminal. zerolog quotes a string
+// field holding a control character, but prints the message, field names
+// and values inside arrays or objects raw: those are escaped first.
+func consoleLog(w io.Writer) zerolog.ConsoleWriter {
+	return zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05", FormatPrepare: func(evt map[string]any) error {
+		for k, v := range evt {
+			if k == zerolog.MessageFieldName {
+				if s, ok := v.(string); ok {
+					v = printable.String(s)
+				}
+			} else if _, ok := v.(string); !ok {
+				v = printableValue(v)
+			}
+			if pk := printable.String(k); pk != k {
+				delete(evt, k)
+				k = pk
+			}
+			evt[k] = v
+		}
+		return nil
+	}}
+}
+
+// printableValue is v (decoded JSON) with every string in it escaped.
+func printableValue(v any) any {
+	switch v := v.(type) {
+	case string:
+		return printable.String(v)
+	case []any:
+		for i := range v {
+			v[i] = printableValue(v[i])
+		}
+	case map[string]any:
+		for k, x := range v {
+			x = printableValue(x)
+			if pk := printable.String(k); pk != k {
+				delete(v, k)
+				k = pk
+			}
+			v[k] = x
+		}
+	}
+	return v
 }
 
 func parseLevel(s string) zerolog.Level {

@@ -22,6 +22,7 @@ import (
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/client"
 	"github.com/cairn-dev/cairn/platform"
+	"github.com/cairn-dev/cairn/platform/printable"
 	"github.com/cairn-dev/cairn/snapshot"
 )
 
@@ -182,15 +183,16 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 	}
 	if *asJSON {
 		b, _ := json.MarshalIndent(map[string]any{"problems": problems, "findings": d.findings}, "", "  ")
-		fmt.Fprintln(e.stdout, string(b))
+		fmt.Fprintln(e.stdout, string(printable.JSON(b)))
 	} else {
+		p := printable.String // findings quote workspaces, paths and git's words
 		for _, f := range d.findings {
 			if f.Problem {
-				fmt.Fprintf(e.stdout, "FAIL %-8s %s; fix: %s\n", f.Check, f.Message, f.Fix)
+				fmt.Fprintf(e.stdout, "FAIL %-8s %s; fix: %s\n", f.Check, p(f.Message), p(f.Fix))
 			} else if f.Repaired != "" {
-				fmt.Fprintf(e.stdout, "fixed %-7s %s; did: %s\n", f.Check, f.Message, f.Repaired)
+				fmt.Fprintf(e.stdout, "fixed %-7s %s; did: %s\n", f.Check, p(f.Message), p(f.Repaired))
 			} else {
-				fmt.Fprintf(e.stdout, "ok   %-8s %s\n", f.Check, f.Message)
+				fmt.Fprintf(e.stdout, "ok   %-8s %s\n", f.Check, p(f.Message))
 			}
 		}
 	}

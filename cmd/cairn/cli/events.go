@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/client"
+	"github.com/cairn-dev/cairn/platform/printable"
 
 	"github.com/cairn-dev/cairn/restore/ckpt"
 )
@@ -109,7 +110,7 @@ func (t *tail) run(ctx context.Context) error {
 			// A daemon that just started may not serve the workspace yet: refused, then served.
 			if isRefusal && ce.Message != refusal {
 				refusal = ce.Message
-				fmt.Fprintf(t.e.stderr, "cairn: the daemon refuses: %s; retrying\n", ce.Message)
+				fmt.Fprintf(t.e.stderr, "cairn: the daemon refuses: %s; retrying\n", printable.String(ce.Message))
 			}
 			if !pause() {
 				return nil
@@ -200,14 +201,14 @@ func (t *tail) follow(s *client.EventStream, back func()) (proved, dropped bool)
 		}
 		prove()
 		if t.json {
-			fmt.Fprintf(t.e.stdout, "%s\n", line)
+			fmt.Fprintf(t.e.stdout, "%s\n", jsonLine(line))
 		}
 		var ev wireEvent
 		if json.Unmarshal(line, &ev) != nil {
 			continue
 		}
 		if !t.json {
-			fmt.Fprintln(t.e.stdout, eventLine(ev))
+			fmt.Fprintln(t.e.stdout, printable.String(eventLine(ev)))
 		}
 		if ev.Type == api.EvError {
 			var d api.ErrorEvent
@@ -216,6 +217,16 @@ func (t *tail) follow(s *client.EventStream, back func()) (proved, dropped bool)
 			}
 		}
 	}
+}
+
+// jsonLine is an event line as the daemon sent it, with the controls JSON
+// may carry raw (DEL, C1, bidirectional) escaped: the same JSON. A line that
+// is no JSON (raw controls are not) is escaped as text.
+func jsonLine(line []byte) []byte {
+	if !json.Valid(line) {
+		return []byte(printable.String(string(line)))
+	}
+	return printable.JSON(line)
 }
 
 // unreachable is the error for no daemon at the start without --wait.

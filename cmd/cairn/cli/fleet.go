@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/replicate"
+	"github.com/cairn-dev/cairn/platform/printable"
 	"github.com/cairn-dev/cairn/snapshot"
 )
 
@@ -74,7 +75,7 @@ func runFleetList(ctx context.Context, e *env, args []string) error {
 			Remote     string                     `json:"remote"`
 			Workspaces []replicate.FleetWorkspace `json:"workspaces"`
 		}{replicate.Redact(remote), list}, "", "  ")
-		fmt.Fprintln(e.stdout, string(b))
+		fmt.Fprintln(e.stdout, string(printable.JSON(b)))
 		return nil
 	}
 	printFleet(e.stdout, replicate.Redact(remote), list, time.Now())
@@ -84,7 +85,7 @@ func runFleetList(ctx context.Context, e *env, args []string) error {
 // printFleet is the table of fleet list.
 func printFleet(w io.Writer, remote string, list []replicate.FleetWorkspace, now time.Time) {
 	if len(list) == 0 {
-		fmt.Fprintf(w, "no replicated workspaces on %s\n", remote)
+		fmt.Fprintf(w, "no replicated workspaces on %s\n", printable.String(remote))
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -107,7 +108,8 @@ func printFleet(w io.Writer, remote string, list []replicate.FleetWorkspace, now
 		if ws.Manifest == nil {
 			note = fmt.Sprintf("%s; %d refs", note, ws.Refs)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", ws.Host, path, ws.Key, layout, count, newest, pushed, oneLineNote(note))
+		p := printable.String // each cell: a tab or a control in one would break the table
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p(ws.Host), p(path), p(ws.Key), p(layout), p(count), p(newest), p(pushed), p(oneLineNote(note)))
 	}
 	tw.Flush()
 }
@@ -212,15 +214,16 @@ func runFleetFetch(ctx context.Context, e *env, args []string) error {
 	}
 	if *asJSON {
 		b, _ := json.MarshalIndent(res, "", "  ")
-		fmt.Fprintln(e.stdout, string(b))
+		fmt.Fprintln(e.stdout, string(printable.JSON(b)))
 		return nil
 	}
 	src := ""
 	if res.Source != "" {
 		src = " (" + res.Source + ")"
 	}
-	fmt.Fprintf(e.stdout, "fetched %d checkpoints of %s%s from %s into %s\n", n, res.From, src, res.Remote, res.Workspace)
-	fmt.Fprintf(e.stdout, "the files are not written: see them with `cairn list %[1]s`, bring one back with `cairn restore %[1]s <id>`, then `cairn watch %[1]s` to go on checkpointing\n", res.Workspace)
+	p := printable.String
+	fmt.Fprintf(e.stdout, "fetched %d checkpoints of %s%s from %s into %s\n", n, p(res.From), p(src), p(res.Remote), p(res.Workspace))
+	fmt.Fprintf(e.stdout, "the files are not written: see them with `cairn list %[1]s`, bring one back with `cairn restore %[1]s <id>`, then `cairn watch %[1]s` to go on checkpointing\n", p(res.Workspace))
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/hankweave"
 	"github.com/cairn-dev/cairn/platform"
+	"github.com/cairn-dev/cairn/platform/printable"
 	"github.com/cairn-dev/cairn/snapshot"
 )
 
@@ -43,9 +44,9 @@ func runGC(ctx context.Context, e *env, args []string) error {
 	}
 	if *asJSON {
 		out, _ := json.MarshalIndent(res, "", "  ")
-		fmt.Fprintln(e.stdout, string(out))
+		fmt.Fprintln(e.stdout, string(printable.JSON(out)))
 	} else {
-		fmt.Fprintln(e.stdout, maintenanceOutcome(res))
+		fmt.Fprintln(e.stdout, printable.String(maintenanceOutcome(res)))
 	}
 	if res.Error != "" {
 		return fmt.Errorf("maintenance failed: %s", res.Error)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/autodev"
+	"github.com/cairn-dev/cairn/platform/printable"
 	"github.com/cairn-dev/cairn/restore"
 
 	"github.com/cairn-dev/cairn/restore/ckpt"
@@ -55,11 +56,11 @@ func runList(ctx context.Context, e *env, args []string) error {
 			recs = []ckpt.Record{}
 		}
 		b, _ := json.MarshalIndent(recs, "", "  ")
-		fmt.Fprintln(e.stdout, string(b))
+		fmt.Fprintln(e.stdout, string(printable.JSON(b)))
 		return nil
 	}
 	if l.off != "" && len(recs) == 0 {
-		fmt.Fprintln(e.stdout, l.off) // the autodev layout without a repository
+		fmt.Fprintln(e.stdout, printable.String(l.off)) // the autodev layout without a repository
 		return nil
 	}
 	printList(e.stdout, recs, l.head, time.Now())
@@ -106,7 +107,7 @@ func printList(w io.Writer, recs []ckpt.Record, head string, now time.Time) {
 		if head != "" && r.ID == head {
 			line += "  " + restore.HeadMark
 		}
-		fmt.Fprintln(w, line)
+		fmt.Fprintln(w, printable.String(line)) // labels, codons and errors are the user's
 	}
 }
 

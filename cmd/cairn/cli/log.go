@@ -11,6 +11,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 
+	"github.com/cairn-dev/cairn/platform/printable"
 	"github.com/cairn-dev/cairn/restore"
 	"github.com/cairn-dev/cairn/restore/ckpt"
 	"github.com/cairn-dev/cairn/restore/timeline"
@@ -70,7 +71,7 @@ func printLogJSON(w io.Writer, g timeline.Graph) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(w, string(b))
+	_, err = fmt.Fprintln(w, string(printable.JSON(b)))
 	return err
 }
 
@@ -140,6 +141,15 @@ func kindColour(k ckpt.Kind) string {
 // nodeSign is a node's sign in its lane (timeline.Sign).
 func nodeSign(r ckpt.Record) string { return timeline.Sign(r) }
 
+// printableRecord is r with every string a user's tree may have written
+// escaped (platform/printable), for a line that is painted after.
+func printableRecord(r ckpt.Record) ckpt.Record {
+	s := printable.String
+	r.ID, r.SHA, r.Label, r.CodonID, r.CodonName, r.RunID = s(r.ID), s(r.SHA), s(r.Label), s(r.CodonID), s(r.CodonName), s(r.RunID)
+	r.Kind, r.State, r.Error, r.PrunedBy = ckpt.Kind(s(string(r.Kind))), ckpt.State(s(string(r.State))), s(r.Error), s(r.PrunedBy)
+	return r
+}
+
 // drawLog writes the graph, one line per row; a node's line carries what
 // `cairn list` prints for it, and its retry number.
 func drawLog(w io.Writer, g timeline.Graph, now time.Time, p palette) {
@@ -175,7 +185,7 @@ func drawLog(w io.Writer, g timeline.Graph, now time.Time, p palette) {
 // logLine is a node's text: mark, id, label, codon/run (and retry),
 // short sha, kind, age, the state when it is not ok, and ← HEAD.
 func logLine(n timeline.Node, now time.Time, p palette) string {
-	r := n.Record
+	r := printableRecord(n.Record)
 	label := r.Label
 	if label == "" {
 		label = r.CodonName

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/platform/printable"
 )
 
 func init() {
@@ -38,13 +39,14 @@ func runPin(ctx context.Context, e *env, args []string, unpin bool) error {
 	}
 	if *asJSON {
 		b, _ := json.MarshalIndent(res, "", "  ")
-		fmt.Fprintln(e.stdout, string(b))
+		fmt.Fprintln(e.stdout, string(printable.JSON(b)))
 		return nil
 	}
 	what := short(res.SHA)
 	if res.Record != nil {
 		what = res.Record.ID + " (" + what + ")"
 	}
+	what = printable.String(what)
 	switch {
 	case !unpin && res.Changed:
 		fmt.Fprintf(e.stdout, "pinned %s: no retention policy drops it\n", what)

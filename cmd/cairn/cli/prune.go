@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/platform/printable"
 	"github.com/cairn-dev/cairn/snapshot"
 	"github.com/cairn-dev/cairn/snapshot/retain"
 )
@@ -50,7 +51,7 @@ func runPrune(ctx context.Context, e *env, args []string) error {
 	}
 	if *asJSON {
 		b, _ := json.MarshalIndent(res, "", "  ")
-		fmt.Fprintln(e.stdout, string(b))
+		fmt.Fprintln(e.stdout, string(printable.JSON(b)))
 		return nil
 	}
 	verb := "dropped"
@@ -63,12 +64,14 @@ func runPrune(ctx context.Context, e *env, args []string) error {
 		if d.Unit == string(retain.UnitRun) {
 			what = fmt.Sprintf("run %s (%d checkpoints)", strings.TrimPrefix(d.Ref, "refs/heads/run-"), len(d.IDs))
 		}
+		p := printable.String // run ids and reasons may come from the user's tree
+		what = p(what)
 		if d.Skipped != "" {
-			fmt.Fprintf(e.stdout, "kept     %-28s %-11s %s  %s: %s\n", what, d.Kind, d.Time.Local().Format(time.DateTime), d.Rule, d.Skipped)
+			fmt.Fprintf(e.stdout, "kept     %-28s %-11s %s  %s: %s\n", what, p(d.Kind), d.Time.Local().Format(time.DateTime), p(d.Rule), p(d.Skipped))
 			continue
 		}
 		n += len(d.IDs)
-		fmt.Fprintf(e.stdout, "%-8s %-28s %-11s %s  %s\n", map[bool]string{true: "drop", false: "dropped"}[res.DryRun], what, d.Kind, d.Time.Local().Format(time.DateTime), d.Rule)
+		fmt.Fprintf(e.stdout, "%-8s %-28s %-11s %s  %s\n", map[bool]string{true: "drop", false: "dropped"}[res.DryRun], what, p(d.Kind), d.Time.Local().Format(time.DateTime), p(d.Rule))
 	}
 	hb := snapshot.HumanBytes
 	switch {
@@ -79,14 +82,14 @@ func runPrune(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "%s %d checkpoints; store %s before, %s after maintenance (freed %s)\n",
 			verb, n, hb(res.BytesBefore), hb(res.BytesAfter), hb(max(res.BytesBefore-res.BytesAfter, 0)))
 		if res.Maintenance != nil && res.Maintenance.Skipped != "" {
-			fmt.Fprintf(e.stdout, "maintenance skipped: %s\n", res.Maintenance.Skipped)
+			fmt.Fprintf(e.stdout, "maintenance skipped: %s\n", printable.String(res.Maintenance.Skipped))
 		}
 	}
 	if res.MaxStoreBytes > 0 {
 		fmt.Fprintf(e.stdout, "budget %s\n", hb(res.MaxStoreBytes))
 	}
 	if res.ProtectedOver != "" {
-		fmt.Fprintf(e.stdout, "over budget: %s\n", res.ProtectedOver)
+		fmt.Fprintf(e.stdout, "over budget: %s\n", printable.String(res.ProtectedOver))
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/autodev"
 	"github.com/cairn-dev/cairn/agent/client"
+	"github.com/cairn-dev/cairn/platform/printable"
 	"github.com/cairn-dev/cairn/restore"
 	"github.com/cairn-dev/cairn/restore/ckpt"
 )
@@ -64,7 +65,9 @@ func refusal(err error) error {
 // progressTo prints steps on a terminal.
 func progressTo(e *env) func(step, total int, msg string) {
 	if f, ok := e.stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
-		return func(step, total int, msg string) { fmt.Fprintf(e.stderr, "[%d/%d] %s\n", step, total, msg) }
+		return func(step, total int, msg string) {
+			fmt.Fprintf(e.stderr, "[%d/%d] %s\n", step, total, printable.String(msg))
+		}
 	}
 	return nil
 }
@@ -121,30 +124,31 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 func printRestore(e *env, dir string, res api.RestoreResult, asJSON bool) error {
 	if asJSON {
 		b, _ := json.MarshalIndent(res, "", "  ")
-		fmt.Fprintln(e.stdout, string(b))
+		fmt.Fprintln(e.stdout, string(printable.JSON(b)))
 	} else if res.Layout == layoutAutodev {
-		fmt.Fprintln(e.stdout, res.Message)
+		fmt.Fprintln(e.stdout, printable.String(res.Message))
 	} else {
 		p := ckpt.Plan{Target: res.Target, Write: res.Write, Delete: res.Delete, Kept: res.Kept}
 		if res.DryRun {
-			_ = restore.FormatPlan(e.stdout, p)
+			_ = restore.FormatPlan(e.stdout, p) // escapes its paths
 			fmt.Fprintln(e.stdout, "dry run: nothing changed")
 		} else {
-			fmt.Fprintln(e.stdout, restore.Summary(p))
+			pr := printable.String
+			fmt.Fprintln(e.stdout, pr(restore.Summary(p)))
 			if res.PreRestore != nil {
 				fmt.Fprintf(e.stdout, "the work tree before is checkpoint %s (%s); undo with: cairn undo %s\n",
-					res.PreRestore.ID, short(res.PreRestore.SHA), dir)
+					pr(res.PreRestore.ID), pr(short(res.PreRestore.SHA)), pr(dir))
 			}
 			if res.Continued != nil {
-				fmt.Fprintf(e.stdout, "state.json: run %s continues from %s\n", res.Continued.ToRun, short(res.Continued.CheckpointSHA))
+				fmt.Fprintf(e.stdout, "state.json: run %s continues from %s\n", pr(res.Continued.ToRun), pr(short(res.Continued.CheckpointSHA)))
 			} else if res.StateNote != "" {
-				fmt.Fprintln(e.stdout, res.StateNote)
+				fmt.Fprintln(e.stdout, pr(res.StateNote))
 			}
 		}
 	}
 	if len(res.Diff) > 0 {
 		for _, d := range res.Diff {
-			fmt.Fprintf(e.stderr, "  differs: %q: %s\n", d.Path, d.Reason)
+			fmt.Fprintf(e.stderr, "  differs: %q: %s\n", d.Path, printable.String(d.Reason))
 		}
 		return &exitError{ExitIncomplete, fmt.Errorf("the work tree differs from the target in %d paths", len(res.Diff))}
 	}

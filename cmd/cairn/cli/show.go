@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/platform/printable"
 )
 
 func init() {
@@ -34,7 +35,7 @@ func runShow(ctx context.Context, e *env, args []string) error {
 	}
 	if *asJSON {
 		b, _ := json.MarshalIndent(d, "", "  ")
-		fmt.Fprintln(e.stdout, string(b))
+		fmt.Fprintln(e.stdout, string(printable.JSON(b)))
 		return nil
 	}
 	if r := d.Record; r != nil {
@@ -42,24 +43,25 @@ func runShow(ctx context.Context, e *env, args []string) error {
 		if id == "" { // a commit the runtime made, or main's first: not in the ledger
 			id = "—"
 		}
-		fmt.Fprintf(e.stdout, "%s %s  %s  %s\n", id, r.SHA, orDash(string(r.Kind)), r.State)
+		p := printable.String
+		fmt.Fprintf(e.stdout, "%s %s  %s  %s\n", p(id), p(r.SHA), p(orDash(string(r.Kind))), p(string(r.State)))
 		if r.Label != "" {
-			fmt.Fprintf(e.stdout, "label:  %s\n", r.Label)
+			fmt.Fprintf(e.stdout, "label:  %s\n", p(r.Label))
 		}
 		if r.CodonID != "" {
-			fmt.Fprintf(e.stdout, "codon:  %s (%s), run %s, attempt %d\n", r.CodonID, r.CodonName, r.RunID, r.Attempt)
+			fmt.Fprintf(e.stdout, "codon:  %s (%s), run %s, attempt %d\n", p(r.CodonID), p(r.CodonName), p(r.RunID), r.Attempt)
 		}
 		fmt.Fprintf(e.stdout, "time:   %s (%s)\nref:    %s\nparent: %s\nfiles:  +%d ~%d -%d\n", r.Time.Local().Format("2006-01-02 15:04:05"),
-			age(time.Since(r.Time)), orDash(r.Ref), orDash(r.Parent), r.Added, r.Changed, r.Removed)
+			age(time.Since(r.Time)), p(orDash(r.Ref)), p(orDash(r.Parent)), r.Added, r.Changed, r.Removed)
 		if r.Engine != "" {
-			fmt.Fprintf(e.stdout, "sealed: by the %s engine in %d ms\n", r.Engine, r.DurationMS)
+			fmt.Fprintf(e.stdout, "sealed: by the %s engine in %d ms\n", p(r.Engine), r.DurationMS)
 		}
 		for _, is := range r.Issues {
-			fmt.Fprintf(e.stdout, "  %s: %q: %s\n", r.State, is.Path, is.Reason)
+			fmt.Fprintf(e.stdout, "  %s: %q: %s\n", p(string(r.State)), is.Path, p(is.Reason))
 		}
 	}
 	if s := strings.TrimRight(d.Stat, "\n"); s != "" {
-		fmt.Fprintln(e.stdout, s)
+		fmt.Fprintln(e.stdout, printable.Lines(s))
 	}
 	return nil
 }
@@ -84,12 +86,13 @@ func runDiff(ctx context.Context, e *env, args []string) error {
 	}
 	if *asJSON {
 		out, _ := json.MarshalIndent(d, "", "  ")
-		fmt.Fprintln(e.stdout, string(out))
+		fmt.Fprintln(e.stdout, string(printable.JSON(out)))
 		return nil
 	}
-	fmt.Fprint(e.stdout, d.Stat)
+	// git's diffstat and patch: paths and file contents, their lines kept.
+	fmt.Fprint(e.stdout, printable.Lines(d.Stat))
 	if d.Patch != "" {
-		fmt.Fprint(e.stdout, "\n", d.Patch)
+		fmt.Fprint(e.stdout, "\n", printable.Lines(d.Patch))
 	}
 	return nil
 }

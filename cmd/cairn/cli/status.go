@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/platform/printable"
 	"github.com/cairn-dev/cairn/snapshot"
 )
 
@@ -33,58 +34,61 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	}
 	if *asJSON {
 		b, _ := json.MarshalIndent(st, "", "  ")
-		fmt.Fprintln(e.stdout, string(b))
+		fmt.Fprintln(e.stdout, string(printable.JSON(b)))
 		return nil
 	}
-	fmt.Fprintf(e.stdout, "daemon pid %d, version %s, up %s\nstate dir %s\nsocket    %s\n", st.PID, st.Version,
-		time.Since(st.Started).Round(time.Second), st.StateDir, st.Socket)
+	// Every string a daemon sends is printed escaped (platform/printable):
+	// folder names, labels and git's words come from users' trees.
+	p := printable.String
+	fmt.Fprintf(e.stdout, "daemon pid %d, version %s, up %s\nstate dir %s\nsocket    %s\n", st.PID, p(st.Version),
+		time.Since(st.Started).Round(time.Second), p(st.StateDir), p(st.Socket))
 	if st.Config != "" {
-		fmt.Fprintf(e.stdout, "config    %s\n", st.Config)
+		fmt.Fprintf(e.stdout, "config    %s\n", p(st.Config))
 	}
 	if st.ConfigErr != "" {
-		fmt.Fprintf(e.stdout, "config reload refused (old config runs): %s\n", st.ConfigErr)
+		fmt.Fprintf(e.stdout, "config reload refused (old config runs): %s\n", p(st.ConfigErr))
 	}
 	if len(st.Workspaces) == 0 {
 		fmt.Fprintln(e.stdout, "no workspaces watched")
 	}
 	bad := false
 	for _, w := range st.Workspaces {
-		fmt.Fprintf(e.stdout, "\n%s  [%s, %s]\n  watches %d, pending %d, sealed %d, failures %d\n", w.Dir, w.State, w.Layout, w.Watches, w.Pending, w.Seals, w.Failures)
+		fmt.Fprintf(e.stdout, "\n%s  [%s, %s]\n  watches %d, pending %d, sealed %d, failures %d\n", p(w.Dir), p(w.State), p(w.Layout), w.Watches, w.Pending, w.Seals, w.Failures)
 		if w.Last != "" {
-			fmt.Fprintf(e.stdout, "  last checkpoint %s (%s) %s\n", w.Last, w.LastState, age(time.Since(w.LastTime)))
+			fmt.Fprintf(e.stdout, "  last checkpoint %s (%s) %s\n", p(w.Last), p(w.LastState), age(time.Since(w.LastTime)))
 		}
 		if w.Error != "" {
 			bad = true
-			fmt.Fprintf(e.stdout, "  error: %s\n", w.Error)
+			fmt.Fprintf(e.stdout, "  error: %s\n", p(w.Error))
 		}
 		printDegraded(e, w)
 		fmt.Fprintf(e.stdout, "  store: %d checkpoints kept, %s on disk, %d loose objects\n", w.Kept, snapshot.HumanBytes(w.StoreBytes), w.LooseObjects)
 		if m := w.LastMaintenance; m != nil {
-			fmt.Fprintf(e.stdout, "  last maintenance %s: %s\n", age(time.Since(m.Start)), maintenanceOutcome(*m))
+			fmt.Fprintf(e.stdout, "  last maintenance %s: %s\n", age(time.Since(m.Start)), p(maintenanceOutcome(*m)))
 		}
 		if w.Notice != "" {
-			fmt.Fprintf(e.stdout, "  note: %s\n", w.Notice)
+			fmt.Fprintf(e.stdout, "  note: %s\n", p(w.Notice))
 		}
 		if printReplication(e, w.Replication) {
 			bad = true
 		}
 		for _, is := range w.Skipped {
-			fmt.Fprintf(e.stdout, "  not checkpointed: %q: %s\n", is.Path, is.Reason)
+			fmt.Fprintf(e.stdout, "  not checkpointed: %q: %s\n", is.Path, p(is.Reason))
 		}
 	}
 	if len(st.Refused) > 0 {
 		fmt.Fprintln(e.stdout, "\nnot watched:")
 		for _, r := range st.Refused {
-			fmt.Fprintf(e.stdout, "  %s: %s\n", r.Dir, r.Reason)
+			fmt.Fprintf(e.stdout, "  %s: %s\n", p(r.Dir), p(r.Reason))
 		}
 	}
 	if len(st.Workers) > 0 {
 		fmt.Fprintln(e.stdout, "\nworkers (one per workspace owner, running as that user):")
 		for _, w := range st.Workers {
-			fmt.Fprintf(e.stdout, "  uid %d %s: %s, pid %d, %d workspaces, %d restarts", w.UID, w.User, w.State, w.PID, w.Workspaces, w.Restarts)
+			fmt.Fprintf(e.stdout, "  uid %d %s: %s, pid %d, %d workspaces, %d restarts", w.UID, p(w.User), p(w.State), w.PID, w.Workspaces, w.Restarts)
 			if w.Error != "" {
 				bad = true
-				fmt.Fprintf(e.stdout, ", error: %s", w.Error)
+				fmt.Fprintf(e.stdout, ", error: %s", p(w.Error))
 			}
 			fmt.Fprintln(e.stdout)
 		}
@@ -98,7 +102,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 // printDegraded says what is unwatched and how stale cairn's view of it may be.
 func printDegraded(e *env, w api.WorkspaceStatus) {
 	if w.Unwatched > 0 {
-		names := strings.Join(w.UnwatchedDirs, ", ")
+		names := printable.String(strings.Join(w.UnwatchedDirs, ", "))
 		if more := w.Unwatched - len(w.UnwatchedDirs); more > 0 {
 			names += fmt.Sprintf(" and %d more", more)
 		}
@@ -109,7 +113,8 @@ func printDegraded(e *env, w api.WorkspaceStatus) {
 		fmt.Fprintf(e.stdout, "  unwatched: %d %s (%s); every checkpoint reconciles the whole tree\n", w.Unwatched, what, names)
 	}
 	if w.StaleUpTo != "" {
-		line := fmt.Sprintf("  changes there are found by a full reconcile every %s: the view may be up to %s stale", w.StaleUpTo, w.StaleUpTo)
+		stale := printable.String(w.StaleUpTo)
+		line := fmt.Sprintf("  changes there are found by a full reconcile every %s: the view may be up to %s stale", stale, stale)
 		if !w.NextReconcile.IsZero() {
 			line += fmt.Sprintf(" (next in %s)", until(w.NextReconcile))
 		}
@@ -131,9 +136,10 @@ func printReplication(e *env, r *api.ReplicationStatus) bool {
 	if r == nil {
 		return false
 	}
-	line := fmt.Sprintf("  replication to %s as %s/%s: %s", r.Remote, r.Host, r.Key, r.State)
+	p := printable.String
+	line := fmt.Sprintf("  replication to %s as %s/%s: %s", p(r.Remote), p(r.Host), p(r.Key), p(r.State))
 	if r.LastPushed != "" {
-		line += fmt.Sprintf(", last pushed %s %s", r.LastPushed, age(time.Since(r.LastPushedTime)))
+		line += fmt.Sprintf(", last pushed %s %s", p(r.LastPushed), age(time.Since(r.LastPushedTime)))
 	}
 	if r.LagCheckpoints > 0 {
 		line += fmt.Sprintf(", lag %d checkpoints (%s)", r.LagCheckpoints, (time.Duration(r.LagSeconds) * time.Second).String())
@@ -142,7 +148,7 @@ func printReplication(e *env, r *api.ReplicationStatus) bool {
 	}
 	fmt.Fprintln(e.stdout, line)
 	if r.LastError != "" {
-		msg := "  replication error: " + r.LastError
+		msg := "  replication error: " + p(r.LastError)
 		if !r.NextRetry.IsZero() {
 			msg += fmt.Sprintf(" (retrying in %s)", until(r.NextRetry))
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/platform/printable"
 )
 
 func init() {
@@ -37,7 +38,7 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	}
 	if *asJSON {
 		out, _ := json.MarshalIndent(v, "", "  ")
-		fmt.Fprintln(e.stdout, string(out))
+		fmt.Fprintln(e.stdout, string(printable.JSON(out)))
 	} else {
 		printVerification(e, v)
 	}
@@ -75,22 +76,24 @@ func side(mode, blob string) string {
 }
 
 func printVerification(e *env, v api.Verification) {
-	fmt.Fprintf(e.stdout, "%s %s: %d files, selection %s\n", verifyName(v), v.SHA, v.Files, strings.Join(v.Patterns, " "))
+	p := printable.String // paths are %q-quoted, which escapes them too
+	fmt.Fprintf(e.stdout, "%s %s: %d files, selection %s\n", p(verifyName(v)), p(v.SHA), v.Files, p(strings.Join(v.Patterns, " ")))
 	for _, d := range v.Differences {
-		fmt.Fprintf(e.stdout, "  %s %q: checkpoint %s, disk %s\n", d.Status, d.Path, side(d.CheckpointMode, d.CheckpointBlob), side(d.DiskMode, d.DiskBlob))
+		fmt.Fprintf(e.stdout, "  %s %q: checkpoint %s, disk %s\n", p(d.Status), d.Path,
+			p(side(d.CheckpointMode, d.CheckpointBlob)), p(side(d.DiskMode, d.DiskBlob)))
 	}
 	for _, m := range v.Missing {
 		where := ""
 		if m.Path != "" {
 			where = fmt.Sprintf(" (%q)", m.Path)
 		}
-		fmt.Fprintf(e.stdout, "  missing %s %s%s\n", m.Type, m.SHA, where)
+		fmt.Fprintf(e.stdout, "  missing %s %s%s\n", p(m.Type), p(m.SHA), where)
 	}
 	for _, u := range v.Unreadable {
-		fmt.Fprintf(e.stdout, "  unreadable %q: %s\n", u.Path, u.Reason)
+		fmt.Fprintf(e.stdout, "  unreadable %q: %s\n", u.Path, p(u.Reason))
 	}
 	for _, s := range v.Skipped {
-		fmt.Fprintf(e.stdout, "  skipped %q: %s\n", s.Path, s.Reason)
+		fmt.Fprintf(e.stdout, "  skipped %q: %s\n", s.Path, p(s.Reason))
 	}
 	if v.Clean() {
 		fmt.Fprintln(e.stdout, "ok: the checkpoint holds what git would record now, and every object it names is in the store")

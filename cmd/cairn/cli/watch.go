@@ -2,7 +2,10 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+
+	"github.com/cairn-dev/cairn/platform/printable"
 )
 
 func init() {
@@ -40,11 +43,13 @@ func runWatch(ctx context.Context, e *env, args []string, unwatch bool) error {
 		return refusal(err)
 	}
 	if *asJSON {
-		fmt.Fprintf(e.stdout, "{\"workspace\": %q, \"watching\": %v}\n", abs, !unwatch)
+		// JSON's own quoting: Go's %q writes \x1b, which JSON has not.
+		b, _ := json.Marshal(abs)
+		fmt.Fprintf(e.stdout, "{\"workspace\": %s, \"watching\": %v}\n", printable.JSON(b), !unwatch)
 	} else if unwatch {
-		fmt.Fprintf(e.stdout, "no longer watching %s\n", abs)
+		fmt.Fprintf(e.stdout, "no longer watching %s\n", printable.String(abs))
 	} else {
-		fmt.Fprintf(e.stdout, "watching %s\n", abs)
+		fmt.Fprintf(e.stdout, "watching %s\n", printable.String(abs))
 	}
 	return nil
 }
