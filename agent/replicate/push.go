@@ -390,9 +390,13 @@ func (p *Pusher) pushBatch(ctx context.Context, batch []refspec, res *Result) ([
 	for _, s := range batch {
 		args = append(args, s.arg())
 	}
+	g := p.remoteGit()
+	if err := CheckLocalRemote(p.Remote, g.Home); err != nil {
+		return nil, &Error{Op: "push", Remote: p.RemoteName(), Msg: err.Error()}
+	}
 	pctx, cancel := context.WithTimeout(ctx, pushTimeout)
 	defer cancel()
-	out, err := p.remoteGit().Run(pctx, nil, args...)
+	out, err := g.Run(pctx, nil, args...)
 	lines := parsePorcelain(out)
 	if err == nil {
 		res.Pushes++
@@ -511,9 +515,13 @@ func (p *Pusher) ancestor(ctx context.Context, a, b string) bool {
 
 // LsRemote lists the workspace's refs on the remote: ref → sha.
 func (p *Pusher) LsRemote(ctx context.Context) (map[string]string, error) {
+	g := p.remoteGit()
+	if err := CheckLocalRemote(p.Remote, g.Home); err != nil {
+		return nil, &Error{Op: "ls-remote", Remote: p.RemoteName(), Msg: err.Error()}
+	}
 	lctx, cancel := context.WithTimeout(ctx, lsRemoteTimeout)
 	defer cancel()
-	out, err := p.remoteGit().Run(lctx, nil, "ls-remote", "--", p.Remote, p.Base()+"*")
+	out, err := g.Run(lctx, nil, "ls-remote", "--", p.Remote, p.Base()+"*")
 	if err != nil {
 		return nil, &Error{Op: "ls-remote", Remote: p.RemoteName(), Msg: p.gitMessage(err)}
 	}
