@@ -9,15 +9,19 @@ package agent_test
 import (
 	"fmt"
 	"math/rand"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairn-dev/cairn/agent/api"
 )
 
 // newGroup makes a group (removed when the test ends) with members.
@@ -204,5 +208,71 @@ func TestSecurityRootReplicationLocalRemote(t *testing.T) {
 				d.stop(syscall.SIGTERM)
 			}
 		})
+	}
+}
+
+// TestSecurityRemotePasswordNeverOnCommandLine: replication to an https
+// remote whose URL holds a password. While cairn's git waits on the remote
+// (a listener that holds each connection), no process's command line, which
+// every local user can read, holds the password; nor do the log and status
+// once the remote fails.
+func TestSecurityRemotePasswordNeverOnCommandLine(t *testing.T) {
+	if _, err := os.Stat("/proc/self/cmdline"); err != nil {
+		t.Skip("needs /proc")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var once sync.Once
+	let := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(func() { let(); l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() { <-release; c.Close() }()
+		}
+	}()
+	addr := l.Addr().String()
+	const secret = "s3cret"
+	remote := "https://fleet:" + secret + "@" + addr + "/x.git"
+	ws := replWorkspace(t, "shop", 3)
+	d := startDaemon(t, "", "--config", replConfig(t, remote, "h1", "100ms", ""), "--watch", ws)
+
+	seen := 0
+	for deadline := time.Now().Add(30 * time.Second); seen == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			if err != nil {
+				continue
+			}
+			cmd := strings.ReplaceAll(string(b), "\x00", " ")
+			if strings.Contains(cmd, secret) {
+				t.Fatalf("process %s shows the password: %s", e.Name(), cmd)
+			}
+			if strings.Contains(cmd, addr) {
+				seen++
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no git reaching the remote was seen in 30 s")
+	}
+	let() // the remote fails: its error goes to status and the log
+	var r *api.ReplicationStatus
+	waitFor(t, 30*time.Second, "a failing replication", func() bool {
+		r = replOf(t, d, ws)
+		return r != nil && r.LastError != ""
+	})
+	out, _ := runCairn(t, "status", "--json", "--socket", d.socket)
+	for what, s := range map[string]string{"status": out, "the log": d.log.String(), "the last error": r.LastError} {
+		if strings.Contains(s, secret) {
+			t.Errorf("%s shows the password:\n%s", what, s)
+		}
 	}
 }
