@@ -3,6 +3,7 @@ package replicate
 import (
 	"context"
 	"net/http"
+	"net/http/cgi"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/restore/ckpt"
 	"github.com/cairn-dev/cairn/snapshot"
 )
 
@@ -117,5 +119,60 @@ func TestAccessOf(t *testing.T) {
 	}
 	if _, err := accessOf("https://u:a%0Ab@host/x.git"); err == nil {
 		t.Error("a password with a newline is accepted")
+	}
+}
+
+// TestPushWithCredentials: a push to a smart-http server (git http-backend)
+// that asks for a password arrives, the user and password coming through
+// the helper; a wrong password fails, and its error does not show it.
+func TestPushWithCredentials(t *testing.T) {
+	ctx := context.Background()
+	path, ver, err := snapshot.FindGit(ctx)
+	if err != nil {
+		t.Skip(err)
+	}
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("one"), 0o644)
+	st, err := snapshot.Open(ctx, ws, snapshot.Options{Layout: snapshot.LayoutPlain, StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Seal(ctx, snapshot.SealRequest{Kind: ckpt.KindBaseline}); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	remoteDir := filepath.Join(root, "fleet.git")
+	plainGit(t, remoteDir, "init", "-q", "--bare", remoteDir)
+	backend := &cgi.Handler{Path: path, Args: []string{"http-backend"},
+		// REMOTE_USER: http-backend takes a push from a known user only.
+		Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "HOME=" + root, "REMOTE_USER=fleet"}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, pw, ok := r.BasicAuth(); !ok || u != "fleet" || pw != "pa ss:w@rd" {
+			w.Header().Set("WWW-Authenticate", `Basic realm="fleet"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		backend.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	real, _ := filepath.EvalSymlinks(ws)
+	pusher := func(remote string) *Pusher {
+		return &Pusher{Store: &snapshot.Git{Path: path, Version: ver, Dir: st.GitDir(), Home: filepath.Dir(st.GitDir())},
+			Remote: remote, Host: "h1", Key: Key(real), Home: t.TempDir(), StatePath: filepath.Join(t.TempDir(), "state.json")}
+	}
+	base := "127.0.0.1:" + strings.TrimPrefix(srv.URL, "http://127.0.0.1:")
+	_, err = pusher("http://fleet:wrong@"+base+"/fleet.git").Sync(ctx, Manifest{Workspace: real, Layout: "plain"})
+	if err == nil || strings.Contains(err.Error(), "wrong") {
+		t.Fatalf("a wrong password: %v", err)
+	}
+	res, err := pusher("http://fleet:pa%20ss%3Aw%40rd@"+base+"/fleet.git").Sync(ctx, Manifest{Workspace: real, Layout: "plain"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Pushes != 1 || res.Manifest == "" {
+		t.Fatalf("sync %+v", res)
+	}
+	if got := plainGit(t, remoteDir, "rev-parse", ManifestRef("h1", Key(real))); got != res.Manifest {
+		t.Errorf("the manifest on the remote is %s, pushed %s", got, res.Manifest)
 	}
 }
