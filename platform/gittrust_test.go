@@ -53,7 +53,11 @@ func TestCheckGitTrusted(t *testing.T) {
 	})
 	for _, rel := range []string{"", ".git", ".git/config", ".git/hooks", ".git/hooks/post-commit", ".git/info",
 		".git/info/exclude", ".git/objects", ".git/objects/info"} {
-		t.Run("group-writable "+rel, func(t *testing.T) {
+		name := rel
+		if name == "" {
+			name = "work tree"
+		}
+		t.Run("group-writable "+name, func(t *testing.T) {
 			dir := repo(t)
 			p := filepath.Join(dir, rel)
 			fi, err := os.Stat(p)
@@ -126,6 +130,32 @@ func TestCheckGitTrusted(t *testing.T) {
 		}
 		if err := check(dir); err == nil || !strings.Contains(err.Error(), p+" belongs to uid 12345") ||
 			!strings.Contains(err.Error(), "fix: chown root "+p) {
+			t.Fatalf("%v", err)
+		}
+	})
+	t.Run("another's link in a sticky folder above", func(t *testing.T) {
+		if uid != 0 {
+			t.Skip("needs root to give a link away")
+		}
+		dir := repo(t)
+		sticky, err := os.MkdirTemp(base, "sticky")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(sticky, 0o777|os.ModeSticky); err != nil {
+			t.Fatal(err)
+		}
+		link := filepath.Join(sticky, "link")
+		if err := os.Symlink(dir, link); err != nil {
+			t.Fatal(err)
+		}
+		if err := check(link); err != nil {
+			t.Fatalf("root's link: %v", err)
+		}
+		if err := os.Lchown(link, 12345, 12345); err != nil {
+			t.Fatal(err)
+		}
+		if err := check(link); err == nil || !strings.Contains(err.Error(), link+" is a symbolic link of uid 12345") {
 			t.Fatalf("%v", err)
 		}
 	})

@@ -126,7 +126,16 @@ func CheckTrustedFolder(uid uint32, dir string) error {
 			return fmt.Errorf("check %s: %w", next, err)
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			// A link in a folder that passed: only its owner could replace it.
+			// A link in a folder that passed: only its owner could replace
+			// it (in a sticky folder), who must then be uid or root too.
+			st, ok := fi.Sys().(*syscall.Stat_t)
+			if !ok {
+				return fmt.Errorf("check %s: no owner", next)
+			}
+			if st.Uid != uid && st.Uid != 0 {
+				return &UntrustedError{Path: next, Why: "is a symbolic link of " + userName(st.Uid), Who: "that user",
+					Fix: "replace the link with what it points to"}
+			}
 			if links++; links > maxTrustLinks {
 				return fmt.Errorf("check %s: too many symbolic links", dir)
 			}
