@@ -380,6 +380,9 @@ func (p *Pusher) pushOnce(ctx context.Context, m Manifest, res *Result) ([]strin
 // pushBatch runs one `git push --atomic` and records what it moved.
 func (p *Pusher) pushBatch(ctx context.Context, batch []refspec, res *Result) ([]string, error) {
 	g, acc, err := gitFor(p.remoteGit(), p.Remote)
+	if err == nil {
+		err = CheckLocalRemote(p.Remote, g.Home)
+	}
 	if err != nil {
 		return nil, &Error{Op: "push", Remote: p.RemoteName(), Msg: err.Error()}
 	}
@@ -393,9 +396,6 @@ func (p *Pusher) pushBatch(ctx context.Context, batch []refspec, res *Result) ([
 	args = append(args, "--", acc.url)
 	for _, s := range batch {
 		args = append(args, s.arg())
-	}
-	if err := CheckLocalRemote(p.Remote, g.Home); err != nil {
-		return nil, &Error{Op: "push", Remote: p.RemoteName(), Msg: err.Error()}
 	}
 	pctx, cancel := context.WithTimeout(ctx, pushTimeout)
 	defer cancel()
