@@ -119,16 +119,31 @@ func (l *autodevLayout) note(msg string) {
 	})
 }
 
+// refuse shows that git will not run in the repository (as root, in one
+// someone else can change): an error in status, logged once, until the
+// repository is fixed and the next poll clears it.
+func (l *autodevLayout) refuse(msg string) {
+	if msg != l.noted {
+		l.w.log.Error().Msg(msg)
+	}
+	l.noted = msg
+	l.w.setStatus(func(s *api.WorkspaceStatus) { s.State, s.Error, s.Notice = stateFailed, msg, "" })
+}
+
 // refresh reads the repository's state, and makes the baseline once it can.
 func (l *autodevLayout) refresh(ctx context.Context) {
 	err := l.repo.Check(ctx)
 	var blocked *autodev.BlockedError
+	var untrusted *autodev.UntrustedError
 	switch {
 	case errors.Is(err, autodev.ErrNotRepo):
 		l.note(autodev.MsgNotRepo)
 		return
 	case errors.As(err, &blocked):
 		l.note(blocked.Error())
+		return
+	case errors.As(err, &untrusted):
+		l.refuse(untrusted.Error())
 		return
 	case err != nil:
 		l.note("")
@@ -231,6 +246,11 @@ func (l *autodevLayout) failed(kind string, err error) {
 	var blocked *autodev.BlockedError
 	if errors.Is(err, autodev.ErrNotRepo) || errors.As(err, &blocked) {
 		l.w.log.Warn().Str("kind", kind).Err(err).Msg("no checkpoint")
+		return
+	}
+	var untrusted *autodev.UntrustedError
+	if errors.As(err, &untrusted) {
+		l.refuse(untrusted.Error()) // a request is answered with it too
 		return
 	}
 	l.w.log.Error().Str("kind", kind).Err(err).Msg("checkpoint failed")
@@ -348,6 +368,8 @@ func autodevStatus(err error) (int, string, bool) {
 		return http.StatusConflict, "CHECKPOINTS_OFF", true
 	case errors.As(err, &blocked):
 		return http.StatusConflict, "REPOSITORY_BUSY", true
+	case errors.As(err, new(*autodev.UntrustedError)):
+		return http.StatusConflict, "REPOSITORY_UNTRUSTED", true
 	case errors.Is(err, errAutodevLayout):
 		return http.StatusConflict, "AUTODEV_LAYOUT", true
 	}

@@ -94,6 +94,8 @@ func (r Replicate) check() (key, reason string) {
 			return "remote", fmt.Sprintf("replicate: remote %q: a URL cannot start with '-'", replicate.Redact(r.Remote))
 		case strings.ContainsAny(r.Remote, "\x00\n\r"):
 			return "remote", "replicate: remote: a URL cannot hold a newline or NUL"
+		case replicate.StrayPassword(r.Remote):
+			return "remote", fmt.Sprintf("replicate: remote %q: a password in this kind of URL is never used by git and would show on a command line; use a key (ssh_command) instead", replicate.Redact(r.Remote))
 		}
 	}
 	if r.Enabled != nil && *r.Enabled && r.Remote == "" {

@@ -77,6 +77,7 @@ enabled = false
 		{"bad host", "[defaults]\n[defaults.replicate]\nremote = \"file:///r.git\"\nhost = \"a/b\"\n", 4, "cannot name a ref"},
 		{"host with dots", "[defaults.replicate]\nremote = \"file:///r.git\"\n\nhost = \"..x\"\n", 4, "cannot name a ref"},
 		{"option as remote", "[defaults.replicate]\nremote = \"--upload-pack=evil\"\n", 2, "cannot start with '-'"},
+		{"password in an ssh URL", "[defaults.replicate]\nremote = \"ssh://git:pw@host/r.git\"\n", 2, "never used by git"},
 		{"enabled without remote", "[defaults.replicate]\nenabled = true\n", 2, "needs a remote"},
 		{"short interval", "[defaults.replicate]\nremote = \"file:///r.git\"\ninterval = \"1ms\"\n", 3, "too short"},
 		{"unknown key", "[defaults.replicate]\nremote = \"file:///r.git\"\nbranch = \"x\"\n", 3, "unknown key"},

@@ -19,6 +19,10 @@ type FetchOptions struct {
 	Home string
 	// Env adds variables to the call (an ssh agent's socket, proxies).
 	Env []string
+	// Config are -c options given before the command (a credential helper),
+	// Secret what that helper reads (Git.Secret).
+	Config []string
+	Secret []byte
 	// Position, when it names a checkpoint the ledger then holds, becomes the
 	// store's position (`← HEAD`).
 	Position string
@@ -46,9 +50,10 @@ func (s *Store) FetchRefs(ctx context.Context, o FetchOptions) (int, error) {
 			g.Home = o.Home
 		}
 		g.Extra = append(append([]string(nil), g.Extra...), o.Env...)
-		args := append([]string{"fetch", "--quiet", "--no-tags", "--no-recurse-submodules",
+		g.Secret = o.Secret
+		args := append(append(append([]string(nil), o.Config...), "fetch", "--quiet", "--no-tags", "--no-recurse-submodules",
 			// main, where HEAD points, is replaced: nothing of the store's checks it out.
-			"--update-head-ok", "--end-of-options", o.Remote}, o.Refspecs...)
+			"--update-head-ok", "--end-of-options", o.Remote), o.Refspecs...)
 		if _, err := g.Run(ctx, nil, args...); err != nil {
 			return err
 		}

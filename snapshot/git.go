@@ -125,6 +125,12 @@ type Git struct {
 	Home     string // HOME and XDG_CONFIG_HOME: the folder holding the store's .gitconfig
 	// Extra adds variables a call needs (commit dates); never GIT_DIR and the like.
 	Extra []string
+	// Secret, when set, is what git reads on descriptor SecretFD: a pipe
+	// written whole, and closed on cairn's side, before git starts, so a
+	// credential helper can hand a remote's password to git without it
+	// ever being on a command line or in an environment (README.md,
+	// "Security"). Each call has its own pipe; at most maxSecret bytes.
+	Secret []byte
 	// Background runs git at the lowest CPU and I/O priority (maintenance),
 	// so a seal running meanwhile is not slowed by it.
 	Background bool
@@ -222,9 +228,17 @@ func (g *Git) run(ctx context.Context, w io.Writer, stdin io.Reader, args []stri
 		_ = killGroup(cmd.Process.Pid)
 		return cmd.Process.Kill()
 	}
+	if g.Secret != nil {
+		r, err := secretPipe(g.Secret)
+		if err != nil {
+			return "", &GitError{Args: args, ExitCode: -1, Err: err}
+		}
+		defer r.Close()
+		cmd.ExtraFiles = append(cmd.ExtraFiles, r) // SecretFD: the first
+	}
 	lock, started := g.held.hold()
 	if lock != nil {
-		cmd.ExtraFiles = []*os.File{lock} // the store lock lasts while git does (proc.go)
+		cmd.ExtraFiles = append(cmd.ExtraFiles, lock) // the store lock lasts while git does (proc.go)
 	}
 	err := startChild(cmd)
 	started()
@@ -246,6 +260,33 @@ func (g *Git) run(ctx context.Context, w io.Writer, stdin io.Reader, args []stri
 		return "", &GitError{Args: args, ExitCode: code, Stderr: stderr.String(), Err: err}
 	}
 	return stderr.String(), nil
+}
+
+// SecretFD is the descriptor on which git and what it starts read Git.Secret.
+const SecretFD = 3
+
+// maxSecret bounds Git.Secret: it must fit in a pipe's buffer on every
+// system, so that writing it never waits for a reader.
+const maxSecret = 4096
+
+// secretPipe is the read end of a pipe holding secret, its write end closed.
+func secretPipe(secret []byte) (*os.File, error) {
+	if len(secret) > maxSecret {
+		return nil, fmt.Errorf("a secret for git of %d bytes (at most %d)", len(secret), maxSecret)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("a pipe for git's secret: %w", err)
+	}
+	_, err = w.Write(secret)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("a pipe for git's secret: %w", err)
+	}
+	return r, nil
 }
 
 // signalOf is the signal that ended the git an error reports, if one did.

@@ -146,7 +146,8 @@ var inProgress = []struct{ name, what string }{
 }
 
 // ownGitDir checks that .git is a folder (not a link, nor a file pointing
-// elsewhere) that belongs to the user cairn runs as. git reads the
+// elsewhere) that belongs to the user cairn runs as, and, as root, that no one
+// else can change the repository (platform.CheckGitTrusted). git reads the
 // repository's own config and attributes (filters, a fsmonitor) whoever
 // runs it, and GIT_DIR set explicitly skips its safe.directory check: run by
 // root on a .git another user controls, git would run that user's commands
@@ -163,11 +164,31 @@ func (r *Repo) ownGitDir() error {
 	if err != nil {
 		return fmt.Errorf("look at %s/.git: %w", r.dir, err)
 	}
-	if euid := os.Geteuid(); euid >= 0 && uid != uint32(euid) {
+	euid := os.Geteuid()
+	if euid >= 0 && uid != uint32(euid) {
 		return &BlockedError{Reason: fmt.Sprintf("%s/.git belongs to uid %d, not to uid %d that cairn runs as: git would run that user's config (filters, hooks) as this one", r.dir, uid, euid)}
+	}
+	if euid == 0 {
+		// Root's own .git may still be another's to change: a group member
+		// of a shared repository could set a filter that root would run.
+		if err := platform.CheckGitTrusted(0, r.git.Dir, r.dir); err != nil {
+			return &UntrustedError{Err: err}
+		}
 	}
 	return nil
 }
+
+// UntrustedError refuses a repository in which git would run as root while
+// someone else can change it (its config, hooks, info, objects, .git, the
+// work tree's top or a folder above it): that someone could make root run
+// their commands. Err names the path, why, and the fix.
+type UntrustedError struct{ Err error }
+
+func (e *UntrustedError) Error() string {
+	return "refused: root runs git only in a repository no one else can change: " + e.Err.Error()
+}
+
+func (e *UntrustedError) Unwrap() error { return e.Err }
 
 // probe says whether cairn may touch the repository now: ErrNotRepo, a
 // *BlockedError, or its state.

@@ -109,8 +109,12 @@ func FetchWorkspace(ctx context.Context, st *snapshot.Store, remote string, w Fl
 	if w.Manifest != nil {
 		pos = w.Manifest.Position
 	}
-	n, err := st.FetchRefs(ctx, snapshot.FetchOptions{Remote: remote, Refspecs: FetchRefspecs(w.Host, w.Key),
-		Home: as.Home, Env: as.Env, Position: pos})
+	acc, err := accessOf(remote)
+	if err != nil {
+		return 0, &Error{Op: "fetch " + w.Name() + " from", Remote: Redact(remote), Msg: err.Error()}
+	}
+	n, err := st.FetchRefs(ctx, snapshot.FetchOptions{Remote: acc.url, Refspecs: FetchRefspecs(w.Host, w.Key),
+		Home: as.Home, Env: as.Env, Config: acc.config, Secret: acc.secret, Position: pos})
 	var ge *snapshot.GitError
 	if errors.As(err, &ge) {
 		return 0, remoteErr("fetch "+w.Name()+" from", remote, err)

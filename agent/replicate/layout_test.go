@@ -58,3 +58,27 @@ func TestRefNamesAreValid(t *testing.T) {
 		t.Error("HEAD replicated")
 	}
 }
+
+func TestLocalPath(t *testing.T) {
+	for _, tc := range []struct {
+		remote, path string
+		local        bool
+	}{
+		{"file:///srv/fleet.git", "/srv/fleet.git", true},
+		{"file://localhost/srv/a%20b.git", "/srv/a b.git", true},
+		{"/srv/fleet.git", "/srv/fleet.git", true},
+		{"fleet.git", "fleet.git", true},
+		{"./x:y", "./x:y", true},
+		{"git@host:fleet.git", "", false},
+		{"host:/srv/fleet.git", "", false},
+		{"ssh://git@host/fleet.git", "", false},
+		{"https://u:p@host/fleet.git", "", false},
+		{"git://host/fleet.git", "", false},
+		{"ext::sh -c x", "", false},
+	} {
+		p, ok := LocalPath(tc.remote)
+		if p != tc.path || ok != tc.local {
+			t.Errorf("LocalPath(%q) = %q, %v; want %q, %v", tc.remote, p, ok, tc.path, tc.local)
+		}
+	}
+}

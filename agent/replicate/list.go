@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -129,6 +130,10 @@ type scratch struct {
 	git    *snapshot.Git
 	remote string
 	tmp    string
+	// acc is how git reaches the remote: the URL without credentials, and
+	// the helper that hands them over (creds.go).
+	acc access
+	far *snapshot.Git // git for the calls that reach the remote
 }
 
 func newScratch(ctx context.Context, remote string, as ReadAs) (*scratch, error) {
@@ -149,14 +154,19 @@ func newScratch(ctx context.Context, remote string, as ReadAs) (*scratch, error)
 		os.RemoveAll(tmp)
 		return nil, fmt.Errorf("create a scratch repository in %s: %w", tmp, err)
 	}
-	return &scratch{git: g, remote: remote, tmp: tmp}, nil
+	far, acc, err := gitFor(g, remote)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, &Error{Op: "read", Remote: Redact(remote), Msg: err.Error()}
+	}
+	return &scratch{git: g, remote: remote, tmp: tmp, acc: acc, far: far}, nil
 }
 
 func (s *scratch) close() { os.RemoveAll(s.tmp) }
 
 // lsRemote lists the remote's refs under prefix: name → sha.
 func (s *scratch) lsRemote(ctx context.Context, prefix string) (map[string]string, error) {
-	out, err := s.git.Run(ctx, nil, "ls-remote", "--end-of-options", s.remote, prefix+"*")
+	out, err := s.far.Run(ctx, nil, append(slices.Clone(s.acc.config), "ls-remote", "--end-of-options", s.acc.url, prefix+"*")...)
 	if err != nil {
 		return nil, remoteErr("read", s.remote, err)
 	}
@@ -178,11 +188,11 @@ const fetchBatch = 200
 func (s *scratch) fetch(ctx context.Context, refs []string) (errs map[int]error) {
 	errs = map[int]error{}
 	run := func(idx []int) error {
-		args := []string{"fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--end-of-options", s.remote}
+		args := append(slices.Clone(s.acc.config), "fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--end-of-options", s.acc.url)
 		for _, i := range idx {
 			args = append(args, "+"+refs[i]+":refs/m/"+strconv.Itoa(i))
 		}
-		_, err := s.git.Run(ctx, nil, args...)
+		_, err := s.far.Run(ctx, nil, args...)
 		return err
 	}
 	for start := 0; start < len(refs); start += fetchBatch {

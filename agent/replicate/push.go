@@ -379,20 +379,27 @@ func (p *Pusher) pushOnce(ctx context.Context, m Manifest, res *Result) ([]strin
 
 // pushBatch runs one `git push --atomic` and records what it moved.
 func (p *Pusher) pushBatch(ctx context.Context, batch []refspec, res *Result) ([]string, error) {
-	args := []string{"-c", "push.gpgSign=false", "-c", "push.recurseSubmodules=no", "-c", "push.followTags=false",
-		"push", "--atomic", "--porcelain", "--no-verify"}
+	g, acc, err := gitFor(p.remoteGit(), p.Remote)
+	if err == nil {
+		err = CheckLocalRemote(p.Remote, g.Home)
+	}
+	if err != nil {
+		return nil, &Error{Op: "push", Remote: p.RemoteName(), Msg: err.Error()}
+	}
+	args := append(slices.Clone(acc.config), "-c", "push.gpgSign=false", "-c", "push.recurseSubmodules=no", "-c", "push.followTags=false",
+		"push", "--atomic", "--porcelain", "--no-verify")
 	for _, s := range batch {
 		if s.lease != nil {
 			args = append(args, "--force-with-lease="+s.ref+":"+*s.lease)
 		}
 	}
-	args = append(args, "--", p.Remote)
+	args = append(args, "--", acc.url)
 	for _, s := range batch {
 		args = append(args, s.arg())
 	}
 	pctx, cancel := context.WithTimeout(ctx, pushTimeout)
 	defer cancel()
-	out, err := p.remoteGit().Run(pctx, nil, args...)
+	out, err := g.Run(pctx, nil, args...)
 	lines := parsePorcelain(out)
 	if err == nil {
 		res.Pushes++
@@ -511,9 +518,16 @@ func (p *Pusher) ancestor(ctx context.Context, a, b string) bool {
 
 // LsRemote lists the workspace's refs on the remote: ref → sha.
 func (p *Pusher) LsRemote(ctx context.Context) (map[string]string, error) {
+	g, acc, err := gitFor(p.remoteGit(), p.Remote)
+	if err == nil {
+		err = CheckLocalRemote(p.Remote, g.Home)
+	}
+	if err != nil {
+		return nil, &Error{Op: "ls-remote", Remote: p.RemoteName(), Msg: err.Error()}
+	}
 	lctx, cancel := context.WithTimeout(ctx, lsRemoteTimeout)
 	defer cancel()
-	out, err := p.remoteGit().Run(lctx, nil, "ls-remote", "--", p.Remote, p.Base()+"*")
+	out, err := g.Run(lctx, nil, append(slices.Clone(acc.config), "ls-remote", "--", acc.url, p.Base()+"*")...)
 	if err != nil {
 		return nil, &Error{Op: "ls-remote", Remote: p.RemoteName(), Msg: p.gitMessage(err)}
 	}
