@@ -550,6 +550,7 @@ func (wk *worker) spawn() (cmd *exec.Cmd, logs *os.File, err error) {
 		return nil, nil, fmt.Errorf("open cairn's executable: %w", err)
 	}
 	defer ef.Close()
+	keepInherited()
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, nil, fmt.Errorf("worker's log pipe: %w", err)

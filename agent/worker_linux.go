@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -17,6 +18,24 @@ import (
 // so that it is never, for an instant, a process its owner may attach to.
 func workerAttr(uid, gid uint32, groups []uint32) *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGTERM}
+}
+
+// keepInherited marks every descriptor above stderr close-on-exec, so that a
+// worker inherits none of what the supervisor was itself started with (a
+// descriptor its own parent left open), only what spawn hands it.
+func keepInherited() {
+	if err := unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC); err == nil {
+		return
+	}
+	ents, err := os.ReadDir("/proc/self/fd") // before Linux 5.11
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC)
+		}
+	}
 }
 
 // workerIDArgs are the ids a worker takes at its start (BecomeWorker).

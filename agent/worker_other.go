@@ -21,3 +21,5 @@ func HardenWorker() error { return nil }
 func workerExePath(exe string) string { return exe }
 
 func killSession(int) {}
+
+func keepInherited() {}

@@ -28,3 +28,6 @@ func workerExePath(exe string) string { return exe }
 // killSession: no portable way to list a session here; the children die
 // of the store lock's rule instead (snapshot/proc.go).
 func killSession(int) {}
+
+// keepInherited: Linux only for now.
+func keepInherited() {}
