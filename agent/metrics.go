@@ -54,7 +54,8 @@ type metrics struct {
 	overflows      prometheus.Counter
 	maintenance    *prometheus.CounterVec
 	replPushes     *prometheus.CounterVec
-	scrapeErrors   prometheus.Counter // supervisor: workers that did not answer a scrape
+	scrapeErrors   prometheus.Counter     // supervisor: workers that did not answer a scrape
+	workerDrops    *prometheus.CounterVec // supervisor: what it refused from workers, by kind (worker_guard.go)
 }
 
 // Label values counted from the start, so every series exists at zero.
@@ -116,7 +117,13 @@ func newMetrics(d *Daemon) *metrics {
 		// A worker's own process is no one's concern but its supervisor's.
 		m.scrapeErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "cairn_worker_scrape_errors_total",
 			Help: "Scrapes in which a worker did not answer; its counts are missing from that scrape."})
-		m.reg.MustRegister(m.scrapeErrors, collectors.NewGoCollector(),
+		m.workerDrops = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cairn_worker_replies_dropped_total",
+			Help: "What the supervisor refused from its workers, by kind: status (rows, or whole replies), event, metric (series), log (lines). See docs/worker-protocol.md."},
+			[]string{"kind"})
+		for _, k := range dropKinds {
+			m.workerDrops.WithLabelValues(k)
+		}
+		m.reg.MustRegister(m.scrapeErrors, m.workerDrops, collectors.NewGoCollector(),
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	return m
@@ -361,20 +368,25 @@ func (workspaceCollector) Describe(chan<- *prometheus.Desc) {}
 
 func (c workspaceCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range c.d.servedStatus() {
-		g := func(d *prometheus.Desc, v int64) {
-			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), s.Dir)
-		}
-		ch <- prometheus.MustNewConstMetric(descWSState, prometheus.GaugeValue, 1, s.Dir, s.State)
-		g(descWSPending, int64(s.Pending))
-		g(descWSWatches, int64(s.Watches))
-		g(descWSBytes, s.StoreBytes)
-		g(descWSLoose, s.LooseObjects)
-		g(descWSKept, int64(s.Kept))
-		ch <- prometheus.MustNewConstMetric(descWSSeals, prometheus.CounterValue, float64(s.Seals), s.Dir)
-		ch <- prometheus.MustNewConstMetric(descWSFails, prometheus.CounterValue, float64(s.Failures), s.Dir)
-		if s.Replication != nil {
-			g(descWSReplLag, int64(s.Replication.LagCheckpoints))
-		}
+		collectWorkspace(ch, s)
+	}
+}
+
+// collectWorkspace sends the series of one workspace.
+func collectWorkspace(ch chan<- prometheus.Metric, s api.WorkspaceStatus) {
+	g := func(d *prometheus.Desc, v int64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), s.Dir)
+	}
+	ch <- prometheus.MustNewConstMetric(descWSState, prometheus.GaugeValue, 1, s.Dir, s.State)
+	g(descWSPending, int64(s.Pending))
+	g(descWSWatches, int64(s.Watches))
+	g(descWSBytes, s.StoreBytes)
+	g(descWSLoose, s.LooseObjects)
+	g(descWSKept, int64(s.Kept))
+	ch <- prometheus.MustNewConstMetric(descWSSeals, prometheus.CounterValue, float64(s.Seals), s.Dir)
+	ch <- prometheus.MustNewConstMetric(descWSFails, prometheus.CounterValue, float64(s.Failures), s.Dir)
+	if s.Replication != nil {
+		g(descWSReplLag, int64(s.Replication.LagCheckpoints))
 	}
 }
 
@@ -430,6 +442,18 @@ func (d *Daemon) gatherMetrics(ctx context.Context, perWS bool, visible func(str
 		gs = append(gs, d.met.perWS)
 	}
 	fams, err := gs.Gather()
+	// Each worker's series are checked against the supervisor's own
+	// families before any is added to them (worker_guard.go).
+	rules := newSeriesRules(fams)
+	for i, wk := range workers {
+		if got[i] == nil {
+			continue
+		}
+		var n int
+		var why string
+		got[i], n, why = rules.check(got[i], wk.assigned)
+		wk.drop(dropMetric, n, why)
+	}
 	fams = mergeFamilies(fams, got...)
 	for _, n := range missing {
 		addGauge(fams, "cairn_workspaces", "state", stateFailed, float64(n))
@@ -458,14 +482,29 @@ func (wk *worker) metrics(ctx context.Context, perWS bool) ([]*dto.MetricFamily,
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("worker metrics: %s", resp.Status)
 	}
-	dec := expfmt.NewDecoder(io.LimitReader(resp.Body, 64<<20), expfmt.ResponseFormat(resp.Header))
+	// Bounded: bytes and series, more for a worker with more workspaces.
+	n := wk.nAssigned()
+	limit := int64(maxWorkerMetrics + n*maxWorkerMetricsPerW)
+	maxSeries := maxWorkerSeries + n*workerSeriesPerWS
+	body := &io.LimitedReader{R: resp.Body, N: limit + 1}
+	dec := expfmt.NewDecoder(body, expfmt.ResponseFormat(resp.Header))
 	var out []*dto.MetricFamily
+	series := 0
 	for {
 		mf := &dto.MetricFamily{}
-		if err := dec.Decode(mf); errors.Is(err, io.EOF) {
+		err := dec.Decode(mf)
+		if body.N <= 0 {
+			wk.drop(dropMetric, max(series, 1), fmt.Sprintf("a metrics reply over %d bytes; refused", limit))
+			return nil, &replyTooBig{what: "metrics reply", limit: limit}
+		}
+		if errors.Is(err, io.EOF) {
 			return out, nil
 		} else if err != nil {
 			return nil, fmt.Errorf("worker metrics: %w", err)
+		}
+		if series += len(mf.Metric); series > maxSeries {
+			wk.drop(dropMetric, series, fmt.Sprintf("a metrics reply of over %d series; refused", maxSeries))
+			return nil, fmt.Errorf("worker metrics: over %d series; refused", maxSeries)
 		}
 		if strings.HasPrefix(mf.GetName(), "cairn_") {
 			out = append(out, mf)

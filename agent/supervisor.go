@@ -365,7 +365,7 @@ func (d *Daemon) statusFor(ctx context.Context, uid uint32) api.Status {
 			got, err := wk.workspaces(ctx, workerStatusTimeout)
 			if err != nil {
 				ws := wk.snapshot()
-				why := fmt.Sprintf("worker for uid %d (%s) not answering: %v", wk.uid, ws.State, err)
+				why := fmt.Sprintf("worker for uid %d (%s): %v", wk.uid, ws.State, err)
 				if ws.Error != "" {
 					why += "; " + ws.Error
 				}

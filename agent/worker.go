@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +39,7 @@ import (
 // Worker timings.
 var (
 	workerStatusTimeout = 500 * time.Millisecond // a status never waits longer on a worker
+	workerStatusFetch   = 5 * time.Second        // one status request to a worker ends by then
 	workerCheckEvery    = 10 * time.Second       // liveness probe of each worker
 	workerStopGrace     = sealGrace + 3*time.Second
 	workerMaxBackoff    = time.Minute
@@ -81,6 +83,14 @@ type worker struct {
 	err      string
 	pid      int
 	restarts int
+
+	// What the supervisor refused from it (worker_guard.go).
+	dropped    map[string]int64
+	dropWhy    string
+	dropLogged time.Time
+	// statusCall is the status request under way, shared by every caller
+	// meanwhile: one reply per worker in memory, however many ask.
+	statusCall *statusCall
 
 	kick   chan struct{} // want changed
 	cancel context.CancelFunc
@@ -181,7 +191,7 @@ func (wk *worker) snapshot() api.WorkerStatus {
 	wk.mu.Lock()
 	defer wk.mu.Unlock()
 	return api.WorkerStatus{UID: wk.uid, User: wk.name, PID: wk.pid, State: wk.status, Error: wk.err,
-		Restarts: wk.restarts, Workspaces: len(wk.want)}
+		Restarts: wk.restarts, Workspaces: len(wk.want), Dropped: maps.Clone(wk.dropped), DroppedWhy: wk.dropWhy}
 }
 
 func (wk *worker) dirs() []string {
@@ -229,10 +239,12 @@ func (wk *worker) life(ctx context.Context, first bool) error {
 	if first {
 		wk.migrateStores()
 	}
-	cmd, err := wk.spawn()
+	cmd, logs, err := wk.spawn()
 	if err != nil {
 		return err
 	}
+	pumped := make(chan struct{})
+	go func() { defer close(pumped); wk.pumpLog(logs) }()
 	exited := make(chan struct{})
 	var waitErr error
 	go func() {
@@ -240,6 +252,14 @@ func (wk *worker) life(ctx context.Context, first bool) error {
 		// Nothing the worker started outlives it: a git it left (killed
 		// with it, by Pdeathsig, is the rule) would hold its store's lock.
 		killSession(cmd.Process.Pid)
+		// Its last lines are read; then the pipe is closed, even if
+		// something still holds its other end.
+		select {
+		case <-pumped:
+		case <-time.After(2 * time.Second):
+		}
+		logs.Close()
+		<-pumped
 		close(exited)
 	}()
 	wk.setState(workerRunning, "", cmd.Process.Pid)
@@ -349,43 +369,112 @@ func (wk *worker) ping(ctx context.Context) error {
 	return err
 }
 
-// workspaces asks the worker for the status of its workspaces.
-func (wk *worker) workspaces(ctx context.Context, timeout time.Duration) ([]api.WorkspaceStatus, error) {
-	rctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(rctx, http.MethodGet, "http://worker/v1/status", nil)
-	resp, err := wk.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var st api.Status
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&st); err != nil {
-		return nil, fmt.Errorf("worker status: %w", err)
-	}
-	return st.Workspaces, nil
+// statusCall is one status request to a worker, its answer shared.
+type statusCall struct {
+	done chan struct{}
+	rows []api.WorkspaceStatus
+	err  error
 }
 
-// relayEvents copies the worker's events onto the supervisor's bus until ctx ends.
+// workspaces is the status of the worker's workspaces, checked
+// (checkStatusRows), waiting at most timeout. Callers at the same time
+// share one request to the worker.
+func (wk *worker) workspaces(ctx context.Context, timeout time.Duration) ([]api.WorkspaceStatus, error) {
+	wk.mu.Lock()
+	c := wk.statusCall
+	if c == nil {
+		c = &statusCall{done: make(chan struct{})}
+		wk.statusCall = c
+		go func() {
+			c.rows, c.err = wk.fetchStatus()
+			wk.mu.Lock()
+			wk.statusCall = nil
+			wk.mu.Unlock()
+			close(c.done)
+		}()
+	}
+	wk.mu.Unlock()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-c.done:
+		return slices.Clone(c.rows), c.err
+	case <-t.C:
+		return nil, fmt.Errorf("not answering (nothing within %s)", timeout)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// fetchStatus asks the worker for its status: a reply over its bound is
+// refused whole; a row the worker has no right to is dropped, and an
+// assigned workspace whose row was refused is shown failed, saying why.
+func (wk *worker) fetchStatus() ([]api.WorkspaceStatus, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), workerStatusFetch)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://worker/v1/status", nil)
+	resp, err := wk.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("not answering: %w", err)
+	}
+	defer resp.Body.Close()
+	rows, err := readWorkerStatus(resp.Body, maxStatusReply(wk.nAssigned()))
+	if err != nil {
+		var big *replyTooBig
+		if errors.As(err, &big) {
+			wk.drop(dropStatus, 1, err.Error())
+		}
+		return nil, err
+	}
+	kept, refused, dropped := checkStatusRows(rows, wk.assigned)
+	if len(dropped) > 0 {
+		wk.drop(dropStatus, len(dropped), dropped[len(dropped)-1])
+	}
+	for _, dir := range sortedKeys(refused) {
+		kept = append(kept, api.WorkspaceStatus{Dir: dir, State: stateFailed,
+			Error: fmt.Sprintf("the worker for uid %d sent a status row the supervisor refused: %s", wk.uid, refused[dir])})
+	}
+	return kept, nil
+}
+
+// relayEvents copies the worker's events onto the supervisor's bus until
+// ctx ends: each one checked (checkWorkerEvent) and bounded in size and rate.
 func (wk *worker) relayEvents(ctx context.Context) {
+	rate := bucket{rate: workerEventRate, burst: workerEventBurst}
 	for ctx.Err() == nil {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://worker/v1/events", nil)
 		resp, err := wk.client.Do(req)
 		if err == nil {
-			sc := bufio.NewScanner(resp.Body)
-			sc.Buffer(make([]byte, 64<<10), 16<<20)
-			for sc.Scan() {
-				var ev api.Event
-				if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.Workspace != "" {
-					wk.d.bus.publish(ev)
-				}
-			}
+			wk.relayStream(resp.Body, &rate)
 			resp.Body.Close()
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// relayStream publishes the events of one stream from the worker until it ends.
+func (wk *worker) relayStream(body io.Reader, rate *bucket) {
+	br := bufio.NewReaderSize(body, 64<<10)
+	for {
+		line, cut, err := readLine(br, maxWorkerEvent)
+		if len(line)+cut > 0 {
+			ev, why := checkWorkerEvent(line, cut, wk.assigned)
+			switch {
+			case why != "":
+				wk.drop(dropEvent, 1, why)
+			case ev.Workspace == "":
+			case !rate.allow(time.Now(), 1):
+				wk.drop(dropEvent, 1, fmt.Sprintf("events over %d a second", workerEventRate))
+			default:
+				wk.d.bus.publish(ev)
+			}
+		}
+		if err != nil {
+			return
 		}
 	}
 }
@@ -427,49 +516,60 @@ func mkdirExact(dir string, mode os.FileMode, uid, gid int) error {
 	return f.Chmod(mode)
 }
 
-// spawn starts the worker process as the owner. It inherits a listener on
-// the private socket (fd 3) and the executable (fd 4, run through
-// /proc/self/fd so a binary in a folder the owner cannot enter still runs).
-func (wk *worker) spawn() (*exec.Cmd, error) {
+// spawn starts the worker process for the owner (on Linux as root: it
+// takes the owner's ids itself, BecomeWorker). It inherits a listener on
+// the private socket (fd 3), the executable (fd 4, run through
+// /proc/self/fd so a binary in a folder the owner cannot enter still runs),
+// and, as stdout and stderr, a pipe the supervisor reads (pumpLog): no
+// descriptor of root's. logs is the pipe's end to read.
+func (wk *worker) spawn() (cmd *exec.Cmd, logs *os.File, err error) {
 	_ = os.Remove(wk.sock)
 	ln, err := net.Listen("unix", wk.sock)
 	if err != nil {
-		return nil, fmt.Errorf("worker socket: %w", err)
+		return nil, nil, fmt.Errorf("worker socket: %w", err)
 	}
 	ul := ln.(*net.UnixListener)
 	ul.SetUnlinkOnClose(false)
 	lf, err := ul.File()
 	ul.Close()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer lf.Close()
 	if err := os.Chmod(wk.sock, 0o600); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	exe := wk.d.opts.WorkerExe
 	if exe == "" {
 		if exe, err = os.Executable(); err != nil {
-			return nil, fmt.Errorf("find cairn's executable: %w", err)
+			return nil, nil, fmt.Errorf("find cairn's executable: %w", err)
 		}
 	}
 	ef, err := os.Open(exe)
 	if err != nil {
-		return nil, fmt.Errorf("open cairn's executable: %w", err)
+		return nil, nil, fmt.Errorf("open cairn's executable: %w", err)
 	}
 	defer ef.Close()
-	cmd := exec.Command(workerExePath(exe), "daemon", "--worker", "--state-dir", wk.state, "--socket", wk.sock,
-		"--max-runtime-file", strconv.FormatInt(platform.MaxRuntimeFile, 10))
+	keepInherited()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("worker's log pipe: %w", err)
+	}
+	defer pw.Close()
+	args := []string{"daemon", "--worker", "--state-dir", wk.state, "--socket", wk.sock,
+		"--max-runtime-file", strconv.FormatInt(platform.MaxRuntimeFile, 10)}
+	cmd = exec.Command(workerExePath(exe), append(args, workerIDArgs(wk.uid, wk.gid, wk.groups)...)...)
 	cmd.Args[0] = "cairn-worker"
 	cmd.ExtraFiles = []*os.File{lf, ef}
 	cmd.Dir = "/"
 	cmd.Env = wk.env()
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.SysProcAttr = workerAttr(wk.uid, wk.gid, wk.groups)
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start worker for uid %d: %w", wk.uid, err)
+		pr.Close()
+		return nil, nil, fmt.Errorf("start worker for uid %d: %w", wk.uid, err)
 	}
-	return cmd, nil
+	return cmd, pr, nil
 }
 
 // env is the worker's environment, built from scratch: nothing of root's

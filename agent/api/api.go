@@ -62,6 +62,12 @@ type WorkerStatus struct {
 	Error      string `json:"error,omitempty"`
 	Restarts   int    `json:"restarts"`
 	Workspaces int    `json:"workspaces"`
+	// Dropped counts what the supervisor refused from this worker, by kind
+	// (status, event, metric, log: status rows or replies, events, metric
+	// series, log lines); DroppedWhy is the last reason. See
+	// docs/worker-protocol.md.
+	Dropped    map[string]int64 `json:"dropped,omitempty"`
+	DroppedWhy string           `json:"droppedWhy,omitempty"`
 }
 
 // RefusedWorkspace is a folder a watch root matched and cairn refused.

@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/cairn-dev/cairn/agent"
@@ -27,6 +29,10 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 	asService := fs.Bool("service", false, "run under the service manager (set by the unit `cairn service install` writes)")
 	worker := fs.Bool("worker", false, "internal: run as a root daemon's worker for one user (started by the daemon itself)")
 	maxRuntime := fs.Int64("max-runtime-file", 0, "internal (workers): cap on a runtime file read, in bytes")
+	var ids workerIDs
+	fs.StringVar(&ids.uid, "uid", "", "internal (workers): the uid a worker takes")
+	fs.StringVar(&ids.gid, "gid", "", "internal (workers): the gid a worker takes")
+	fs.StringVar(&ids.groups, "groups", "", "internal (workers): the groups a worker takes, comma-separated")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -37,7 +43,7 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 	// No git the daemon started outlives it.
 	defer snapshot.KillChildren()
 	if *worker {
-		return runWorker(ctx, e, df.stateDir, df.sock, *maxRuntime)
+		return runWorker(ctx, e, df.stateDir, df.sock, *maxRuntime, ids)
 	}
 	var cfg *agent.Config
 	if *cfgPath != "" {
@@ -80,9 +86,41 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 	return d.Run(runCtx)
 }
 
+// workerIDs are the ids a worker started as root takes (--uid, --gid, --groups).
+type workerIDs struct{ uid, gid, groups string }
+
+// become makes the worker its owner (agent.BecomeWorker) when its
+// supervisor started it as root, or else only not dumpable.
+func (w workerIDs) become() error {
+	if w.uid == "" {
+		return agent.HardenWorker()
+	}
+	uid, err1 := strconv.ParseUint(w.uid, 10, 32)
+	gid, err2 := strconv.ParseUint(w.gid, 10, 32)
+	if err1 != nil || err2 != nil {
+		return usageErr("--uid and --gid take numbers")
+	}
+	var groups []uint32
+	for _, s := range strings.Split(w.groups, ",") {
+		if s == "" {
+			continue
+		}
+		g, err := strconv.ParseUint(s, 10, 32)
+		if err != nil {
+			return usageErr("--groups takes numbers, comma-separated")
+		}
+		groups = append(groups, uint32(g))
+	}
+	return agent.BecomeWorker(uint32(uid), uint32(gid), groups)
+}
+
 // runWorker serves one user's workspaces for a root daemon: the private
 // socket's listener arrives as fd 3, the executable it was started from as fd 4.
-func runWorker(ctx context.Context, e *env, stateDir, socket string, maxRuntime int64) error {
+// Before it touches either, it becomes its owner and not dumpable.
+func runWorker(ctx context.Context, e *env, stateDir, socket string, maxRuntime int64, ids workerIDs) error {
+	if err := ids.become(); err != nil {
+		return err
+	}
 	if os.Geteuid() == 0 {
 		return usageErr("a worker never runs as root")
 	}

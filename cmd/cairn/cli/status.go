@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -91,6 +93,10 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 				fmt.Fprintf(e.stdout, ", error: %s", p(w.Error))
 			}
 			fmt.Fprintln(e.stdout)
+			if len(w.Dropped) > 0 {
+				// What the supervisor refused from it (docs/worker-protocol.md).
+				fmt.Fprintf(e.stdout, "    refused from this worker: %s; last: %s\n", dropCounts(w.Dropped), w.DroppedWhy)
+			}
 		}
 	}
 	if bad {
@@ -155,4 +161,13 @@ func printReplication(e *env, r *api.ReplicationStatus) bool {
 		fmt.Fprintln(e.stdout, msg)
 	}
 	return r.State == "failing" || r.State == "off"
+}
+
+// dropCounts is "3 status, 10 event" for a worker's Dropped, in a fixed order.
+func dropCounts(m map[string]int64) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%d %s", m[k], k))
+	}
+	return strings.Join(parts, ", ")
 }
