@@ -371,7 +371,7 @@ func verifyAdd(ctx context.Context, g *Git, paths []string) ([]ckpt.PathIssue, e
 // verifyWalk lists the files under a work-tree folder as a seal's full
 // reconcile does (walkWorkTree); unreadable folders are named.
 func (s *Store) verifyWalk(rel string, rep *VerifyReport) []string {
-	files, issues := walkWorkTree(s.workTree, rel)
+	files, issues := walkWorkTree(s.workTree, rel, s.left())
 	rep.Unreadable = append(rep.Unreadable, issues...)
 	return files
 }

@@ -71,6 +71,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		for _, is := range w.Skipped {
 			fmt.Fprintf(e.stdout, "  not checkpointed: %q: %s\n", is.Path, is.Reason)
 		}
+		printForeign(e, w)
 	}
 	if len(st.Refused) > 0 {
 		fmt.Fprintln(e.stdout, "\nnot watched:")
@@ -149,4 +150,22 @@ func printReplication(e *env, r *api.ReplicationStatus) bool {
 		fmt.Fprintln(e.stdout, msg)
 	}
 	return r.State == "failing" || r.State == "off"
+}
+
+// printForeign names the folders in and above the workspace others can
+// write (README, "Security"), with the command that makes each private.
+func printForeign(e *env, w api.WorkspaceStatus) {
+	for _, f := range w.Foreign {
+		where, fix := "in the workspace", "chown $(id -u) "+f.Path+"; chmod go-w "+f.Path
+		switch {
+		case f.Above:
+			where, fix = "above the workspace", "chmod go-w "+f.Path+" (or chmod +t), or chown it to the workspace's owner"
+		case f.LeftOut:
+			where = "in the workspace, left out of its checkpoints and restores"
+		}
+		fmt.Fprintf(e.stdout, "  writable by others (%s): %s: %s; fix: %s\n", where, f.Path, f.Why, fix)
+	}
+	if w.ForeignMore > 0 {
+		fmt.Fprintf(e.stdout, "  and %d more folders others can write\n", w.ForeignMore)
+	}
 }
