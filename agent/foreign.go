@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -40,11 +41,12 @@ type foreignState struct {
 // serves the workspace as root.
 func leavesOut() bool { return selfUID() == 0 }
 
-// accounts is the group membership read by the last scan (read now if none).
+// accounts is the group membership read by the last scan, read again when
+// /etc/passwd or /etc/group changed since.
 func (w *workspace) accounts() *platform.Accounts {
 	w.fg.mu.Lock()
 	defer w.fg.mu.Unlock()
-	if w.fg.acct == nil {
+	if w.fg.acct == nil || w.fg.acct.Stale() {
 		w.fg.acct = platform.ReadAccounts()
 	}
 	return w.fg.acct
@@ -157,11 +159,11 @@ func (w *workspace) checkForeign(ctx context.Context) {
 		}
 	}
 	w.fg.mu.Lock()
-	was := len(w.fg.inside)
+	same := maps.Equal(inside, w.fg.inside) && slices.Equal(above, w.fg.above)
 	w.fg.inside, w.fg.above, w.fg.acct = inside, above, acct
 	w.fg.mu.Unlock()
-	if len(inside) > 0 || was > 0 {
-		w.log.Info().Int("inside", len(inside)).Int("above", len(above)).Bool("left_out", leavesOut()).Msg("folders others can write in the workspace")
+	if !same {
+		w.log.Warn().Int("inside", len(inside)).Int("above", len(above)).Bool("left_out", leavesOut()).Msg("folders others can write in or above the workspace (cairn status names them)")
 	}
 	w.pushLeftOut()
 }

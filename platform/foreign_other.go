@@ -10,6 +10,9 @@ type Accounts struct{}
 // ReadAccounts reads nothing here.
 func ReadAccounts() *Accounts { return &Accounts{} }
 
+// Stale is never true here.
+func (a *Accounts) Stale() bool { return false }
+
 // ForeignWhy needs owners and modes this OS does not give: every folder is
 // reported, so nothing is trusted by mistake.
 func ForeignWhy(fi fs.FileInfo, uid uint32, ancestor bool, a *Accounts) string {

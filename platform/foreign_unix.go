@@ -25,11 +25,41 @@ type Accounts struct {
 	names   map[string]uint32   // user name → uid
 	gname   map[uint32]string   // gid → group name
 	err     error
+	stamp   [2]accountsStamp // the two files as read
+}
+
+// accountsStamp tells a file changed since it was read.
+type accountsStamp struct {
+	mtime int64
+	size  int64
+}
+
+var accountsFiles = [2]string{"/etc/passwd", "/etc/group"}
+
+func stampOf(path string) accountsStamp {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return accountsStamp{}
+	}
+	return accountsStamp{fi.ModTime().UnixNano(), fi.Size()}
+}
+
+// Stale reports whether /etc/passwd or /etc/group changed since a was read.
+func (a *Accounts) Stale() bool {
+	for i, f := range accountsFiles {
+		if stampOf(f) != a.stamp[i] {
+			return true
+		}
+	}
+	return false
 }
 
 // ReadAccounts reads /etc/group and /etc/passwd.
 func ReadAccounts() *Accounts {
 	a := &Accounts{members: map[uint32][]string{}, names: map[string]uint32{}, gname: map[uint32]string{}}
+	for i, f := range accountsFiles {
+		a.stamp[i] = stampOf(f)
+	}
 	a.err = eachLine("/etc/passwd", func(f []string) {
 		if len(f) < 4 {
 			return
