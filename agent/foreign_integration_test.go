@@ -15,9 +15,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/cairn-dev/cairn/agent/api"
 )
@@ -100,7 +103,7 @@ func rawStatus(t testing.TB, sock string) []byte {
 // 1777, chowned to the attacker, or group-writable with the attacker in the
 // group. While full and incremental seals, whole and path restores and undos
 // run, the attacker swaps its folder tmp/x with a link to a root-only folder
-// (renameat2 exchange, 4 s). Nothing of the root-only folder lands in the
+// (renameat2 exchange, 5 s). Nothing of the root-only folder lands in the
 // store and nothing in it changes; status names tmp/ as left out, and a
 // restore to a checkpoint that held tmp/x/old.txt leaves it alone and says so.
 //
@@ -128,6 +131,9 @@ func foreignFolderRace(t *testing.T, shape string) {
 	secret := fmt.Sprintf("secret-%d.txt", rand.Intn(1_000_000_000))
 	rootDir := filepath.Join(base, "rootonly")
 	rootOnly(t, rootDir, secret, "root's secret\n")
+	// A root file named as the one the workspace tracks under tmp/x: a
+	// restore that writes or deletes through the link would reach it.
+	rootOnly(t, rootDir, "old.txt", "root's own\n")
 	state := filepath.Join(base, "state")
 	d := startDaemon(t, state, "--config", configFile(t, fastAutosave), "--watch", ws)
 	waitWatching(t, d, ws)
@@ -164,8 +170,32 @@ func foreignFolderRace(t *testing.T, shape string) {
 		t.Errorf("status does not name %s as left out (%s): %s", tmp, want, rawStatus(t, d.socket))
 	}
 
+	// The attacker keeps writing a file named as root's secret in its own
+	// folder (through a descriptor, wherever the exchange put the folder):
+	// each write is a change an incremental seal reads by its path.
+	xfd, err := unix.Open(filepath.Join(tmp, "x"), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
+	must(t, err)
+	defer unix.Close(xfd)
+	stopWrites := make(chan struct{})
+	var writes sync.WaitGroup
+	writes.Add(1)
+	go func() {
+		defer writes.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stopWrites:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			if fd, err := unix.Openat(xfd, secret, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW, 0o644); err == nil {
+				_, _ = unix.Write(fd, []byte(fmt.Sprintf("attacker's %d\n", i)))
+				_ = unix.Fchown(fd, alice.uid, alice.gid)
+				unix.Close(fd)
+			}
+		}
+	}()
 	stop := exchangeLoop(filepath.Join(tmp, "x"), link)
-	end := time.Now().Add(4 * time.Second)
+	end := time.Now().Add(5 * time.Second)
 	rounds := 0
 	for i := 0; time.Now().Before(end); i++ {
 		// Root's own changes outside tmp/: incremental autosaves (100 ms quiet).
@@ -174,32 +204,38 @@ func foreignFolderRace(t *testing.T, shape string) {
 		call(t, d.socket, "POST", "/v1/restore", api.RestoreRequest{Workspace: ws, Target: baseline, Paths: []string{"tmp"}})
 		call(t, d.socket, "POST", "/v1/restore", api.RestoreRequest{Workspace: ws, Target: baseline})
 		call(t, d.socket, "POST", "/v1/undo", api.WorkspaceRequest{Workspace: ws})
-		time.Sleep(150 * time.Millisecond) // an autosave in between
 		rounds++
 	}
 	stop()
+	close(stopWrites)
+	writes.Wait()
 	t.Logf("%d rounds of seals and restores under the exchange loop", rounds)
 
 	if hits := storesHolding(t, secret, state); len(hits) > 0 {
-		t.Errorf("a root-only file was sealed into %v", hits)
+		t.Errorf("a file under tmp/ named as root's secret was sealed into %v", hits)
+	}
+	if hits := storesHoldingBlob(t, "root's secret\n", state); len(hits) > 0 {
+		t.Errorf("root's secret was sealed into %v", hits)
 	}
 	ents, err := os.ReadDir(rootDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ents) != 1 || ents[0].Name() != secret {
+	if len(ents) != 2 || ents[0].Name() != "old.txt" || ents[1].Name() != secret {
 		var names []string
 		for _, e := range ents {
 			names = append(names, e.Name())
 		}
 		t.Errorf("the root-only folder now holds %v", names)
 	}
-	p := filepath.Join(rootDir, secret)
-	if b, err := os.ReadFile(p); err != nil || string(b) != "root's secret\n" {
-		t.Errorf("root's secret: %q %v", b, err)
-	}
-	if fi, err := os.Lstat(p); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 0 || fi.Mode().Perm() != 0o600 {
-		t.Errorf("root's secret changed owner or mode: %v %v", fi, err)
+	for name, body := range map[string]string{secret: "root's secret\n", "old.txt": "root's own\n"} {
+		p := filepath.Join(rootDir, name)
+		if b, err := os.ReadFile(p); err != nil || string(b) != body {
+			t.Errorf("root's %s: %q %v", name, b, err)
+		}
+		if fi, err := os.Lstat(p); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 0 || fi.Mode().Perm() != 0o600 {
+			t.Errorf("root's %s changed owner or mode: %v %v", name, fi, err)
+		}
 	}
 	// The baseline holds tmp/x/old.txt: a restore to it leaves it alone, and says so.
 	code, out := call(t, d.socket, "POST", "/v1/restore", api.RestoreRequest{Workspace: ws, Target: baseline})
@@ -288,4 +324,29 @@ func must(t testing.TB, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// storesHoldingBlob lists the stores under root holding a blob with content.
+func storesHoldingBlob(t *testing.T, content, root string) []string {
+	t.Helper()
+	cmd := exec.Command("git", "hash-object", "--stdin")
+	cmd.Stdin = strings.NewReader(content)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sha := strings.TrimSpace(string(out))
+	var hits []string
+	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() || filepath.Ext(p) != ".git" {
+			return nil
+		}
+		c := exec.Command("git", "cat-file", "-e", sha)
+		c.Env = []string{"GIT_DIR=" + p, "GIT_CONFIG_NOSYSTEM=1", "HOME=/", "PATH=" + os.Getenv("PATH")}
+		if c.Run() == nil {
+			hits = append(hits, p)
+		}
+		return filepath.SkipDir
+	})
+	return hits
 }
