@@ -280,7 +280,9 @@ func (s *Store) diskFiles(ctx context.Context, sel *Selector, rep *VerifyReport)
 	g := s.git.withIndex(tmp)
 	g.ownIndex = true
 
-	out, warn, err := g.RunWarn(ctx, nil, "ls-files", "-z", "-o", "--exclude-standard")
+	// Folders left out (leftout.go) are not entered here either.
+	args := append([]string{"ls-files", "-z", "-o", "--exclude-standard"}, s.left().excludeArgs()...)
+	out, warn, err := g.RunWarn(ctx, nil, args...)
 	if err != nil {
 		return nil, err
 	}
