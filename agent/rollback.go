@@ -149,6 +149,7 @@ func toAPIResult(res restore.Result) api.RestoreResult {
 		out.PreRestore = &r
 	}
 	out.Diff = append(out.Diff, oc.Diff...)
+	out.LeftOut = append(out.LeftOut, oc.LeftOut...)
 	if a := res.Archive; a != nil {
 		out.Archive = &api.ArchiveRestore{RestoredPaths: a.Restored, ProtectedPaths: a.Protected, FailedPaths: a.Failed, Status: a.Status}
 	}

@@ -8,11 +8,9 @@ package agent_test
 
 import (
 	"fmt"
-	"math/rand"
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,30 +21,6 @@ import (
 
 	"github.com/cairn-dev/cairn/agent/api"
 )
-
-// newGroup makes a group (removed when the test ends) with members.
-func newGroup(t *testing.T, members ...testUser) (name string, gid int) {
-	t.Helper()
-	if _, err := exec.LookPath("groupadd"); err != nil {
-		t.Skip("no groupadd")
-	}
-	name = fmt.Sprintf("cairng%d", rand.Intn(100_000_000))
-	if out, err := exec.Command("groupadd", name).CombinedOutput(); err != nil {
-		t.Skipf("groupadd: %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("groupdel", name).Run() })
-	g, err := user.LookupGroup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gid, _ = strconv.Atoi(g.Gid)
-	for _, m := range members {
-		if out, err := exec.Command("usermod", "-a", "-G", name, m.name).CombinedOutput(); err != nil {
-			t.Fatalf("usermod: %v: %s", err, out)
-		}
-	}
-	return name, gid
-}
 
 // asMember is a command that runs as u with gid among its groups.
 func asMember(u testUser, gid int, name string, args ...string) *exec.Cmd {

@@ -42,6 +42,7 @@ func (d *Daemon) find(ctx context.Context, roots []WatchRoot) (map[string]placem
 	want := map[string]placement{}
 	var refused []api.RefusedWorkspace
 	users := map[string]actUser{} // one NSS lookup per configured user, not per workspace
+	chk := &rootCheck{above: map[string]string{}}
 	for _, r := range roots {
 		if err := wholeDisk(r.Path); err != nil {
 			d.log.Warn().Err(err).Str("root", r.Path).Msg("watch root refused")
@@ -76,7 +77,7 @@ func (d *Daemon) find(ctx context.Context, roots []WatchRoot) (map[string]placem
 				u = lookupActUser(r.Settings.User)
 				users[r.Settings.User] = u
 			}
-			p, why := place(f, r.Settings, u)
+			p, why := place(f, r.Settings, u, chk)
 			if why != "" {
 				refused = append(refused, api.RefusedWorkspace{Dir: f.Path, Reason: why})
 				continue
@@ -120,7 +121,7 @@ func lookupActUser(name string) actUser {
 // does everything itself; a root daemon acts as the owner (or the
 // configured user, u: lookupActUser(set.User)), and serves in its own
 // process only what root owns.
-func place(f found, set Settings, u actUser) (placement, string) {
+func place(f found, set Settings, u actUser, chk *rootCheck) (placement, string) {
 	p := placement{set: set, owner: f.UID, act: f.UID, actGID: f.GID}
 	self := selfUID()
 	if self != 0 {
@@ -133,10 +134,22 @@ func place(f found, set Settings, u actUser) (placement, string) {
 		}
 		p.act, p.actGID = u.uid, u.gid
 	}
-	if p.act == 0 && f.Mode.Perm()&0o002 != 0 {
-		return p, "a folder every user may write is never served as root; give it to its user"
+	if p.act == 0 {
+		if chk.acct == nil {
+			chk.acct = platform.ReadAccounts()
+		}
+		if why := rootRefusal(f, chk.acct, chk.above); why != "" {
+			return p, why
+		}
 	}
 	return p, ""
+}
+
+// rootCheck is what one discovery pass learnt checking workspaces served
+// as root: group membership, and the answer for each folder above one.
+type rootCheck struct {
+	acct  *platform.Accounts
+	above map[string]string
 }
 
 // apply makes the served workspaces what want says: the ones that run as

@@ -97,6 +97,8 @@ type workspace struct {
 	// unsealed are the paths the last checkpoint could not read (a full
 	// disk, a permission): dirty until a checkpoint holds them.
 	unsealed map[string]bool
+	// fg are the folders in and above the workspace others can write (foreign.go).
+	fg foreignState
 
 	mu     sync.Mutex
 	status api.WorkspaceStatus
@@ -237,6 +239,7 @@ func (w *workspace) snapshotStatus() api.WorkspaceStatus {
 	st.Skipped = append([]api.PathIssue(nil), st.Skipped...)
 	st.UnwatchedDirs = append([]string(nil), st.UnwatchedDirs...)
 	st.Replication = w.replicationStatus()
+	st.Foreign, st.ForeignMore = w.foreignStatus()
 	return st
 }
 
@@ -385,6 +388,7 @@ func (w *workspace) serve(ctx context.Context) error {
 		return w.serveAutodev(ctx)
 	}
 	root, skip := w.lay.watch()
+	skip = w.foreignSkip(root, skip) // foreign.go: folders others can write
 	opts := watcher.Options{Root: root, Skip: skip, MaxWatches: testMaxWatches()}
 	wt, err := watcher.Start(ctx, opts)
 	if err != nil {
@@ -448,6 +452,7 @@ func (w *workspace) serve(ctx context.Context) error {
 		case job := <-w.restores:
 			w.stopMaintenance() // never beside a restore
 			w.drain(wt, false)
+			w.checkForeign(ctx) // as before any full reconcile
 			// The pre-restore checkpoint reconciles the whole work tree: a
 			// file written an instant ago may not be reported by the watch
 			// yet, and the restore would overwrite it with nothing holding it.
@@ -843,6 +848,11 @@ func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 	full := w.needFull || w.incomplete() || req.Kind == ckpt.KindManual
 	if !full {
 		req.Changed = changed
+	}
+	if full {
+		w.checkForeign(ctx) // foreign.go: what a full reconcile may not enter
+	} else {
+		w.pushLeftOut() // a store recreated meanwhile knows nothing yet
 	}
 	if marker {
 		seen := map[string]bool{}

@@ -54,6 +54,9 @@ func (s *Store) Restore(ctx context.Context, opts ckpt.Request) (ckpt.Outcome, e
 
 func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outcome, error) {
 	const steps = 4
+	if s.left().whole() {
+		return ckpt.Outcome{}, ErrWorkTreeForeign
+	}
 	progress := func(step int, msg string) {
 		if opts.Progress != nil {
 			opts.Progress(step, steps, msg)
@@ -195,8 +198,9 @@ func (s *Store) addOverwritten(ctx context.Context, g *Git, target string) error
 		return err
 	}
 	var add []string
+	lo := s.left()
 	for _, c := range missing {
-		if c.status != "A" || Excluded(c.path) {
+		if c.status != "A" || Excluded(c.path) || lo.covers(c.path) {
 			continue
 		}
 		if fi, err := os.Lstat(filepath.Join(s.workTree, filepath.FromSlash(c.path))); err == nil && fi.Mode().IsRegular() {
@@ -327,8 +331,13 @@ func (s *Store) plan(ctx context.Context, res *ckpt.Outcome, work *restoreWork, 
 			}
 		}
 	}
+	lo := s.left()
 	for _, c := range toTarget {
 		if !under(c.path, prefixes) {
+			continue
+		}
+		if lo.covers(c.path) {
+			res.LeftOut = append(res.LeftOut, leftOutIssues([]string{c.path})...)
 			continue
 		}
 		switch c.status {
@@ -365,6 +374,18 @@ func (s *Store) apply_(ctx context.Context, res *ckpt.Outcome, work *restoreWork
 			if _, _, err := s.git.runMapped(ctx, nulBytes(work.kept), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
 				return err
 			}
+		}
+		// Left-out folders: out of the index and out of what is checked
+		// out, so checkout neither writes nor deletes anything in them.
+		if lo := s.left(); lo.any() {
+			if err := s.dropLeftOut(ctx, s.git, lo); err != nil {
+				return err
+			}
+			t, err := s.withoutLeftOut(ctx, target, lo)
+			if err != nil {
+				return err
+			}
+			target = t
 		}
 		var err error
 		_, _, err = s.git.runMapped(ctx, nil, "checkout", "-q", "--force", "--detach", target)

@@ -72,6 +72,16 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 	if err := validateRequest(req); err != nil {
 		return fail(err)
 	}
+	if lo := s.left(); lo.whole() {
+		return fail(ErrWorkTreeForeign)
+	} else if req.Changed != nil {
+		// Nothing at or under a left-out folder is looked at: the planning
+		// takes what the last checkpoint held there out.
+		req.Changed, _ = lo.filter(req.Changed)
+		if req.Changed == nil {
+			req.Changed = []string{}
+		}
+	}
 	patterns := req.Patterns
 	if patterns == nil {
 		patterns = s.opts.Patterns

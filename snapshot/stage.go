@@ -75,6 +75,11 @@ func (s *Store) stage(ctx context.Context, g *Git, sel *Selector, changed []stri
 	}
 	var plan *stagePlan
 	var err error
+	// Entries under folders left out leave the index before any git call
+	// that stats the work tree could reach them.
+	if err := s.dropLeftOut(ctx, g, s.left()); err != nil {
+		return staged{}, err
+	}
 	if changed == nil {
 		plan, err = s.planFull(ctx, g, sel, prev != meta)
 	} else {
@@ -217,6 +222,7 @@ func (c *linkCache) underLink(root, rel string) bool {
 // or first seal) every tracked path is re-checked against the selection too.
 func (s *Store) planFull(ctx context.Context, g *Git, sel *Selector, all bool) (*stagePlan, error) {
 	args := []string{"ls-files", "-z", "-t", "-o", "-m", "-d", "--exclude-standard"}
+	args = append(args, s.left().excludeArgs()...)
 	if all {
 		args = append(args, "-c")
 	}
@@ -320,7 +326,7 @@ func (s *Store) planPaths(ctx context.Context, src planSource, sel *Selector, ch
 			p.issues = append(p.issues, ckpt.PathIssue{Path: raw, Reason: err.Error()})
 			continue
 		}
-		if uniq[rel] || Excluded(rel) {
+		if uniq[rel] || Excluded(rel) || s.left().covers(rel) {
 			continue
 		}
 		uniq[rel] = true
@@ -343,6 +349,14 @@ func (s *Store) planPaths(ctx context.Context, src planSource, sel *Selector, ch
 		default:
 			files = append(files, rel)
 		}
+	}
+	// What the last checkpoint holds under a left-out folder leaves this one.
+	if lo := s.left(); lo.any() {
+		gone, err := src.trackedUnder(ctx, lo.Dirs)
+		if err != nil {
+			return nil, err
+		}
+		p.remove = append(p.remove, gone...)
 	}
 	// Tracked entries at or under a missing path (a removed file or folder).
 	if len(missing) > 0 {
@@ -483,15 +497,16 @@ func batches(paths []string, n, maxBytes int) [][]string {
 // walkFiles lists the files under a work-tree folder, leaving out any `.git`
 // and never following symlinks. Unreadable folders become issues.
 func (s *Store) walkFiles(rel string, p *stagePlan) []string {
-	files, issues := walkWorkTree(s.workTree, rel)
+	files, issues := walkWorkTree(s.workTree, rel, s.left())
 	p.issues = append(p.issues, issues...)
 	return files
 }
 
 // walkWorkTree lists the files under a work-tree folder as a full
 // reconcile sees them: never following a link, leaving out excluded
-// folders and files, naming the folders it could not read.
-func walkWorkTree(workTree, rel string) (files []string, issues []ckpt.PathIssue) {
+// folders and files and the folders lo leaves out (never entered), naming
+// the folders it could not read.
+func walkWorkTree(workTree, rel string, lo *LeftOut) (files []string, issues []ckpt.PathIssue) {
 	root := filepath.Join(workTree, filepath.FromSlash(rel))
 	filepath.WalkDir(root, func(abs string, d fs.DirEntry, err error) error {
 		r, _ := filepath.Rel(workTree, abs)
@@ -503,6 +518,12 @@ func walkWorkTree(workTree, rel string) (files []string, issues []ckpt.PathIssue
 		if d.IsDir() {
 			if Excluded(r) {
 				return filepath.SkipDir
+			}
+			if lo.any() || lo.Foreign != nil {
+				fi, _ := d.Info() // lstat: WalkDir follows no link
+				if lo.walkSkips(r, fi) {
+					return filepath.SkipDir
+				}
 			}
 			return nil
 		}

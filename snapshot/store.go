@@ -104,6 +104,8 @@ type Store struct {
 	// notes are what the store repaired by itself, for the workspace's
 	// status (TakeNotes).
 	notes []string
+	// leftOut are the folders seals and restores never enter (leftout.go).
+	leftOut atomic.Pointer[LeftOut]
 }
 
 // Open finds or creates the store of the workspace at dir.

@@ -280,7 +280,9 @@ func (s *Store) diskFiles(ctx context.Context, sel *Selector, rep *VerifyReport)
 	g := s.git.withIndex(tmp)
 	g.ownIndex = true
 
-	out, warn, err := g.RunWarn(ctx, nil, "ls-files", "-z", "-o", "--exclude-standard")
+	// Folders left out (leftout.go) are not entered here either.
+	args := append([]string{"ls-files", "-z", "-o", "--exclude-standard"}, s.left().excludeArgs()...)
+	out, warn, err := g.RunWarn(ctx, nil, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -371,7 +373,7 @@ func verifyAdd(ctx context.Context, g *Git, paths []string) ([]ckpt.PathIssue, e
 // verifyWalk lists the files under a work-tree folder as a seal's full
 // reconcile does (walkWorkTree); unreadable folders are named.
 func (s *Store) verifyWalk(rel string, rep *VerifyReport) []string {
-	files, issues := walkWorkTree(s.workTree, rel)
+	files, issues := walkWorkTree(s.workTree, rel, s.left())
 	rep.Unreadable = append(rep.Unreadable, issues...)
 	return files
 }

@@ -132,6 +132,26 @@ type WorkspaceStatus struct {
 	AutosavePaused string `json:"autosavePaused,omitempty"`
 	// Replication is the push to the fleet remote; nil when not configured.
 	Replication *ReplicationStatus `json:"replication,omitempty"`
+	// Foreign names the folders inside or above the workspace that someone
+	// other than its owner can write (README, "Security"), the first
+	// ForeignShown of them; ForeignMore counts the rest.
+	Foreign     []ForeignFolder `json:"foreign,omitempty"`
+	ForeignMore int             `json:"foreignMore,omitempty"`
+}
+
+// ForeignShown is how many foreign-writable folders a workspace's status names.
+const ForeignShown = 20
+
+// ForeignFolder is a folder someone other than a workspace's owner can write.
+type ForeignFolder struct {
+	Path string `json:"path"`
+	// Why: "owned by uid 1002", "writable by everyone", "writable by group devs (bob, carol)".
+	Why string `json:"why"`
+	// Above: an ancestor of the workspace, not a folder in it.
+	Above bool `json:"above,omitempty"`
+	// LeftOut: a workspace served as root leaves it out of its checkpoints
+	// and restores.
+	LeftOut bool `json:"leftOut,omitempty"`
 }
 
 // CheckpointRequest is POST /v1/checkpoint: seal one checkpoint now.

@@ -105,15 +105,18 @@ type Continuation struct {
 
 // RestoreResult answers a restore, undo or rollback.
 type RestoreResult struct {
-	Target     Record        `json:"target"`
-	PreRestore *Record       `json:"preRestore,omitempty"`
-	Write      []PlanFile    `json:"write"`
-	Delete     []PlanFile    `json:"delete"`
-	Kept       int           `json:"kept"`
-	Diff       []PathIssue   `json:"differences,omitempty"`
-	DryRun     bool          `json:"dryRun,omitempty"`
-	Paths      []string      `json:"paths,omitempty"`
-	Continued  *Continuation `json:"continuation,omitempty"`
+	Target     Record      `json:"target"`
+	PreRestore *Record     `json:"preRestore,omitempty"`
+	Write      []PlanFile  `json:"write"`
+	Delete     []PlanFile  `json:"delete"`
+	Kept       int         `json:"kept"`
+	Diff       []PathIssue `json:"differences,omitempty"`
+	// LeftOut are paths the restore left alone: they are in a folder others
+	// can write, in a workspace served as root (README, "Security").
+	LeftOut   []PathIssue   `json:"leftOut,omitempty"`
+	DryRun    bool          `json:"dryRun,omitempty"`
+	Paths     []string      `json:"paths,omitempty"`
+	Continued *Continuation `json:"continuation,omitempty"`
 	// StateNote says why state.json was not updated, when it was not.
 	StateNote string `json:"stateNote,omitempty"`
 	// Archive is what came back from rigArchive/ (Hankweave layout).

@@ -218,4 +218,7 @@ type Outcome struct {
 	Kept       int         `json:"kept"`                  // files on disk the target lacks that cairn did not track: left alone
 	Diff       []PathIssue `json:"differences,omitempty"` // what verification found different from the target
 	DryRun     bool        `json:"dryRun,omitempty"`
+	// LeftOut are the paths the restore left alone because they are in a
+	// folder others can write (a workspace served as root; README, "Security").
+	LeftOut []PathIssue `json:"leftOut,omitempty"`
 }

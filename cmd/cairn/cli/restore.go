@@ -146,6 +146,9 @@ func printRestore(e *env, dir string, res api.RestoreResult, asJSON bool) error 
 			}
 		}
 	}
+	for _, l := range res.LeftOut {
+		fmt.Fprintf(e.stderr, "  left alone: %q: %s\n", l.Path, l.Reason)
+	}
 	if len(res.Diff) > 0 {
 		for _, d := range res.Diff {
 			fmt.Fprintf(e.stderr, "  differs: %q: %s\n", d.Path, printable.String(d.Reason))

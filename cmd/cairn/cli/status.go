@@ -77,6 +77,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		for _, is := range w.Skipped {
 			fmt.Fprintf(e.stdout, "  not checkpointed: %q: %s\n", is.Path, p(is.Reason))
 		}
+		printForeign(e, w)
 	}
 	if len(st.Refused) > 0 {
 		fmt.Fprintln(e.stdout, "\nnot watched:")
@@ -170,4 +171,24 @@ func dropCounts(m map[string]int64) string {
 		parts = append(parts, fmt.Sprintf("%d %s", m[k], k))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// printForeign names the folders in and above the workspace others can
+// write (README, "Security"), with the command that makes each private.
+func printForeign(e *env, w api.WorkspaceStatus) {
+	p := printable.String
+	for _, f := range w.Foreign {
+		path := p(f.Path)
+		where, fix := "in the workspace", "chown $(id -u) "+path+"; chmod go-w "+path
+		switch {
+		case f.Above:
+			where, fix = "above the workspace", "chmod go-w "+path+" (or chmod +t), or chown it to the workspace's owner"
+		case f.LeftOut:
+			where = "in the workspace, left out of its checkpoints and restores"
+		}
+		fmt.Fprintf(e.stdout, "  writable by others (%s): %s: %s; fix: %s\n", where, path, p(f.Why), fix)
+	}
+	if w.ForeignMore > 0 {
+		fmt.Fprintf(e.stdout, "  and %d more folders others can write\n", w.ForeignMore)
+	}
 }
