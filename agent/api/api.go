@@ -50,6 +50,10 @@ type Status struct {
 	Workers []WorkerStatus `json:"workers,omitempty"`
 	// Refused are folders a watch root matched that cairn will not serve, with why (root only).
 	Refused []RefusedWorkspace `json:"refused,omitempty"`
+	// NotWatched are the asking user's own folders that a watch root
+	// matched and cairn does not watch (a per-owner share of a root's
+	// cap, a refusal), with why: what Refused shows root, for that user.
+	NotWatched []RefusedWorkspace `json:"notWatched,omitempty"`
 }
 
 // WorkerStatus is one worker process of a root daemon: it does every file

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -72,9 +73,9 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(e.stdout, "  not checkpointed: %q: %s\n", is.Path, is.Reason)
 		}
 	}
-	if len(st.Refused) > 0 {
+	if len(st.Refused)+len(st.NotWatched) > 0 {
 		fmt.Fprintln(e.stdout, "\nnot watched:")
-		for _, r := range st.Refused {
+		for _, r := range append(slices.Clip(st.Refused), st.NotWatched...) {
 			fmt.Fprintf(e.stdout, "  %s: %s\n", r.Dir, r.Reason)
 		}
 	}
