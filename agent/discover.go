@@ -481,15 +481,15 @@ func choose(cands []found, key func(found) uint32, watched map[string]bool, max 
 }
 
 // capNote says that n matching folders of uid under pattern are not watched
-// (released of them were watched until now), why, and names a few.
+// (released of them were watched until now), why, and names a few of them.
 func capNote(pattern string, uid uint32, n, released int, ch choice, max int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %d folders of uid %d that match are not watched", pattern, n, uid)
 	if released > 0 {
 		fmt.Fprintf(&b, " (%d of them released)", released)
 	}
-	fmt.Fprintf(&b, ": a watch root watches at most %d folders, shared among the owners of its matches (%d now: %d each, more while others leave room)",
-		max, ch.owners, ch.share)
+	// How many other owners there are is theirs: the note says only the rule.
+	fmt.Fprintf(&b, ": a watch root watches at most %d folders, shared equally among the owners of its matches (room one leaves goes to the others)", max)
 	if left := ch.left[uid]; len(left) > 0 {
 		const named = 3
 		names := make([]string, 0, named)

@@ -7,6 +7,7 @@ package agent_test
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -112,5 +113,90 @@ func TestSecurityDiscoveryFairShare(t *testing.T) {
 	ast := statusAs(t, alice, d.socket)
 	if len(ast.Workspaces) != 2 || len(ast.NotWatched) != 0 {
 		t.Errorf("alice's status: %d workspaces, not watched %+v", len(ast.Workspaces), ast.NotWatched)
+	}
+}
+
+// TestSecurityHankweaveStorePrivate: a Hankweave store lives inside the
+// workspace. A 0600 file of its owner's, once sealed, must not be readable
+// by another user through the store: every file of it refuses that user.
+// A store left open to others (as an older cairn made them) is named in
+// the owner's status with the fix, and left as it is.
+func TestSecurityHankweaveStorePrivate(t *testing.T) {
+	alice, bob := newUser(t), newUser(t)
+	base := openBase(t)
+	exec := filepath.Join(base, "exec")
+	ownedDir(t, alice, exec, map[string]string{
+		".hankweave/.keep":        "",
+		"agentRoot/notes.txt":     "public\n",
+		"agentRoot/secret.txt":    "ALICE PRIVATE KEY\n",
+		"agentRoot/sub/other.txt": "more\n",
+	})
+	secret := filepath.Join(exec, "agentRoot", "secret.txt")
+	if err := os.Chmod(secret, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, filepath.Join(base, "state"), "--watch", exec)
+	waitWatching(t, d, exec)
+	if code, body := httpAs(t, alice, d.socket, "POST", "/v1/checkpoint", api.CheckpointRequest{Workspace: exec, Label: "sealed"}); code != 200 {
+		t.Fatalf("alice's checkpoint: %d %s", code, body)
+	}
+	store := hwStore(exec)
+	if hits := storesHolding(t, "secret.txt", filepath.Dir(store)); len(hits) == 0 {
+		t.Fatal("the secret was not sealed: nothing to protect")
+	}
+
+	// Every file of the store, and its ledger, as bob.
+	var files []string
+	_ = filepath.WalkDir(store, func(p string, de fs.DirEntry, err error) error {
+		if err == nil && de.Type().IsRegular() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	files = append(files, filepath.Join(exec, ".hankweave", "checkpoints", "cairn-ledger.jsonl"))
+	if len(files) < 10 {
+		t.Fatalf("only %d files in the store: %v", len(files), files)
+	}
+	script := `for f; do head -c1 "$f" >/dev/null 2>&1 && echo "$f"; done; exit 0`
+	out, err := asUser(bob, "sh", append([]string{"-c", script, "sh"}, files...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("reading as bob: %v %s", err, out)
+	}
+	if read := strings.Fields(string(out)); len(read) > 0 {
+		t.Fatalf("bob read %d of the %d files of alice's store, e.g. %v", len(read), len(files), read[:min(len(read), 5)])
+	}
+	if fi, err := os.Stat(store); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("store %s: %v %v, want 0700", store, fi.Mode().Perm(), err)
+	}
+
+	// An existing store open to others (an older cairn's) is named, not changed.
+	if err := os.Chmod(store, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var named string
+	waitFor(t, 20*time.Second, "the open store named in alice's status", func() bool {
+		for _, w := range statusAs(t, alice, d.socket).Workspaces {
+			if w.Dir == exec && strings.Contains(w.StoreExposed, store) && strings.Contains(w.StoreExposed, "chmod -R go-rwx "+store) {
+				named = w.StoreExposed
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("status says: %s", named)
+	if code, body := httpAs(t, alice, d.socket, "POST", "/v1/checkpoint", api.CheckpointRequest{Workspace: exec, Label: "again"}); code != 200 {
+		t.Fatalf("alice's checkpoint: %d %s", code, body)
+	}
+	if fi, err := os.Stat(store); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("store %s changed by cairn: %v %v", store, fi.Mode().Perm(), err)
+	}
+	// Closed again by its owner: no longer named.
+	if err := os.Chmod(store, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range statusAs(t, alice, d.socket).Workspaces {
+		if w.Dir == exec && w.StoreExposed != "" {
+			t.Errorf("a private store still named: %s", w.StoreExposed)
+		}
 	}
 }

@@ -130,6 +130,10 @@ type WorkspaceStatus struct {
 	AutosavePaused string `json:"autosavePaused,omitempty"`
 	// Replication is the push to the fleet remote; nil when not configured.
 	Replication *ReplicationStatus `json:"replication,omitempty"`
+	// StoreExposed names the parts of the store (its folder, its ledger)
+	// other users can reach through their modes, with the chmod that
+	// closes them; cairn does not change an existing store's modes itself.
+	StoreExposed string `json:"storeExposed,omitempty"`
 }
 
 // CheckpointRequest is POST /v1/checkpoint: seal one checkpoint now.

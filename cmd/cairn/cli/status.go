@@ -66,6 +66,10 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		if w.Notice != "" {
 			fmt.Fprintf(e.stdout, "  note: %s\n", w.Notice)
 		}
+		if w.StoreExposed != "" {
+			bad = true
+			fmt.Fprintf(e.stdout, "  store not private: %s\n", w.StoreExposed)
+		}
 		if printReplication(e, w.Replication) {
 			bad = true
 		}
