@@ -67,6 +67,9 @@ type Daemon struct {
 
 	// refusedBy are the refusals of each uid's folders, for their own status.
 	refusedBy map[uint32][]api.RefusedWorkspace
+	// noted are the discovery notes the last pass logged (under discMu):
+	// a note standing pass after pass is logged once, not every 2 s.
+	noted map[string]bool
 
 	bus *bus     // events for GET /v1/events
 	met *metrics // GET /metrics (metrics.go)

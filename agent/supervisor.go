@@ -62,6 +62,20 @@ func (fd *findings) refuse(rf api.RefusedWorkspace, owner uint32, owned bool) {
 // another user's folders never release them.
 func (d *Daemon) find(ctx context.Context, roots []WatchRoot, watched map[string]bool) findings {
 	fd := findings{want: map[string]placement{}, byOwner: map[uint32][]api.RefusedWorkspace{}}
+	noted := map[string]bool{}
+	defer func() { d.noted = noted }()
+	// note logs a cap's note when it is new (or changed) since the last pass.
+	note := func(root, msg string, uid uint32, owned bool, n string) {
+		noted[n] = true
+		if d.noted[n] {
+			return
+		}
+		ev := d.log.Warn().Str("root", root).Str("reason", n)
+		if owned {
+			ev = ev.Uint32("uid", uid)
+		}
+		ev.Msg(msg)
+	}
 	users := map[string]actUser{} // one NSS lookup per configured user, not per workspace
 	for _, r := range roots {
 		if err := wholeDisk(r.Path); err != nil {
@@ -89,12 +103,12 @@ func (d *Daemon) find(ctx context.Context, roots []WatchRoot, watched map[string
 			fd.refuse(api.RefusedWorkspace{Dir: r.Path, Reason: "no such folder: it is gone, or not created yet"}, 0, false)
 		}
 		for _, n := range res.notes {
-			d.log.Warn().Str("root", r.Path).Str("reason", n).Msg("watch root discovery capped")
+			note(r.Path, "watch root discovery capped", 0, false, n)
 			fd.refuse(api.RefusedWorkspace{Dir: r.Path, Reason: n}, 0, false)
 		}
 		for _, uid := range slices.Sorted(maps.Keys(res.ownerNotes)) {
 			n := res.ownerNotes[uid]
-			d.log.Warn().Str("root", r.Path).Uint32("uid", uid).Str("reason", n).Msg("watch root discovery capped for one owner")
+			note(r.Path, "watch root discovery capped for one owner", uid, true, n)
 			fd.refuse(api.RefusedWorkspace{Dir: r.Path, Reason: n}, uid, true)
 		}
 		placed := map[string]placement{}
@@ -135,7 +149,7 @@ func (d *Daemon) find(ctx context.Context, roots []WatchRoot, watched map[string
 				}
 			}
 			n := capNote(r.Path, uid, len(ch.left[uid])+res.over[uid], released, ch, lim.MaxMatches)
-			d.log.Warn().Str("root", r.Path).Uint32("uid", uid).Str("reason", n).Msg("watch root capped for one owner")
+			note(r.Path, "watch root capped for one owner", uid, true, n)
 			fd.refuse(api.RefusedWorkspace{Dir: r.Path, Reason: n}, uid, true)
 		}
 	}
