@@ -100,6 +100,9 @@ type WatchRoot struct {
 	// CrossMounts lets discovery enter other file systems below the root's
 	// fixed part (never /proc, /sys or /dev).
 	CrossMounts bool `toml:"cross_mounts"`
+	// MaxWorkspaces is the most workspaces this root watches, shared among
+	// their owners (0: 1000; README, "Security").
+	MaxWorkspaces int `toml:"max_workspaces"`
 	Settings
 }
 
@@ -341,6 +344,9 @@ func (c *Config) validate(src string) error {
 		}
 		if !filepath.IsAbs(w.Path) {
 			return bad(w.Path, "watch path %q must be absolute", w.Path)
+		}
+		if w.MaxWorkspaces < 0 {
+			return bad("max_workspaces", "max_workspaces %d: want a positive count (0 or none: %d)", w.MaxWorkspaces, defaultMaxMatches)
 		}
 		if !doublestar.ValidatePattern(filepath.ToSlash(w.Path)) {
 			return bad(w.Path, "watch path %q is not a valid glob", w.Path)

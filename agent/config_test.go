@@ -87,3 +87,15 @@ func wantConfigError(t *testing.T, src string, line int, reason string) {
 		t.Errorf("got %q (%s line %d), want line %d mentioning %q", ce.Error(), ce.File, ce.Line, line, reason)
 	}
 }
+
+// TestConfigMaxWorkspaces: a [[watch]] entry's cap is read, a negative one refused with its line.
+func TestConfigMaxWorkspaces(t *testing.T) {
+	c, err := ParseConfig("c.toml", "[[watch]]\npath = \"/srv/runs/*\"\nmax_workspaces = 20\n")
+	if err != nil || c.Watch[0].MaxWorkspaces != 20 {
+		t.Fatalf("%+v %v", c, err)
+	}
+	_, err = ParseConfig("c.toml", "[[watch]]\npath = \"/srv/runs/*\"\nmax_workspaces = -1\n")
+	if err == nil || !strings.Contains(err.Error(), "max_workspaces") || !strings.Contains(err.Error(), ":3") {
+		t.Fatalf("negative cap: %v", err)
+	}
+}

@@ -65,6 +65,12 @@ type Daemon struct {
 	workers  map[uint32]*worker     // root: one worker process per owner
 	assigned map[string]Settings    // worker: the workspaces its supervisor gave it
 
+	// refusedBy are the refusals of each uid's folders, for their own status.
+	refusedBy map[uint32][]api.RefusedWorkspace
+	// noted are the discovery notes the last pass logged (under discMu):
+	// a note standing pass after pass is logged once, not every 2 s.
+	noted map[string]bool
+
 	bus *bus     // events for GET /v1/events
 	met *metrics // GET /metrics (metrics.go)
 }
@@ -126,7 +132,7 @@ func (d *Daemon) rootsLocked() []WatchRoot {
 	defaults := d.cfg.Defaults.merge(DefaultSettings())
 	var roots []WatchRoot
 	for _, w := range d.cfg.Watch {
-		roots = append(roots, WatchRoot{Path: filepath.Clean(w.Path), CrossMounts: w.CrossMounts, Settings: w.Settings.merge(defaults)})
+		roots = append(roots, WatchRoot{Path: filepath.Clean(w.Path), CrossMounts: w.CrossMounts, MaxWorkspaces: w.MaxWorkspaces, Settings: w.Settings.merge(defaults)})
 	}
 	for _, p := range d.opts.Watch {
 		abs, err := filepath.Abs(p)
@@ -267,22 +273,25 @@ func (d *Daemon) discover(ctx context.Context) {
 	roots := d.rootsLocked()
 	d.roots = roots
 	assigned := d.assigned
+	watched := make(map[string]bool, len(d.owners))
+	for dir := range d.owners {
+		watched[dir] = true
+	}
 	d.mu.Unlock()
-	var want map[string]placement
-	var refused []api.RefusedWorkspace
+	var fd findings
 	if d.opts.Worker {
 		self := selfUID()
-		want = map[string]placement{}
+		fd.want = map[string]placement{}
 		for dir, set := range assigned {
-			want[dir] = placement{set: set, owner: self, act: self}
+			fd.want[dir] = placement{set: set, owner: self, act: self}
 		}
 	} else {
-		want, refused = d.find(ctx, roots)
+		fd = d.find(ctx, roots, watched)
 	}
 	if ctx.Err() != nil {
 		return
 	}
-	d.apply(want, refused)
+	d.apply(fd)
 }
 
 func sameSettings(a, b Settings) bool { return reflect.DeepEqual(a, b) }

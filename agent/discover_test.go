@@ -5,6 +5,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -170,9 +171,10 @@ func TestDiscoverCaps(t *testing.T) {
 		maxWant int
 		says    string
 	}{
-		{"matches", discoverLimits{MaxMatches: 3}, 3, "3 matches"},
-		{"dirs", discoverLimits{MaxDirs: 2}, 20, "2 folders"},
-		{"one dir", discoverLimits{MaxDirs: 1}, 20, "1 folders"},
+		{"matches", discoverLimits{MaxMatches: 3}, 3, "at most 3 folders"},
+		{"dirs", discoverLimits{MaxDirs: 2, MaxOwnerDirs: 2}, 20, "looking at 2 folders"},
+		{"one dir", discoverLimits{MaxDirs: 1}, 20, "looking at 1 folders"},
+		{"one owner's dirs", discoverLimits{MaxDirs: 100, MaxOwnerDirs: 3}, 20, "after 3 (one owner's share of the 100"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dirs, trunc, err := discoverRoot(context.Background(), pattern, c.lim)
@@ -352,5 +354,124 @@ func TestDiscoverNoDescriptorLeak(t *testing.T) {
 	}
 	if after := count(); after != before {
 		t.Fatalf("%d descriptors open before, %d after", before, after)
+	}
+}
+
+// TestChooseShares: one owner's many folders never push out another's
+// workspaces, watched or new, and room left over is used.
+func TestChooseShares(t *testing.T) {
+	mk := func(uid uint32, prefix string, n int) []found {
+		var out []found
+		for i := range n {
+			out = append(out, found{Path: fmt.Sprintf("/r/%s-%04d", prefix, i), UID: uid})
+		}
+		return out
+	}
+	byUID := func(f found) uint32 { return f.UID }
+	count := func(fs []found, uid uint32) int {
+		n := 0
+		for _, f := range fs {
+			if f.UID == uid {
+				n++
+			}
+		}
+		return n
+	}
+	flood, victim := mk(1, "m", 1100), mk(2, "v", 2)
+	cands := append(slices.Clone(flood), victim...)
+
+	// Nothing watched yet: the victim's both, the flood the rest.
+	ch := choose(cands, byUID, nil, 10)
+	if len(ch.keep) != 10 || count(ch.keep, 2) != 2 || ch.share != 5 || len(ch.left[1]) != 1092 {
+		t.Fatalf("fresh: kept %d (victim %d), share %d, left %d", len(ch.keep), count(ch.keep, 2), ch.share, len(ch.left[1]))
+	}
+	// The flood holds the whole cap; the victim's new folders still get their share.
+	watched := map[string]bool{}
+	for _, f := range flood[:10] {
+		watched[f.Path] = true
+	}
+	ch = choose(cands, byUID, watched, 10)
+	if count(ch.keep, 2) != 2 || len(ch.keep) != 10 {
+		t.Fatalf("after a flood: kept %d, victim %d", len(ch.keep), count(ch.keep, 2))
+	}
+	// The victim's watched ones stay whatever the flood does, and so do the
+	// flood's within its share.
+	watched = map[string]bool{victim[0].Path: true, victim[1].Path: true}
+	for _, f := range flood[500:508] {
+		watched[f.Path] = true
+	}
+	ch = choose(cands, byUID, watched, 10)
+	kept := map[string]bool{}
+	for _, f := range ch.keep {
+		kept[f.Path] = true
+	}
+	for p := range watched {
+		if !kept[p] {
+			t.Errorf("%s watched and released with room for it", p)
+		}
+	}
+	// Many owners, one folder each, fewer slots than owners: each gets at most one.
+	var many []found
+	for uid := range uint32(20) {
+		many = append(many, mk(uid, fmt.Sprint("u", uid), 3)...)
+	}
+	ch = choose(many, byUID, nil, 10)
+	for uid := range uint32(10) {
+		if count(ch.keep, uid) != 1 {
+			t.Errorf("owner %d: %d kept, want 1", uid, count(ch.keep, uid))
+		}
+	}
+}
+
+// TestWalkOwnerBudgets: one owner's folders count against that owner's
+// share of the folders a walk looks at and of the matches it holds; the
+// walk goes on with everyone else's.
+func TestWalkOwnerBudgets(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give folders to other uids")
+	}
+	var entries []string
+	for i := range 60 {
+		entries = append(entries, fmt.Sprintf("runs/m/d%02d/exec-%02d/", i, i))
+	}
+	entries = append(entries, "runs/v/deep/exec-v/")
+	root := discoverTree(t, entries...)
+	for _, e := range entries {
+		owner := 12345
+		if strings.HasPrefix(e, "runs/v/") {
+			owner = 23456
+		}
+		for p := filepath.Join(root, e); p != filepath.Join(root, "runs"); p = filepath.Dir(p) {
+			if err := os.Lchown(p, owner, owner); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	lim := discoverLimits{MaxDirs: 1000, MaxOwnerDirs: 20, MaxMatches: 5}
+	res, err := walkRoot(context.Background(), filepath.Join(root, "runs/**/exec-*"), lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victim, flood int
+	for _, f := range res.dirs {
+		switch f.UID {
+		case 23456:
+			victim++
+		case 12345:
+			flood++
+		}
+	}
+	if victim != 1 || flood > 5 || res.ownerNotes[12345] == "" || res.ownerNotes[23456] != "" || !res.partial {
+		t.Errorf("victim %d, flood %d held; notes %v, partial %v", victim, flood, res.ownerNotes, res.partial)
+	}
+	// A walk cut short finds again, one by one, what is watched now.
+	lim.Watched = map[string]bool{filepath.Join(root, "runs/m/d59/exec-59"): true}
+	res, err = walkRoot(context.Background(), filepath.Join(root, "runs/**/exec-*"), lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recheck(filepath.Join(root, "runs/**/exec-*"), res, lim)
+	if !slices.ContainsFunc(res.dirs, func(f found) bool { return lim.Watched[f.Path] }) {
+		t.Errorf("a watched workspace the walk did not reach is lost: %v", foundPaths(root, res.dirs))
 	}
 }

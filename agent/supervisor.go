@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/user"
@@ -33,44 +34,89 @@ type placement struct {
 // selfUID is the daemon's effective uid.
 func selfUID() uint32 { return uint32(os.Geteuid()) }
 
-// discoveryLimits bound every root's walk.
-var discoveryLimits = discoverLimits{MaxMatches: 1000, MaxDirs: 100000}
+// discoveryLimits bound every root's walk (MaxMatches: a [[watch]] entry's
+// max_workspaces replaces it).
+var discoveryLimits = discoverLimits{MaxMatches: defaultMaxMatches, MaxDirs: defaultMaxDirs}
+
+// findings are what one discovery pass decided: the workspaces served, the
+// folders refused (and why, root's view), and the same refusals by the uid
+// owning the folders, for that user's own status.
+type findings struct {
+	want    map[string]placement
+	refused []api.RefusedWorkspace
+	byOwner map[uint32][]api.RefusedWorkspace
+}
+
+// refuse records a refusal; owned ones are shown to the folder's owner too.
+func (fd *findings) refuse(rf api.RefusedWorkspace, owner uint32, owned bool) {
+	fd.refused = append(fd.refused, rf)
+	if owned {
+		fd.byOwner[owner] = append(fd.byOwner[owner], rf)
+	}
+}
 
 // find lists the workspaces the roots name, with their owners, and the
-// folders it refused (and why).
-func (d *Daemon) find(ctx context.Context, roots []WatchRoot) (map[string]placement, []api.RefusedWorkspace) {
-	want := map[string]placement{}
-	var refused []api.RefusedWorkspace
+// folders it refused (and why). watched are the workspaces served now:
+// each root's matches are shared among their owners (choose), and a walk
+// cut short looks again at the watched ones it missed (recheck), so
+// another user's folders never release them.
+func (d *Daemon) find(ctx context.Context, roots []WatchRoot, watched map[string]bool) findings {
+	fd := findings{want: map[string]placement{}, byOwner: map[uint32][]api.RefusedWorkspace{}}
+	noted := map[string]bool{}
+	defer func() { d.noted = noted }()
+	// note logs a cap's note when it is new (or changed) since the last pass.
+	note := func(root, msg string, uid uint32, owned bool, n string) {
+		noted[n] = true
+		if d.noted[n] {
+			return
+		}
+		ev := d.log.Warn().Str("root", root).Str("reason", n)
+		if owned {
+			ev = ev.Uint32("uid", uid)
+		}
+		ev.Msg(msg)
+	}
 	users := map[string]actUser{} // one NSS lookup per configured user, not per workspace
 	chk := &rootCheck{above: map[string]string{}}
 	for _, r := range roots {
 		if err := wholeDisk(r.Path); err != nil {
 			d.log.Warn().Err(err).Str("root", r.Path).Msg("watch root refused")
-			refused = append(refused, api.RefusedWorkspace{Dir: r.Path, Reason: err.Error()})
+			fd.refuse(api.RefusedWorkspace{Dir: r.Path, Reason: err.Error()}, 0, false)
 			continue
 		}
 		lim := discoveryLimits
-		lim.CrossMounts = r.CrossMounts
-		found, truncated, err := discoverRoot(ctx, r.Path, lim)
+		lim.CrossMounts, lim.Watched = r.CrossMounts, watched
+		if r.MaxWorkspaces > 0 {
+			lim.MaxMatches = r.MaxWorkspaces
+		}
+		res, err := walkRoot(ctx, r.Path, lim)
 		if err != nil {
 			if ctx.Err() != nil {
-				return want, refused
+				return fd
 			}
 			d.log.Warn().Err(err).Str("root", r.Path).Msg("watch root refused")
-			refused = append(refused, api.RefusedWorkspace{Dir: r.Path, Reason: err.Error()})
+			fd.refuse(api.RefusedWorkspace{Dir: r.Path, Reason: err.Error()}, 0, false)
 			continue
 		}
-		if len(found) == 0 && !strings.ContainsAny(r.Path, "*?[{\\") {
+		recheck(r.Path, res, lim)
+		if len(res.dirs) == 0 && !strings.ContainsAny(r.Path, "*?[{\\") {
 			// A root naming one folder that is not there: say so for as long as it is named.
-			refused = append(refused, api.RefusedWorkspace{Dir: r.Path, Reason: "no such folder: it is gone, or not created yet"})
+			fd.refuse(api.RefusedWorkspace{Dir: r.Path, Reason: "no such folder: it is gone, or not created yet"}, 0, false)
 		}
-		if truncated != "" {
-			d.log.Warn().Str("root", r.Path).Str("reason", truncated).Msg("watch root discovery capped")
-			refused = append(refused, api.RefusedWorkspace{Dir: r.Path, Reason: truncated})
+		for _, n := range res.notes {
+			note(r.Path, "watch root discovery capped", 0, false, n)
+			fd.refuse(api.RefusedWorkspace{Dir: r.Path, Reason: n}, 0, false)
 		}
-		for _, f := range found {
-			if _, ok := want[f.Path]; ok {
-				continue
+		for _, uid := range slices.Sorted(maps.Keys(res.ownerNotes)) {
+			n := res.ownerNotes[uid]
+			note(r.Path, "watch root discovery capped for one owner", uid, true, n)
+			fd.refuse(api.RefusedWorkspace{Dir: r.Path, Reason: n}, uid, true)
+		}
+		placed := map[string]placement{}
+		var cands []found
+		for _, f := range res.dirs {
+			if _, ok := fd.want[f.Path]; ok {
+				continue // an earlier root's
 			}
 			u, ok := users[r.Settings.User]
 			if !ok && r.Settings.User != "" && selfUID() == 0 {
@@ -79,13 +125,36 @@ func (d *Daemon) find(ctx context.Context, roots []WatchRoot) (map[string]placem
 			}
 			p, why := place(f, r.Settings, u, chk)
 			if why != "" {
-				refused = append(refused, api.RefusedWorkspace{Dir: f.Path, Reason: why})
+				fd.refuse(api.RefusedWorkspace{Dir: f.Path, Reason: why}, f.UID, true)
 				continue
 			}
-			want[f.Path] = p
+			placed[f.Path] = p
+			cands = append(cands, f)
+		}
+		ch := choose(cands, func(f found) uint32 { return placed[f.Path].act }, watched, lim.MaxMatches)
+		for _, f := range ch.keep {
+			fd.want[f.Path] = placed[f.Path]
+		}
+		capped := map[uint32]bool{}
+		for uid := range ch.left {
+			capped[uid] = true
+		}
+		for uid := range res.over {
+			capped[uid] = true
+		}
+		for _, uid := range slices.Sorted(maps.Keys(capped)) {
+			released := 0
+			for _, f := range ch.left[uid] {
+				if watched[f.Path] {
+					released++
+				}
+			}
+			n := capNote(r.Path, uid, len(ch.left[uid])+res.over[uid], released, ch, lim.MaxMatches)
+			note(r.Path, "watch root capped for one owner", uid, true, n)
+			fd.refuse(api.RefusedWorkspace{Dir: r.Path, Reason: n}, uid, true)
 		}
 	}
-	return want, refused
+	return fd
 }
 
 // wholeDisk refuses a root that is "/" or globs directly below it (`/*`,
@@ -154,7 +223,8 @@ type rootCheck struct {
 
 // apply makes the served workspaces what want says: the ones that run as
 // this process's uid here, the others in their owner's worker.
-func (d *Daemon) apply(want map[string]placement, refused []api.RefusedWorkspace) {
+func (d *Daemon) apply(fd findings) {
+	want := fd.want
 	self := selfUID()
 	d.mu.Lock()
 	var stop []*workspace
@@ -190,7 +260,7 @@ func (d *Daemon) apply(want map[string]placement, refused []api.RefusedWorkspace
 		ws.start(d.runCtx)
 		d.log.Info().Str("workspace", dir).Msg("workspace watched")
 	}
-	d.owners, d.refused = want, refused
+	d.owners, d.refused, d.refusedBy = want, fd.refused, fd.byOwner
 	var stopW []*worker
 	for uid, wk := range d.workers {
 		if _, ok := byUID[uid]; !ok {
@@ -405,7 +475,11 @@ func (d *Daemon) statusFor(ctx context.Context, uid uint32) api.Status {
 			own = append(own, ws)
 		}
 	}
-	return api.Status{PID: st.PID, Version: st.Version, Started: st.Started, Socket: st.Socket, Workspaces: own, Roots: []string{}}
+	d.mu.Lock()
+	mine := slices.Clone(d.refusedBy[uid])
+	d.mu.Unlock()
+	return api.Status{PID: st.PID, Version: st.Version, Started: st.Started, Socket: st.Socket, Workspaces: own, Roots: []string{},
+		NotWatched: mine}
 }
 
 // Worker mode: the process a root daemon starts for one owner.

@@ -228,9 +228,18 @@ func (w *workspace) stop() {
 }
 
 func (w *workspace) snapshotStatus() api.WorkspaceStatus {
+	// The store's modes, as they are now: looked at outside the lock.
+	w.mu.Lock()
+	store := w.store
+	w.mu.Unlock()
+	exposed := ""
+	if store != nil {
+		exposed = store.Exposure()
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	st := w.status
+	st.StoreExposed = exposed
 	st.Rolling = w.rolling.Load()
 	if w.wt != nil {
 		ws := w.wt.Status()

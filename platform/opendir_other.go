@@ -30,3 +30,8 @@ func DirInfo(f *os.File) (uid, gid uint32, mode os.FileMode, dev uint64, err err
 func RenameAt(oldDir *os.File, oldName string, newDir *os.File, newName string) error {
 	return fmt.Errorf("rename %s: %w", oldName, ErrUnsupported)
 }
+
+// EntryOwner has no owner to report here.
+func EntryOwner(dir *os.File, name string) (uint32, error) {
+	return 0, fmt.Errorf("stat %s: %w", name, ErrUnsupported)
+}

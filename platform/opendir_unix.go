@@ -134,3 +134,24 @@ func RenameAt(oldDir *os.File, oldName string, newDir *os.File, newName string) 
 	}
 	return nil
 }
+
+// EntryOwner is the uid owning name in the open folder dir, asked without
+// following name if it is a link (fstatat with AT_SYMLINK_NOFOLLOW): a
+// cheaper look than opening it, for a caller deciding whether to.
+func EntryOwner(dir *os.File, name string) (uint32, error) {
+	rc, err := dir.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var st unix.Stat_t
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = unix.Fstatat(int(fd), name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	}); err != nil {
+		return 0, err
+	}
+	if serr != nil {
+		return 0, &os.PathError{Op: "stat", Path: filepath.Join(dir.Name(), name), Err: serr}
+	}
+	return st.Uid, nil
+}

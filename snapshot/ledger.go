@@ -409,7 +409,7 @@ func (s *Store) writeRecord(r ckpt.Record) error {
 // tail (an earlier append cut short) is cut off first, and a failed append
 // is truncated back, so the ledger never holds half a line. Callers hold the lock.
 func (s *Store) writeLines(b []byte) error {
-	f, err := os.OpenFile(s.ledger, os.O_RDWR|os.O_APPEND|os.O_CREATE|platform.NoFollow, 0o644)
+	f, err := os.OpenFile(s.ledger, os.O_RDWR|os.O_APPEND|os.O_CREATE|platform.NoFollow, 0o600)
 	if err != nil {
 		return fmt.Errorf("open ledger: %w", err)
 	}

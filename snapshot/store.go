@@ -34,6 +34,9 @@ const (
 	cairnSubdir     = "cairn" // inside GIT_DIR: cairn's index, its meta and the lock
 	hankLedgerName  = "cairn-ledger.jsonl"
 	plainLedgerName = "ledger.jsonl"
+	// privateShared is a new store's core.sharedRepository: git creates its
+	// files 0600 (0400 read-only) and folders 0700, whatever the umask.
+	privateShared = "0600"
 )
 
 // infoAttributes keeps blobs byte-exact: no in-tree .gitattributes may turn
@@ -461,12 +464,19 @@ func (s *Store) create(ctx context.Context) error {
 	tmp := filepath.Join(s.home, s.tempPrefix()+hex.EncodeToString(rnd[:]))
 	g := *s.git
 	g.Dir, g.WorkTree, g.Index = tmp, "", filepath.Join(tmp, cairnSubdir, "index")
-	if _, err := g.Run(ctx, nil, "init", "-q", "--initial-branch=main"); err != nil {
+	// The store is its owner's alone (README, "Where checkpoints live"): its
+	// folder is 0700 from the start, and git makes every file it writes
+	// in it 0600 (0400 read-only) and every folder 0700, whatever the umask
+	// (init --shared=0600 sets core.sharedRepository).
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return fmt.Errorf("create store %s: %w", s.gitDir, err)
+	}
+	if _, err := g.Run(ctx, nil, "init", "-q", "--initial-branch=main", "--shared="+privateShared); err != nil {
 		os.RemoveAll(tmp)
 		return fmt.Errorf("create store %s: %w", s.gitDir, err)
 	}
 	err := func() error {
-		if err := platform.MkdirAllNoFollow(filepath.Join(tmp, cairnSubdir), 0o755); err != nil {
+		if err := platform.MkdirAllNoFollow(filepath.Join(tmp, cairnSubdir), 0o700); err != nil {
 			return err
 		}
 		if err := s.configure(ctx, &g); err != nil {

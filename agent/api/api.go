@@ -50,6 +50,10 @@ type Status struct {
 	Workers []WorkerStatus `json:"workers,omitempty"`
 	// Refused are folders a watch root matched that cairn will not serve, with why (root only).
 	Refused []RefusedWorkspace `json:"refused,omitempty"`
+	// NotWatched are the asking user's own folders that a watch root
+	// matched and cairn does not watch (a per-owner share of a root's
+	// cap, a refusal), with why: what Refused shows root, for that user.
+	NotWatched []RefusedWorkspace `json:"notWatched,omitempty"`
 }
 
 // WorkerStatus is one worker process of a root daemon: it does every file
@@ -137,6 +141,10 @@ type WorkspaceStatus struct {
 	// ForeignShown of them; ForeignMore counts the rest.
 	Foreign     []ForeignFolder `json:"foreign,omitempty"`
 	ForeignMore int             `json:"foreignMore,omitempty"`
+	// StoreExposed names the parts of the store (its folder, its ledger)
+	// other users can reach through their modes, with the chmod that
+	// closes them; cairn does not change an existing store's modes itself.
+	StoreExposed string `json:"storeExposed,omitempty"`
 }
 
 // ForeignShown is how many foreign-writable folders a workspace's status names.

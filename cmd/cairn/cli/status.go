@@ -71,6 +71,10 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		if w.Notice != "" {
 			fmt.Fprintf(e.stdout, "  note: %s\n", p(w.Notice))
 		}
+		if w.StoreExposed != "" {
+			bad = true
+			fmt.Fprintf(e.stdout, "  store not private: %s\n", p(w.StoreExposed))
+		}
 		if printReplication(e, w.Replication) {
 			bad = true
 		}
@@ -79,9 +83,9 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		}
 		printForeign(e, w)
 	}
-	if len(st.Refused) > 0 {
+	if len(st.Refused)+len(st.NotWatched) > 0 {
 		fmt.Fprintln(e.stdout, "\nnot watched:")
-		for _, r := range st.Refused {
+		for _, r := range append(slices.Clip(st.Refused), st.NotWatched...) {
 			fmt.Fprintf(e.stdout, "  %s: %s\n", p(r.Dir), p(r.Reason))
 		}
 	}
