@@ -662,7 +662,7 @@ func (ip inprocPlan) considerUnignored(ctx context.Context, p *stagePlan, sel *S
 	var ask []string
 	restart := false
 	for _, f := range files {
-		if !links.underLink(s.workTree, f) {
+		if !links.underLink(s, f) {
 			ask = append(ask, f)
 		}
 		restart = restart || path.Base(f) == ".gitignore"
@@ -888,11 +888,16 @@ func (s *Store) hashFiles(e *inproc, rels []string) []hashJob {
 // cache). It only reads the stat cache: hashFiles runs it from several
 // goroutines.
 func (s *Store) hashFile(e *inproc, j *hashJob) {
-	abs := filepath.Join(s.workTree, filepath.FromSlash(j.rel))
 	for attempt := 0; ; attempt++ {
 		readAt := time.Now().UnixNano()
-		f, err := platform.OpenRegular(abs)
+		f, err := s.openWork(j.rel)
 		if err != nil {
+			if errors.Is(err, platform.ErrThroughLink) {
+				// A folder on its way is a link now (swapped while the
+				// seal ran): named, never read.
+				j.h = hashed{reason: throughLinkReason}
+				return
+			}
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, platform.ErrSymlink) || errors.Is(err, platform.ErrNotRegular) {
 				j.h = hashed{gone: true}
 				return

@@ -46,6 +46,7 @@ func (s *Store) Seal(ctx context.Context, req SealRequest) (ckpt.Record, error) 
 }
 
 func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, error) {
+	defer s.useWorkTree()()
 	start := time.Now()
 	now := req.Time
 	if now.IsZero() {
