@@ -1154,6 +1154,14 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 	// then named (as the git engine's apply does).
 	todo := slices.Clone(p.add)
 	sort.Strings(todo)
+	if hookBeforeHash != nil {
+		// The test's moment comes once check-ignore has answered (it
+		// refuses a path beyond a link, which sends the seal to git).
+		if err := s.ignoredNow(e, p, edits); err != nil {
+			return "", false, counts, err
+		}
+		hookBeforeHash()
+	}
 	for attempt := 0; len(todo) > 0; attempt++ {
 		jobs := s.hashFiles(e, todo)
 		for _, j := range jobs {

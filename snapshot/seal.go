@@ -23,6 +23,10 @@ import (
 // hookBeforeUpdateRef lets a test act as another writer just before the ref moves.
 var hookBeforeUpdateRef func()
 
+// hookBeforeHash, when set (tests only), runs in an in-process seal after
+// the paths are planned and before the first file is read.
+var hookBeforeHash func()
+
 // indexMeta records what cairn's index was last staged under, so an
 // incremental seal under other patterns becomes a full reconcile.
 type indexMeta struct {
