@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/hankweave"
+	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/restore/ckpt"
 	"github.com/cairn-dev/cairn/snapshot"
 	"github.com/cairn-dev/cairn/watcher"
@@ -440,16 +441,24 @@ func (w *workspace) barrier(wt *watcher.Watcher) (control bool) {
 	if wt == nil {
 		return false
 	}
-	p := filepath.Join(w.dir, filepath.FromSlash(barrierRel))
-	// O_EXCL never follows a link the workspace owner may have planted.
-	_ = os.Remove(p)
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	// Resolved beneath the workspace, no link followed on the way, and
+	// created with O_EXCL: nothing is made or removed through a link.
+	tree, err := platform.OpenTree(w.dir)
+	var f *os.File
+	if err == nil {
+		defer tree.Close()
+		p := filepath.FromSlash(barrierRel)
+		_ = tree.Remove(p)
+		f, err = tree.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			f.Close()
+			_ = tree.Remove(p)
+		}
+	}
 	if err != nil {
 		_, control = w.drain(wt, false)
 		return control
 	}
-	f.Close()
-	_ = os.Remove(p)
 	_, control = w.drain(wt, true)
 	return control
 }

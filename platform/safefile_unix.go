@@ -66,6 +66,12 @@ func OpenRegular(path string) (*os.File, error) {
 		}
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
+	return regularFile(fd, path)
+}
+
+// regularFile checks that the descriptor fd (opened O_NONBLOCK) is a regular
+// file, closing it if not, and returns it as a file read in blocking mode.
+func regularFile(fd int, path string) (*os.File, error) {
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
 		syscall.Close(fd)

@@ -12,7 +12,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -53,6 +52,7 @@ func (s *Store) Restore(ctx context.Context, opts ckpt.Request) (ckpt.Outcome, e
 }
 
 func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outcome, error) {
+	defer s.useWorkTree()()
 	const steps = 4
 	if s.left().whole() {
 		return ckpt.Outcome{}, ErrWorkTreeForeign
@@ -203,7 +203,7 @@ func (s *Store) addOverwritten(ctx context.Context, g *Git, target string) error
 		if c.status != "A" || Excluded(c.path) || lo.covers(c.path) {
 			continue
 		}
-		if fi, err := os.Lstat(filepath.Join(s.workTree, filepath.FromSlash(c.path))); err == nil && fi.Mode().IsRegular() {
+		if fi, err := s.lstatWork(c.path); err == nil && fi.Mode().IsRegular() {
 			add = append(add, c.path)
 		}
 	}
@@ -395,12 +395,14 @@ func (s *Store) apply_(ctx context.Context, res *ckpt.Outcome, work *restoreWork
 	// gone before checkout writes into it (checkout clears emptied folders).
 	var gone []string
 	for _, d := range res.Delete {
-		abs := filepath.Join(s.workTree, filepath.FromSlash(d.Path))
-		// Never remove through a folder the owner replaced by a link.
-		if err := platform.NoSymlinkBelow(s.workTree, abs, false); err != nil {
-			return err
+		// Removed from its folder resolved beneath the work tree: a folder
+		// on its way swapped for a link leaves the file where it is (verify
+		// names it), never removes what the link leads to.
+		err := s.removeWork(d.Path)
+		if errors.Is(err, platform.ErrThroughLink) {
+			continue
 		}
-		if err := os.Remove(abs); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 			return fmt.Errorf("delete %s: %w", d.Path, err)
 		}
 		gone = append(gone, d.Path)
@@ -430,8 +432,7 @@ func (s *Store) verify(ctx context.Context, res *ckpt.Outcome, work *restoreWork
 	var issues []ckpt.PathIssue
 	for _, w := range res.Write {
 		want := work.wrote[w.Path]
-		abs := filepath.Join(s.workTree, filepath.FromSlash(w.Path))
-		got, exec, err := blobHash(abs, len(want.sha))
+		got, exec, err := s.blobHash(w.Path, len(want.sha))
 		switch {
 		case err != nil:
 			issues = append(issues, ckpt.PathIssue{Path: w.Path, Reason: "not written: " + err.Error()})
@@ -446,17 +447,23 @@ func (s *Store) verify(ctx context.Context, res *ckpt.Outcome, work *restoreWork
 	}
 	for _, d := range res.Delete {
 		// A folder in its place (the target holds files under that path) means the file is gone.
-		if fi, err := os.Lstat(filepath.Join(s.workTree, filepath.FromSlash(d.Path))); err == nil && !fi.IsDir() {
+		fi, err := s.lstatWork(d.Path)
+		switch {
+		case errors.Is(err, platform.ErrThroughLink):
+			issues = append(issues, ckpt.PathIssue{Path: d.Path, Reason: "not deleted: a folder on its way resolves through a symbolic link (not followed)"})
+		case err == nil && !fi.IsDir():
 			issues = append(issues, ckpt.PathIssue{Path: d.Path, Reason: "still on disk; the target lacks it"})
 		}
 	}
 	return issues, nil
 }
 
-// blobHash is git's object id of a file's content ("blob <size>\0" + bytes),
-// SHA-1 or SHA-256 by the length of the id it is compared with.
-func blobHash(path string, idLen int) (string, bool, error) {
-	f, err := os.Open(path)
+// blobHash is git's object id of the work-tree file rel's content ("blob
+// <size>\0" + bytes), SHA-1 or SHA-256 by the length of the id it is
+// compared with. The file is opened beneath the work tree (never through a
+// link) and must be a regular file.
+func (s *Store) blobHash(rel string, idLen int) (string, bool, error) {
+	f, err := s.openWork(rel)
 	if err != nil {
 		return "", false, err
 	}

@@ -23,6 +23,10 @@ import (
 // hookBeforeUpdateRef lets a test act as another writer just before the ref moves.
 var hookBeforeUpdateRef func()
 
+// hookBeforeHash, when set (tests only), runs in an in-process seal after
+// the paths are planned and before the first file is read.
+var hookBeforeHash func()
+
 // indexMeta records what cairn's index was last staged under, so an
 // incremental seal under other patterns becomes a full reconcile.
 type indexMeta struct {
@@ -46,6 +50,7 @@ func (s *Store) Seal(ctx context.Context, req SealRequest) (ckpt.Record, error) 
 }
 
 func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, error) {
+	defer s.useWorkTree()()
 	start := time.Now()
 	now := req.Time
 	if now.IsZero() {

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -161,14 +160,18 @@ func (s *Store) consider(p *stagePlan, sel *Selector, rel string, links *linkCac
 		p.remove = append(p.remove, rel)
 		return
 	}
-	if links.underLink(s.workTree, rel) {
+	if links.underLink(s, rel) {
 		p.remove = append(p.remove, rel)
 		return
 	}
-	fi, err := os.Lstat(filepath.Join(s.workTree, filepath.FromSlash(rel)))
+	fi, err := s.lstatWork(rel)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
 		p.gone = append(p.gone, rel)
+	case errors.Is(err, platform.ErrThroughLink):
+		// A folder on its way was swapped for a link: its entry stays as
+		// it was, and the path is named.
+		p.issues = append(p.issues, ckpt.PathIssue{Path: rel, Reason: throughLinkReason})
 	case err != nil:
 		p.issues = append(p.issues, ckpt.PathIssue{Path: rel, Reason: err.Error()})
 	case fi.Mode().IsRegular():
@@ -194,10 +197,11 @@ func (s *Store) consider(p *stagePlan, sel *Selector, rel string, links *linkCac
 }
 
 // linkCache remembers which folders of the work tree are symlinks, so paths
-// under a symlinked parent are never followed.
+// under a symlinked parent are left out (and never followed: every path is
+// resolved beneath the work tree).
 type linkCache struct{ m map[string]bool }
 
-func (c *linkCache) underLink(root, rel string) bool {
+func (c *linkCache) underLink(s *Store, rel string) bool {
 	dir := path.Dir(rel)
 	if dir == "." {
 		return false
@@ -205,9 +209,9 @@ func (c *linkCache) underLink(root, rel string) bool {
 	if v, ok := c.m[dir]; ok {
 		return v
 	}
-	v := c.underLink(root, dir)
+	v := c.underLink(s, dir)
 	if !v {
-		fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(dir)))
+		fi, err := s.lstatWork(dir)
 		v = err == nil && fi.Mode()&fs.ModeSymlink != 0
 	}
 	if c.m == nil {
@@ -330,11 +334,11 @@ func (s *Store) planPaths(ctx context.Context, src planSource, sel *Selector, ch
 			continue
 		}
 		uniq[rel] = true
-		if links.underLink(s.workTree, rel) {
+		if links.underLink(s, rel) {
 			missing = append(missing, rel) // whatever was tracked under it leaves
 			continue
 		}
-		fi, err := os.Lstat(filepath.Join(s.workTree, filepath.FromSlash(rel)))
+		fi, err := s.lstatWork(rel)
 		switch {
 		case err != nil && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)):
 			missing = append(missing, rel)
@@ -397,7 +401,7 @@ func (s *Store) considerUnignored(ctx context.Context, g *Git, p *stagePlan, sel
 	// git would refuse them.
 	var ask []string
 	for _, f := range files {
-		if !links.underLink(s.workTree, f) {
+		if !links.underLink(s, f) {
 			ask = append(ask, "./"+f)
 		}
 	}
@@ -497,42 +501,9 @@ func batches(paths []string, n, maxBytes int) [][]string {
 // walkFiles lists the files under a work-tree folder, leaving out any `.git`
 // and never following symlinks. Unreadable folders become issues.
 func (s *Store) walkFiles(rel string, p *stagePlan) []string {
-	files, issues := walkWorkTree(s.workTree, rel, s.left())
+	files, issues := s.walkWorkTree(rel)
 	p.issues = append(p.issues, issues...)
 	return files
-}
-
-// walkWorkTree lists the files under a work-tree folder as a full
-// reconcile sees them: never following a link, leaving out excluded
-// folders and files and the folders lo leaves out (never entered), naming
-// the folders it could not read.
-func walkWorkTree(workTree, rel string, lo *LeftOut) (files []string, issues []ckpt.PathIssue) {
-	root := filepath.Join(workTree, filepath.FromSlash(rel))
-	filepath.WalkDir(root, func(abs string, d fs.DirEntry, err error) error {
-		r, _ := filepath.Rel(workTree, abs)
-		r = filepath.ToSlash(r)
-		if err != nil {
-			issues = append(issues, ckpt.PathIssue{Path: r, Reason: err.Error()})
-			return nil
-		}
-		if d.IsDir() {
-			if Excluded(r) {
-				return filepath.SkipDir
-			}
-			if lo.any() || lo.Foreign != nil {
-				fi, _ := d.Info() // lstat: WalkDir follows no link
-				if lo.walkSkips(r, fi) {
-					return filepath.SkipDir
-				}
-			}
-			return nil
-		}
-		if !Excluded(r) {
-			files = append(files, r)
-		}
-		return nil
-	})
-	return files, issues
 }
 
 func minus(a, b []string) []string {
@@ -719,7 +690,7 @@ func (s *Store) changedSinceRead(p *stagePlan, paths []string, last bool) []stri
 		if !ok {
 			continue
 		}
-		fi, err := os.Lstat(filepath.Join(s.workTree, filepath.FromSlash(rel)))
+		fi, err := s.lstatWork(rel)
 		if err == nil && idOf(fi) == was {
 			continue
 		}

@@ -75,6 +75,11 @@ type Store struct {
 	ledger   string
 	opts     Options
 	git      *Git
+	// wt is the work tree opened for the operations under way
+	// (useWorkTree), held by wtRefs of them; nil between them.
+	wtMu   sync.Mutex
+	wt     *platform.Tree
+	wtRefs int
 
 	mu   sync.Mutex
 	held lockHolder // the store lock while withLock holds it

@@ -56,6 +56,7 @@ func (s *Store) Verify(ctx context.Context, patterns []string, id string) (Verif
 		return rep, err // no commit: nothing to compare with
 	}
 	rep.Tree = tree
+	defer s.useWorkTree()()
 	disk, err := s.diskFiles(ctx, sel, &rep)
 	if err != nil {
 		return rep, err
@@ -320,7 +321,7 @@ func (s *Store) diskFiles(ctx context.Context, sel *Selector, rep *VerifyReport)
 		if Excluded(rel) || !sel.Match(rel) {
 			continue
 		}
-		fi, err := os.Lstat(filepath.Join(s.workTree, filepath.FromSlash(rel)))
+		fi, err := s.lstatWork(rel)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			// gone since git listed it
@@ -373,7 +374,7 @@ func verifyAdd(ctx context.Context, g *Git, paths []string) ([]ckpt.PathIssue, e
 // verifyWalk lists the files under a work-tree folder as a seal's full
 // reconcile does (walkWorkTree); unreadable folders are named.
 func (s *Store) verifyWalk(rel string, rep *VerifyReport) []string {
-	files, issues := walkWorkTree(s.workTree, rel, s.left())
+	files, issues := s.walkWorkTree(rel)
 	rep.Unreadable = append(rep.Unreadable, issues...)
 	return files
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -39,13 +38,19 @@ type ArchiveResult struct {
 // every other entry is kept byte for byte. No manifest: nothing to do.
 func RestoreArchive(execDir, workTree string, abandoned func(sha string) bool) (ArchiveResult, error) {
 	var res ArchiveResult
-	path := filepath.Join(execDir, HankweaveDir, ArchiveManifestFile)
-	// The manifest says what to move and is rewritten below: never read or
-	// replaced through a linked .hankweave, a link, a FIFO or a device.
-	if err := platform.NoSymlinkBelow(execDir, path, false); err != nil {
+	// Every path below is resolved beneath the execution directory (or the
+	// work tree) with no symbolic link followed at any component: the
+	// manifest is never read or replaced through a linked .hankweave, a
+	// link, a FIFO or a device, and no file moves through a folder swapped
+	// for a link (platform.Tree; README.md, "Security").
+	exec, err := platform.OpenTree(execDir)
+	if err != nil {
 		return res, fmt.Errorf("restore archive: %w", err)
 	}
-	data, err := platform.ReadFileCapped(path, platform.MaxRuntimeFile)
+	defer exec.Close()
+	manifest := filepath.Join(HankweaveDir, ArchiveManifestFile)
+	path := filepath.Join(execDir, manifest)
+	data, err := exec.ReadFile(manifest, platform.MaxRuntimeFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return res, nil
 	}
@@ -64,35 +69,40 @@ func RestoreArchive(execDir, workTree string, abandoned func(sha string) bool) (
 	}
 	var keep []json.RawMessage
 	uid, gid := ownerIDs(execDir)
+	var trees archiveTrees
+	defer trees.close()
 	for _, raw := range entries {
 		var e ArchiveEntry
 		if json.Unmarshal(raw, &e) != nil || !(e.CheckpointSHA == "orphan" || abandoned(e.CheckpointSHA)) {
 			keep = append(keep, raw)
 			continue
 		}
-		src, dst, ok := archivePaths(execDir, workTree, e)
-		if !ok {
+		src, dst, ok := archivePaths(e)
+		var arch, wt *platform.Tree
+		if ok {
+			arch, wt, err = trees.open(exec, workTree)
+		}
+		if !ok || err != nil {
 			res.Failed = append(res.Failed, e.SourcePath)
 			keep = append(keep, raw)
 			continue
 		}
-		if _, err := os.Lstat(dst); err == nil {
+		if _, err := wt.Lstat(dst); err == nil {
 			res.Protected = append(res.Protected, e.SourcePath)
 			keep = append(keep, raw)
 			continue
 		}
-		// A root daemon moves files for the owner: never through a folder
-		// replaced by a link, and folders it creates are the owner's. The
-		// moved file keeps its owner.
-		err := noLinkBelow(execDir, src)
+		// A root daemon moves files for the owner: folders it creates are
+		// the owner's, the moved file keeps its owner, and a destination
+		// that appears meanwhile is not replaced.
+		err := wt.MkdirAll(filepath.Dir(dst), 0o755, uid, gid)
 		if err == nil {
-			err = noLinkBelow(workTree, dst)
+			err = arch.Move(src, wt, dst)
 		}
-		if err == nil {
-			err = mkdirOwned(workTree, filepath.Dir(dst), uid, gid)
-		}
-		if err == nil {
-			err = os.Rename(src, dst)
+		if errors.Is(err, fs.ErrExist) {
+			res.Protected = append(res.Protected, e.SourcePath)
+			keep = append(keep, raw)
+			continue
 		}
 		if err != nil {
 			res.Failed = append(res.Failed, e.SourcePath)
@@ -120,77 +130,49 @@ func RestoreArchive(execDir, workTree string, abandoned func(sha string) bool) (
 	if err := json.Indent(&pretty, out, "", "  "); err != nil {
 		return res, err
 	}
-	tmp := path + ".tmp"
-	_ = os.Remove(tmp) // unlink removes a link planted there, never its target
-	// O_EXCL: created afresh, never through a link (NoFollow says so twice).
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|platform.NoFollow, 0o644)
-	if err != nil {
-		return res, err
-	}
-	if uid >= 0 {
-		_ = f.Chown(uid, gid)
-	}
-	_, err = f.Write(pretty.Bytes())
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return res, err
-	}
-	return res, os.Rename(tmp, path)
+	// Created afresh (O_EXCL) beside it and renamed over it: a link planted
+	// at the manifest is replaced, never written through.
+	return res, exec.WriteFileAtomic(manifest, pretty.Bytes(), 0o644, uid, gid)
 }
 
-// noLinkBelow refuses p when a folder between base and p is a symbolic link.
-func noLinkBelow(base, p string) error {
-	rel, err := filepath.Rel(base, filepath.Dir(p))
-	if err != nil || rel == "." {
-		return err
-	}
-	cur := base
-	for _, part := range strings.Split(filepath.ToSlash(rel), "/") {
-		cur = filepath.Join(cur, part)
-		fi, err := os.Lstat(cur)
-		if err != nil {
-			return nil // missing: created below, by us
-		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			return fmt.Errorf("%s is a symbolic link", cur)
+// archiveTrees are rigArchive/ and the work tree, opened beneath the
+// execution directory at the first move.
+type archiveTrees struct {
+	arch, wt *platform.Tree
+	err      error
+}
+
+func (a *archiveTrees) open(exec *platform.Tree, workTree string) (*platform.Tree, *platform.Tree, error) {
+	if a.arch == nil && a.err == nil {
+		a.arch, a.err = exec.Sub("rigArchive")
+		if a.err == nil {
+			if rel, err := exec.Rel(workTree); err == nil {
+				a.wt, a.err = exec.Sub(rel)
+			} else {
+				a.wt, a.err = platform.OpenTree(workTree)
+			}
 		}
 	}
-	return nil
+	return a.arch, a.wt, a.err
 }
 
-// mkdirOwned creates dir's missing folders below base, each given to uid:gid
-// (uid < 0: the writer's).
-func mkdirOwned(base, dir string, uid, gid int) error {
-	if _, err := os.Lstat(dir); err == nil || dir == base || dir == filepath.Dir(dir) {
-		return nil
-	}
-	if err := mkdirOwned(base, filepath.Dir(dir), uid, gid); err != nil {
-		return err
-	}
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	if uid >= 0 {
-		return os.Lchown(dir, uid, gid)
-	}
-	return nil
+func (a *archiveTrees) close() {
+	a.arch.Close()
+	a.wt.Close()
 }
 
-// archivePaths checks an entry's paths stay where they belong: the archive
-// under <exec>/rigArchive, the destination inside the work tree.
-func archivePaths(execDir, workTree string, e ArchiveEntry) (src, dst string, ok bool) {
-	clean := func(base, rel string) (string, bool) {
+// archivePaths checks an entry's paths stay where they belong and makes
+// them relative: the archive's to <exec>/rigArchive, the destination's to
+// the work tree.
+func archivePaths(e ArchiveEntry) (src, dst string, ok bool) {
+	clean := func(rel string) (string, bool) {
 		if rel == "" || filepath.IsAbs(rel) {
 			return "", false
 		}
-		p := filepath.Join(base, filepath.FromSlash(rel))
-		r, err := filepath.Rel(base, p)
-		return p, err == nil && r != "." && !strings.HasPrefix(r, "..")
+		p := filepath.Clean(filepath.FromSlash(rel))
+		return p, p != "." && p != ".." && !strings.HasPrefix(p, ".."+string(filepath.Separator))
 	}
-	src, ok1 := clean(filepath.Join(execDir, "rigArchive"), strings.TrimPrefix(filepath.ToSlash(e.ArchivePath), "rigArchive/"))
-	dst, ok2 := clean(workTree, e.SourcePath)
+	src, ok1 := clean(strings.TrimPrefix(filepath.ToSlash(e.ArchivePath), "rigArchive/"))
+	dst, ok2 := clean(e.SourcePath)
 	return src, dst, ok1 && ok2
 }

@@ -295,7 +295,14 @@ func ReadState(execDir string) (*State, error) {
 	primary := StatePath(execDir)
 	// The workspace's owner controls these files: a link, a FIFO, a device or
 	// a huge file is refused rather than followed, waited on or read whole.
-	data, err := platform.ReadFileCapped(primary, platform.MaxRuntimeFile)
+	// Both are resolved beneath the execution directory, no folder on the
+	// way followed if it is a link.
+	exec, err := platform.OpenTree(execDir)
+	if err != nil {
+		return nil, fmt.Errorf("read state: %w", err)
+	}
+	defer exec.Close()
+	data, err := exec.ReadFile(filepath.Join(HankweaveDir, StateFile), platform.MaxRuntimeFile)
 	if err != nil {
 		return nil, fmt.Errorf("read state: %w", err)
 	}
@@ -306,7 +313,7 @@ func ReadState(execDir string) (*State, error) {
 	}
 	setPath(perr, primary)
 	backup := filepath.Join(execDir, HankweaveDir, StateBackupFile)
-	bdata, berr := platform.ReadFileCapped(backup, platform.MaxRuntimeFile)
+	bdata, berr := exec.ReadFile(filepath.Join(HankweaveDir, StateBackupFile), platform.MaxRuntimeFile)
 	if berr != nil {
 		if errors.Is(berr, fs.ErrNotExist) {
 			return nil, perr
@@ -374,19 +381,24 @@ func writeState(execDir string, st *State, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("write state: encode: %w", err)
 	}
-	dir := filepath.Join(execDir, HankweaveDir)
-	primary := filepath.Join(dir, StateFile)
-	backup := filepath.Join(dir, StateBackupFile)
-	tmp := filepath.Join(dir, StateTempFile)
-	// Every file below is created or replaced inside .hankweave: a root writer
-	// must not do that through a folder its owner replaced by a link.
-	if err := platform.NoSymlinkBelow(execDir, primary, false); err != nil {
+	// Every file below is read, created or replaced in .hankweave, opened
+	// once beneath the execution directory with no symbolic link followed
+	// (platform.Tree): a root writer never does that through a folder its
+	// owner, or anyone who may write there, replaced by a link.
+	exec, err := platform.OpenTree(execDir)
+	if err != nil {
 		return fmt.Errorf("write state: %w", err)
 	}
+	defer exec.Close()
+	dir, err := exec.Sub(HankweaveDir)
+	if err != nil {
+		return fmt.Errorf("write state: %w", err)
+	}
+	defer dir.Close()
 
 	mode := fs.FileMode(0o644)
 	var like fs.FileInfo
-	if f, err := platform.OpenRegular(primary); err == nil {
+	if f, err := dir.OpenRegular(StateFile); err == nil {
 		fi, err := f.Stat()
 		var old []byte
 		if err == nil {
@@ -401,30 +413,30 @@ func writeState(execDir string, st *State, now time.Time) error {
 		// replaces it by rename instead, so a link or hard link planted at
 		// state.json.bak is replaced, never written through.
 		uid, gid := likeOwner(like)
-		if err := platform.WriteFileAtomicOwned(backup, old, mode, uid, gid); err != nil {
+		if err := dir.WriteFileAtomic(StateBackupFile, old, mode, uid, gid); err != nil {
 			return fmt.Errorf("write state: backup: %w", err)
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("write state: %w", err)
 	}
-	_ = os.Remove(tmp) // a stale one, or a link planted there: unlink never follows
-	if err := createFileSync(tmp, body, mode, like); err != nil {
-		_ = os.Remove(tmp)
+	_ = dir.Remove(StateTempFile) // a stale one, or a link planted there: unlink never follows
+	if err := createFileSync(dir, StateTempFile, body, mode, like); err != nil {
+		_ = dir.Remove(StateTempFile)
 		return fmt.Errorf("write state: %w", err)
 	}
-	if err := os.Rename(tmp, primary); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write state: rename %s: %w", tmp, err)
+	if err := dir.Rename(StateTempFile, StateFile); err != nil {
+		_ = dir.Remove(StateTempFile)
+		return fmt.Errorf("write state: %w", err)
 	}
 	syncDir(dir)
 	return nil
 }
 
-// createFileSync creates path, which must not exist (O_EXCL: not even as a
-// symbolic link, so nothing is written through one), writes data, flushes
-// it, and gives it the owner of like.
-func createFileSync(path string, data []byte, mode fs.FileMode, like fs.FileInfo) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|platform.NoFollow, mode)
+// createFileSync creates name in dir, which must not exist (O_EXCL: not
+// even as a symbolic link, so nothing is written through one), writes data,
+// flushes it, and gives it the owner of like.
+func createFileSync(dir *platform.Tree, name string, data []byte, mode fs.FileMode, like fs.FileInfo) error {
+	f, err := dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return err
 	}
@@ -433,17 +445,18 @@ func createFileSync(path string, data []byte, mode fs.FileMode, like fs.FileInfo
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", f.Name(), err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return fmt.Errorf("fsync %s: %w", path, err)
+		return fmt.Errorf("fsync %s: %w", f.Name(), err)
 	}
 	return f.Close()
 }
 
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
+// syncDir flushes the folder dir so the rename in it is durable.
+func syncDir(dir *platform.Tree) {
+	if d, err := dir.OpenFile(".", os.O_RDONLY, 0); err == nil {
 		_ = d.Sync()
 		d.Close()
 	}
