@@ -34,9 +34,6 @@ const (
 	cairnSubdir     = "cairn" // inside GIT_DIR: cairn's index, its meta and the lock
 	hankLedgerName  = "cairn-ledger.jsonl"
 	plainLedgerName = "ledger.jsonl"
-	// privateShared is a new store's core.sharedRepository: git creates its
-	// files 0600 (0400 read-only) and folders 0700, whatever the umask.
-	privateShared = "0600"
 )
 
 // infoAttributes keeps blobs byte-exact: no in-tree .gitattributes may turn
@@ -470,13 +467,14 @@ func (s *Store) create(ctx context.Context) error {
 	g := *s.git
 	g.Dir, g.WorkTree, g.Index = tmp, "", filepath.Join(tmp, cairnSubdir, "index")
 	// The store is its owner's alone (README, "Where checkpoints live"): its
-	// folder is 0700 from the start, and git makes every file it writes
-	// in it 0600 (0400 read-only) and every folder 0700, whatever the umask
-	// (init --shared=0600 sets core.sharedRepository).
+	// folder is 0700 from the start, so nothing in it is reachable by
+	// others whatever the modes git and the in-process engine give files
+	// (core.sharedRepository is left unset: the in-process engine writes
+	// objects only where it is).
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return fmt.Errorf("create store %s: %w", s.gitDir, err)
 	}
-	if _, err := g.Run(ctx, nil, "init", "-q", "--initial-branch=main", "--shared="+privateShared); err != nil {
+	if _, err := g.Run(ctx, nil, "init", "-q", "--initial-branch=main"); err != nil {
 		os.RemoveAll(tmp)
 		return fmt.Errorf("create store %s: %w", s.gitDir, err)
 	}
