@@ -1077,7 +1077,7 @@ func gitOpenReason(rel string, err error) string {
 	return fmt.Sprintf("open(%q): %s", rel, msg)
 }
 
-// sealInproc is an incremental seal by the in-process engine (README.md,
+// sealInproc is an incremental seal by the in-process engine (docs/engine.md,
 // "How a seal works"). errFallback before anything is written means the git
 // engine must seal the request.
 func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec *ckpt.Record, sel *Selector, parent, oldTip string, now time.Time) (sha string, skipped bool, counts [3]int, err error) {
