@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 )
 
 const binUsage = "cairn binary to run as the daemon (default: cairn beside this program, else one built from this source tree with go build)"
@@ -19,8 +20,12 @@ func cairnBinary(ctx context.Context, e *env, bin string) (path string, cleanup 
 	if bin != "" {
 		return bin, nothing, nil
 	}
+	name := "cairn"
+	if runtime.GOOS == "windows" {
+		name += ".exe"
+	}
 	if exe, err := os.Executable(); err == nil {
-		beside := filepath.Join(filepath.Dir(exe), "cairn")
+		beside := filepath.Join(filepath.Dir(exe), name)
 		if fi, err := os.Stat(beside); err == nil && fi.Mode().IsRegular() {
 			return beside, nothing, nil
 		}
@@ -29,7 +34,7 @@ func cairnBinary(ctx context.Context, e *env, bin string) (path string, cleanup 
 	if err != nil {
 		return "", nil, err
 	}
-	out := filepath.Join(dir, "cairn")
+	out := filepath.Join(dir, name)
 	fmt.Fprintf(e.stderr, "building cairn for the daemon (--bin skips this)\n")
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "github.com/cairn-dev/cairn/cmd/cairn")
 	if msg, err := cmd.CombinedOutput(); err != nil {
