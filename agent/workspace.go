@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -49,16 +48,6 @@ var (
 	retryMax     = 5 * time.Minute
 	healthEvery  = 5 * time.Second
 )
-
-// testMaxWatchesEnv is for tests only: set to N, every workspace's watch
-// behaves as if the inotify watch limit were N folders, so degraded mode is
-// reached without lowering the machine-wide sysctl.
-const testMaxWatchesEnv = "CAIRN_TEST_MAX_WATCHES"
-
-func testMaxWatches() int {
-	n, _ := strconv.Atoi(os.Getenv(testMaxWatchesEnv))
-	return max(n, 0)
-}
 
 // maxSkippedShown bounds the over-size files status names.
 const maxSkippedShown = 50

@@ -1,4 +1,9 @@
+//go:build cairnfault && linux
+
 package snapshot
+
+// This test sets a hook only a build with -tags cairnfault has (hooks_on.go);
+// without the tag, TestHooksUnderFaultTag runs it in such a build.
 
 import (
 	"bytes"

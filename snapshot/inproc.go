@@ -1154,13 +1154,13 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 	// then named (as the git engine's apply does).
 	todo := slices.Clone(p.add)
 	sort.Strings(todo)
-	if hookBeforeHash != nil {
+	if hook := beforeHashHook(); hook != nil {
 		// The test's moment comes once check-ignore has answered (it
 		// refuses a path beyond a link, which sends the seal to git).
 		if err := s.ignoredNow(e, p, edits); err != nil {
 			return "", false, counts, err
 		}
-		hookBeforeHash()
+		hook()
 	}
 	for attempt := 0; len(todo) > 0; attempt++ {
 		jobs := s.hashFiles(e, todo)
@@ -1312,9 +1312,7 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 		return "", false, counts, err
 	}
 
-	if hookBeforeUpdateRef != nil {
-		hookBeforeUpdateRef()
-	}
+	beforeUpdateRef()
 	mv, err := s.lockRef(e, rec.Ref, sha)
 	if err != nil {
 		return "", false, counts, fmt.Errorf("ref %s moved while sealing (another writer?); not overwritten: %w", rec.Ref, err)

@@ -177,32 +177,6 @@ func TestInprocCommitAndReflogMatchGit(t *testing.T) {
 	}
 }
 
-// A ref another writer moved is not overwritten by the in-process engine:
-// the seal fails, recorded failed, and the ref keeps the other value.
-func TestInprocRefCompareAndSwap(t *testing.T) {
-	dir, st := newTestStore(t, Options{})
-	writeTree(t, dir, map[string]string{"a.txt": "a"})
-	req := SealRequest{Kind: ckpt.KindCompleted, CodonID: "c", CodonName: "c", RunID: "cas", Changed: []string{"a.txt"}}
-	first := mustSeal(t, st, req)
-	writeFile(t, dir, "a.txt", "b", 0o644)
-	other := gitStr(t, st, "commit-tree", "-m", "other writer", treeOf(t, st, first.SHA))
-	hookBeforeUpdateRef = func() { gitStr(t, st, "update-ref", "refs/heads/run-cas", other) }
-	defer func() { hookBeforeUpdateRef = nil }()
-	rec, err := st.Seal(context.Background(), req)
-	if err == nil || rec.State != ckpt.StateFailed || !strings.Contains(err.Error(), "moved while sealing") {
-		t.Fatalf("seal over a moved ref: %+v, %v", rec, err)
-	}
-	if st.lastEngine != EngineInproc {
-		t.Fatalf("sealed by %s", st.lastEngine)
-	}
-	if got := gitStr(t, st, "rev-parse", "refs/heads/run-cas"); got != other {
-		t.Fatalf("ref holds %s, want the other writer's %s", got, other)
-	}
-	if _, err := os.Stat(filepath.Join(st.gitDir, "refs", "heads", "run-cas.lock")); err == nil {
-		t.Fatal("the ref lock was left behind")
-	}
-}
-
 // The stat cache spares re-reading a file named again unchanged, and reads
 // again one rewritten at the same size within the same tick (git's racy rule).
 func TestStatCacheRacy(t *testing.T) {

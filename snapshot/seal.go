@@ -20,13 +20,6 @@ import (
 	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
-// hookBeforeUpdateRef lets a test act as another writer just before the ref moves.
-var hookBeforeUpdateRef func()
-
-// hookBeforeHash, when set (tests only), runs in an in-process seal after
-// the paths are planned and before the first file is read.
-var hookBeforeHash func()
-
 // indexMeta records what cairn's index was last staged under, so an
 // incremental seal under other patterns becomes a full reconcile.
 type indexMeta struct {
@@ -256,9 +249,7 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 	s.recordBase(ctx, tree, sha)
 	faultPoint("commit-tree")
 
-	if hookBeforeUpdateRef != nil {
-		hookBeforeUpdateRef()
-	}
+	beforeUpdateRef()
 	// Objects must be on disk before a ref names them.
 	if err := platform.SyncFS(s.gitDir); err != nil {
 		return fail(err)

@@ -260,8 +260,8 @@ func (d *DB) writePack(objs []packEntry) (string, error) {
 	} else {
 		created = true
 	}
-	if idxFault != nil {
-		err = idxFault()
+	if fault := idxFaultHook(); fault != nil {
+		err = fault()
 	} else {
 		err = d.writeFileOnce(dir, base+".idx", idx.Bytes())
 	}
@@ -278,9 +278,6 @@ func (d *DB) writePack(objs []packEntry) (string, error) {
 	}
 	return base + ".pack", nil
 }
-
-// idxFault, set by tests, fails the write of a pack's index.
-var idxFault func() error
 
 // writeFileOnce writes data to a new read-only file named final, through a
 // temporary file in dir; a file already named final is kept (a pack's name

@@ -1,42 +1,20 @@
-package cli
+package main
 
 import (
 	"context"
 	"fmt"
-	"github.com/cairn-dev/cairn/agent/storebench"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/daemonbench"
+	"github.com/cairn-dev/cairn/agent/storebench"
 	"github.com/cairn-dev/cairn/snapshot/sealbench"
 )
 
-func init() {
-	register("bench", "measure sealing (bench seal) or restoring (bench restore) against git, or the daemon (bench daemon)", runBench)
-}
-
-func runBench(ctx context.Context, e *env, args []string) error {
-	if len(args) > 0 && args[0] == "daemon" {
-		return runBenchDaemon(ctx, e, args[1:])
-	}
-	if len(args) > 0 && args[0] == "replicate" {
-		return runBenchReplicate(ctx, e, args[1:])
-	}
-	if len(args) > 0 && args[0] == "store" {
-		return runBenchStore(ctx, e, args[1:])
-	}
-	if len(args) > 0 && args[0] == "restore" {
-		return runBenchRestore(ctx, e, args[1:])
-	}
-	if len(args) == 0 || args[0] != "seal" {
-		return usageErr("usage: cairn bench seal [--sizes 1k,10k,100k] [--runs 5] [--skip-slow] [--dir D] [--json]\n" +
-			"       cairn bench restore [--files 100000] [--changed 1000] [--runs 5] [--json]\n" +
-			"       cairn bench daemon [--files 10000] [--watch-files 100000] [--runs 3] [--json]\n" +
-			"       cairn bench replicate [--files 10000] [--samples 30] [--backlog 1000] [--runs 3] [--json]")
-	}
-	fs := newFlags("bench seal", "bench seal [--sizes 1k,10k,100k] [--runs N] [--skip-slow] [--dir D] [--keep] [--json]", e)
+// runBenchSeal measures sealing against git's reference pipelines.
+func runBenchSeal(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("seal", "seal [--sizes 1k,10k,100k] [--runs N] [--skip-slow] [--dir D] [--keep] [--json]", e)
 	sizes := fs.String("sizes", "1k,10k,100k", "tree sizes in files, comma-separated (k = thousand)")
 	runs := fs.Int("runs", 5, "counted runs per operation, after one warm-up")
 	skipSlow := fs.Bool("skip-slow", false, "skip the seed's pipelines at 50k files and more (minutes per run)")
@@ -44,7 +22,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	keep := fs.Bool("keep", false, "keep the generated trees")
 	asJSON := fs.Bool("json", false, "print the results as JSON")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
-	if _, err := parse(fs, args[1:]); err != nil {
+	if _, err := parse(fs, args); err != nil {
 		return err
 	}
 	cfg := sealbench.Config{Runs: *runs, SkipSlow: *skipSlow, Dir: *dir, KeepTrees: *keep, JSON: *asJSON}
@@ -61,8 +39,9 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	return sealbench.Run(ctx, cfg, e.stdout)
 }
 
+// runBenchRestore measures a whole restore against git checkout --force.
 func runBenchRestore(ctx context.Context, e *env, args []string) error {
-	fs := newFlags("bench restore", "bench restore [--files 100000] [--changed 1000] [--runs N] [--dir D] [--keep] [--json]", e)
+	fs := newFlags("restore", "restore [--files 100000] [--changed 1000] [--runs N] [--dir D] [--keep] [--json]", e)
 	files := fs.String("files", "100k", "tracked files in the generated tree (k = thousand)")
 	changed := fs.String("changed", "1k", "files that differ between the checkpoints: a tenth added, a tenth deleted, the rest edited")
 	runs := fs.Int("runs", 5, "counted runs of each side, after one warm-up")
@@ -75,7 +54,7 @@ func runBenchRestore(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if len(pos) > 0 {
-		return usageErr("bench restore takes no arguments")
+		return usageErr("restore takes no arguments")
 	}
 	cfg := sealbench.RestoreConfig{Runs: *runs, Dir: *dir, KeepTrees: *keep, JSON: *asJSON}
 	if cfg.Files, err = parseCount(*files); err != nil {
@@ -90,8 +69,9 @@ func runBenchRestore(ctx context.Context, e *env, args []string) error {
 	return sealbench.RunRestore(ctx, cfg, e.stdout)
 }
 
+// runBenchDaemon measures the real daemon binary: latency, watch readiness, footprint, a storm.
 func runBenchDaemon(ctx context.Context, e *env, args []string) error {
-	fs := newFlags("bench daemon", "bench daemon [--files 10000] [--watch-files 100000] [--runs N] [--parts latency,watch,storm] [--during-gc] [--bin B] [--dir D] [--keep] [--json]", e)
+	fs := newFlags("daemon", "daemon [--files 10000] [--watch-files 100000] [--runs N] [--parts latency,watch,storm] [--during-gc] [--bin B] [--dir D] [--keep] [--json]", e)
 	files := fs.String("files", "10k", "files in the latency and storm trees (k = thousand)")
 	watchFiles := fs.String("watch-files", "100k", "files in the watch tree, 20 a folder")
 	runs := fs.Int("runs", 3, "counted runs of each part")
@@ -105,7 +85,7 @@ func runBenchDaemon(ctx context.Context, e *env, args []string) error {
 	stormFor := fs.Duration("storm-for", 10*time.Second, "how long one storm lasts")
 	stormQuiet := fs.Duration("storm-quiet", 2*time.Second, "the storm workspace's autosave quiet period")
 	stormMaxWait := fs.Duration("storm-max-wait", 3*time.Second, "the storm workspace's autosave maximum wait")
-	bin := fs.String("bin", "", "cairn binary to run as the daemon (default: this one)")
+	bin := fs.String("bin", "", binUsage)
 	dir := fs.String("dir", "", "scratch folder (default: a temporary folder)")
 	keep := fs.Bool("keep", false, "keep the scratch folder: trees, stores, daemon logs")
 	asJSON := fs.Bool("json", false, "print the results as JSON")
@@ -115,7 +95,7 @@ func runBenchDaemon(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if len(pos) > 0 {
-		return usageErr("bench daemon takes no arguments")
+		return usageErr("daemon takes no arguments")
 	}
 	cfg := daemonbench.Config{Bin: *bin, Runs: *runs, Samples: *samples, Changed: *changed, DuringGC: *duringGC, Idle: *idle,
 		StormFor: *stormFor, StormQuiet: *stormQuiet, StormMaxWait: *stormMaxWait, Dir: *dir, Keep: *keep, JSON: *asJSON, Engine: *engine}
@@ -133,11 +113,11 @@ func runBenchDaemon(ctx context.Context, e *env, args []string) error {
 			cfg.Parts = append(cfg.Parts, p)
 		}
 	}
-	if cfg.Bin == "" {
-		if cfg.Bin, err = os.Executable(); err != nil {
-			return fmt.Errorf("find this binary (use --bin): %w", err)
-		}
+	var cleanup func()
+	if cfg.Bin, cleanup, err = cairnBinary(ctx, e, cfg.Bin); err != nil {
+		return err
 	}
+	defer cleanup()
 	if !*quiet {
 		cfg.Progress = e.stderr
 	}
@@ -157,8 +137,9 @@ func parseCount(s string) (int, error) {
 	return n * mult, nil
 }
 
+// runBenchStore measures store growth over many autosaves.
 func runBenchStore(ctx context.Context, e *env, args []string) error {
-	fs := newFlags("bench store", "bench store [--files 10000] [--checkpoints 10000] [--sample 1000] [--dir D]", e)
+	fs := newFlags("store", "store [--files 10000] [--checkpoints 10000] [--sample 1000] [--dir D]", e)
 	files := fs.Int("files", 10000, "files in the generated tree (5 KB each)")
 	n := fs.Int("checkpoints", 10000, "autosaves of 1-5 small edits each")
 	every := fs.Int("sample", 1000, "a row of the growth table every this many checkpoints")

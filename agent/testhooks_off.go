@@ -1,0 +1,7 @@
+//go:build !cairnfault
+
+package agent
+
+// testMaxWatches is 0 (the machine's own limit) in a build without the
+// cairnfault tag: the shipped daemon reads no test variable (testhooks_on.go).
+func testMaxWatches() int { return 0 }
