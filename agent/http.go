@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/ui"
+	"github.com/cairn-dev/cairn/agent/workerproto"
 	"github.com/cairn-dev/cairn/restore"
 	"github.com/cairn-dev/cairn/restore/ckpt"
 	"github.com/cairn-dev/cairn/snapshot"
@@ -117,7 +118,7 @@ func (d *Daemon) routes(mux *http.ServeMux) {
 	mux.Handle("GET "+ui.Prefix, ui.Handler(d.route(mux))) // the panel (README.md, "The panel")
 	mux.HandleFunc("GET /metrics", d.handleMetrics)
 	if d.opts.Worker {
-		mux.HandleFunc("POST "+assignPath, d.handleAssign)
+		mux.HandleFunc("POST "+workerproto.PathAssign, d.handleAssign)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "NOT_FOUND", fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))

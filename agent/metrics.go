@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -23,6 +22,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/workerproto"
 	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
@@ -55,7 +55,7 @@ type metrics struct {
 	maintenance    *prometheus.CounterVec
 	replPushes     *prometheus.CounterVec
 	scrapeErrors   prometheus.Counter     // supervisor: workers that did not answer a scrape
-	workerDrops    *prometheus.CounterVec // supervisor: what it refused from workers, by kind (worker_guard.go)
+	workerDrops    *prometheus.CounterVec // supervisor: what it refused from workers, by kind (package workerproto)
 }
 
 // Label values counted from the start, so every series exists at zero.
@@ -68,7 +68,7 @@ var (
 	// replStates are the states cairn_replication_workspaces always has a series for.
 	replStates = []string{replIdle, replPushing, replFailing, replOff}
 	// workspaceStates are the states cairn_workspaces always has a series for.
-	workspaceStates = []string{stateStarting, stateWatching, stateDegraded, stateFailed, stateGone}
+	workspaceStates = workerproto.States
 	workerStates    = []string{workerStarting, workerRunning, workerRestarting}
 )
 
@@ -120,7 +120,7 @@ func newMetrics(d *Daemon) *metrics {
 		m.workerDrops = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cairn_worker_replies_dropped_total",
 			Help: "What the supervisor refused from its workers, by kind: status (rows, or whole replies), event, metric (series), log (lines). See docs/worker-protocol.md."},
 			[]string{"kind"})
-		for _, k := range dropKinds {
+		for _, k := range workerproto.DropKinds {
 			m.workerDrops.WithLabelValues(k)
 		}
 		m.reg.MustRegister(m.scrapeErrors, m.workerDrops, collectors.NewGoCollector(),
@@ -443,16 +443,16 @@ func (d *Daemon) gatherMetrics(ctx context.Context, perWS bool, visible func(str
 	}
 	fams, err := gs.Gather()
 	// Each worker's series are checked against the supervisor's own
-	// families before any is added to them (worker_guard.go).
-	rules := newSeriesRules(fams)
+	// families before any is added to them (package workerproto).
+	rules := workerproto.NewSeriesRules(fams, perWorkspaceFamilies())
 	for i, wk := range workers {
 		if got[i] == nil {
 			continue
 		}
 		var n int
 		var why string
-		got[i], n, why = rules.check(got[i], wk.assigned)
-		wk.drop(dropMetric, n, why)
+		got[i], n, why = rules.Check(got[i], wk.assigned)
+		wk.drop(workerproto.DropMetric, n, why)
 	}
 	fams = mergeFamilies(fams, got...)
 	for _, n := range missing {
@@ -468,7 +468,7 @@ func (d *Daemon) gatherMetrics(ctx context.Context, perWS bool, visible func(str
 func (wk *worker) metrics(ctx context.Context, perWS bool) ([]*dto.MetricFamily, error) {
 	rctx, cancel := context.WithTimeout(ctx, workerMetricsTimeout)
 	defer cancel()
-	u := "http://worker/metrics"
+	u := "http://worker" + workerproto.PathMetrics
 	if perWS {
 		u += "?per_workspace=1"
 	}
@@ -483,33 +483,9 @@ func (wk *worker) metrics(ctx context.Context, perWS bool) ([]*dto.MetricFamily,
 		return nil, fmt.Errorf("worker metrics: %s", resp.Status)
 	}
 	// Bounded: bytes and series, more for a worker with more workspaces.
-	n := wk.nAssigned()
-	limit := int64(maxWorkerMetrics + n*maxWorkerMetricsPerW)
-	maxSeries := maxWorkerSeries + n*workerSeriesPerWS
-	body := &io.LimitedReader{R: resp.Body, N: limit + 1}
-	dec := expfmt.NewDecoder(body, expfmt.ResponseFormat(resp.Header))
-	var out []*dto.MetricFamily
-	series := 0
-	for {
-		mf := &dto.MetricFamily{}
-		err := dec.Decode(mf)
-		if body.N <= 0 {
-			wk.drop(dropMetric, max(series, 1), fmt.Sprintf("a metrics reply over %d bytes; refused", limit))
-			return nil, &replyTooBig{what: "metrics reply", limit: limit}
-		}
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		} else if err != nil {
-			return nil, fmt.Errorf("worker metrics: %w", err)
-		}
-		if series += len(mf.Metric); series > maxSeries {
-			wk.drop(dropMetric, series, fmt.Sprintf("a metrics reply of over %d series; refused", maxSeries))
-			return nil, fmt.Errorf("worker metrics: over %d series; refused", maxSeries)
-		}
-		if strings.HasPrefix(mf.GetName(), "cairn_") {
-			out = append(out, mf)
-		}
-	}
+	fams, n, why, err := workerproto.ReadMetrics(resp.Body, expfmt.ResponseFormat(resp.Header), wk.nAssigned())
+	wk.drop(workerproto.DropMetric, n, why)
+	return fams, err
 }
 
 // maxFamilies are the gauges that hold a largest value, not a total: merged,
@@ -539,10 +515,10 @@ func mergeFamilies(base []*dto.MetricFamily, more ...[]*dto.MetricFamily) []*dto
 			}
 			idx := map[string]*dto.Metric{}
 			for _, m := range have.Metric {
-				idx[labelKey(m)] = m
+				idx[workerproto.LabelKey(m)] = m
 			}
 			for _, m := range f.Metric {
-				if into, ok := idx[labelKey(m)]; ok {
+				if into, ok := idx[workerproto.LabelKey(m)]; ok {
 					if maxFamilies[f.GetName()] && into.Gauge != nil && m.Gauge != nil {
 						into.Gauge.Value = dtoPtr(max(into.Gauge.GetValue(), m.Gauge.GetValue()))
 						continue
@@ -551,7 +527,7 @@ func mergeFamilies(base []*dto.MetricFamily, more ...[]*dto.MetricFamily) []*dto
 					continue
 				}
 				have.Metric = append(have.Metric, m)
-				idx[labelKey(m)] = m
+				idx[workerproto.LabelKey(m)] = m
 			}
 		}
 	}
@@ -559,20 +535,9 @@ func mergeFamilies(base []*dto.MetricFamily, more ...[]*dto.MetricFamily) []*dto
 		return strings.Compare(a.GetName(), b.GetName())
 	})
 	for _, f := range out {
-		slices.SortFunc(f.Metric, func(a, b *dto.Metric) int { return strings.Compare(labelKey(a), labelKey(b)) })
+		slices.SortFunc(f.Metric, func(a, b *dto.Metric) int { return strings.Compare(workerproto.LabelKey(a), workerproto.LabelKey(b)) })
 	}
 	return out
-}
-
-func labelKey(m *dto.Metric) string {
-	var b strings.Builder
-	for _, lp := range m.Label {
-		b.WriteString(lp.GetName())
-		b.WriteByte(0xff)
-		b.WriteString(lp.GetValue())
-		b.WriteByte(0xff)
-	}
-	return b.String()
 }
 
 // addMetric adds m's value to into's. A sum over processes has no single

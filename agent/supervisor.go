@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/workerproto"
 	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/snapshot"
 )
@@ -357,15 +358,11 @@ func (d *Daemon) workerFor(dir string) *worker {
 	return d.workers[p.act]
 }
 
-// forwarded are the endpoints that act on one workspace: a workspace a
-// worker serves is answered by that worker.
-var forwarded = []string{"/v1/checkpoint", "/v1/command", "/v1/restore", "/v1/undo", "/v1/list", "/v1/diff", "/v1/show", "/v1/verify", "/v1/gc", "/v1/pin", "/v1/unpin", "/v1/prune"}
-
 // route sends a request about a workspace a worker serves to that worker,
 // after checking the path lexically and the peer's right to it.
 func (d *Daemon) route(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !slices.Contains(forwarded, r.URL.Path) {
+		if !slices.Contains(workerproto.Forwarded, r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}
