@@ -23,8 +23,11 @@ import (
 // The daemon's HTTP layer (docs/cairn-formats.md, "Socket API in brief"):
 // every handler, the request decoding and path checks, and the one mapping
 // of the daemon's typed errors to a status and an error code (errorStatus).
-// The daemon's logic answers domain results and errors; only this file
-// knows HTTP.
+// The daemon's logic answers domain results and errors; only the HTTP
+// layer knows HTTP: this file, http_workers.go (forwarding to a worker, a
+// worker's assignment), http_autodev.go (the autodev layout's list and
+// restore), http_metrics.go (GET /metrics, on the socket and on
+// metrics_listen) and server.go (the socket's server).
 
 // versioned stamps the API version on every answer.
 func versioned(h http.Handler) http.Handler {
@@ -630,4 +633,36 @@ func answerError(w http.ResponseWriter, err error, fallback string) {
 		return
 	}
 	writeError(w, code, errCode, err.Error())
+}
+
+// handleGC is POST /v1/gc: maintenance of one workspace's store now.
+func (d *Daemon) handleGC(w http.ResponseWriter, r *http.Request) {
+	var req api.GCRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	ws, _, ok := d.workspaceFor(w, r, req.Workspace)
+	if !ok {
+		return
+	}
+	if ws.rolling.Load() {
+		writeBlocked(w, "gc")
+		return
+	}
+	res, err := ws.gc(r.Context(), req.Full)
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errNotServing) {
+			err = notReadyError{err}
+		}
+		answerError(w, err, codeGCFailed)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// isRefusal answers whether err is a refusal (the asker's to fix, answered
+// 4xx) rather than a failure.
+func isRefusal(err error) bool {
+	code, _ := errorStatus(err, codeRestoreFailed)
+	return code < http.StatusInternalServerError
 }

@@ -10,9 +10,6 @@ import (
 	"io"
 	"maps"
 	"net"
-	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -71,8 +68,7 @@ type worker struct {
 	state  string // the worker's state directory (its plain-layout stores), private to the owner
 	sock   string // the private socket, in a folder only root may enter
 	log    zerolog.Logger
-	client *http.Client
-	proxy  *httputil.ReverseProxy
+	client *workerproto.Client
 
 	mu       sync.Mutex
 	want     map[string]Settings // the workspaces it should serve
@@ -100,25 +96,7 @@ func (d *Daemon) newWorker(uid, gid uint32, state string) *worker {
 		sock:   filepath.Join(state, "workers", strconv.FormatUint(uint64(uid), 10)+".sock"),
 		log:    d.log.With().Uint32("worker_uid", uid).Logger(),
 		status: workerStarting, kick: make(chan struct{}, 1), home: "/"}
-	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var dd net.Dialer
-		return dd.DialContext(ctx, "unix", wk.sock)
-	}
-	wk.client = &http.Client{Transport: &http.Transport{DialContext: dial, MaxIdleConnsPerHost: 4}}
-	target := &url.URL{Scheme: "http", Host: "worker"}
-	wk.proxy = &httputil.ReverseProxy{
-		Rewrite: func(r *httputil.ProxyRequest) {
-			r.SetURL(target)
-			r.Out.Host = "worker"
-		},
-		Transport:     &http.Transport{DialContext: dial, MaxIdleConnsPerHost: 16},
-		FlushInterval: -1,
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			wk.log.Warn().Err(err).Str("path", r.URL.Path).Msg("worker did not answer")
-			writeError(w, http.StatusServiceUnavailable, "WORKER_UNAVAILABLE",
-				fmt.Sprintf("the worker process for uid %d did not answer (%v); see cairn status", uid, err))
-		},
-	}
+	wk.client = workerproto.NewClient(wk.sock, wk.unanswered)
 	return wk
 }
 
@@ -342,16 +320,8 @@ func (wk *worker) push(ctx context.Context) error {
 	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(rctx, http.MethodPost, "http://worker"+workerproto.PathAssign, bytes.NewReader(body))
-	req.Header.Set(api.VersionHeader, api.Version)
-	resp, err := wk.client.Do(req)
-	if err != nil {
+	if err := wk.client.Assign(rctx, body); err != nil {
 		return err
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, workerproto.MaxAssignReply))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("worker refused its workspaces: %s", resp.Status)
 	}
 	wk.mu.Lock()
 	// Only what was sent counts as pushed; a newer want is pushed next.
@@ -410,13 +380,7 @@ func (wk *worker) workspaces(ctx context.Context, timeout time.Duration) ([]api.
 func (wk *worker) fetchStatus() ([]api.WorkspaceStatus, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), workerStatusFetch)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://worker"+workerproto.PathStatus, nil)
-	resp, err := wk.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("not answering: %w", err)
-	}
-	defer resp.Body.Close()
-	rows, err := workerproto.ReadStatus(resp.Body, workerproto.MaxStatusReply(wk.nAssigned()))
+	rows, err := wk.client.Status(ctx, workerproto.MaxStatusReply(wk.nAssigned()))
 	if err != nil {
 		var big *workerproto.ReplyTooBig
 		if errors.As(err, &big) {
@@ -440,11 +404,9 @@ func (wk *worker) fetchStatus() ([]api.WorkspaceStatus, error) {
 func (wk *worker) relayEvents(ctx context.Context) {
 	rate := workerproto.NewBucket(workerproto.EventRate, workerproto.EventBurst)
 	for ctx.Err() == nil {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://worker"+workerproto.PathEvents, nil)
-		resp, err := wk.client.Do(req)
-		if err == nil {
-			wk.relayStream(resp.Body, &rate)
-			resp.Body.Close()
+		if body, err := wk.client.Events(ctx); err == nil {
+			wk.relayStream(body, &rate)
+			body.Close()
 		}
 		select {
 		case <-ctx.Done():

@@ -4,7 +4,8 @@
 // between the two, its bound, and the check the supervisor makes of the
 // answer. The rule behind it: the supervisor trusts nothing a worker says.
 //
-// This file lists every message. The checks are in check.go, the start in
+// This file lists every message. The checks are in check.go, the
+// supervisor's end of a worker's socket in client.go, the start in
 // start_*.go.
 //
 //	message                       bound                                  check (refused: dropped and counted)
