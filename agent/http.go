@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/checkpoints"
 	"github.com/cairn-dev/cairn/agent/ui"
 	"github.com/cairn-dev/cairn/agent/workerproto"
 	"github.com/cairn-dev/cairn/restore"
@@ -342,7 +343,7 @@ func (d *Daemon) handlePin(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "INVALID_TARGET", "no checkpoint given to pin")
 		return
 	}
-	res, err := Pin(r.Context(), st, req.Target, r.URL.Path == "/v1/unpin")
+	res, err := checkpoints.Pin(r.Context(), st, req.Target, r.URL.Path == "/v1/unpin")
 	if err != nil {
 		answerError(w, err, codePinFailed)
 		return
@@ -396,14 +397,14 @@ func (d *Daemon) handleDiff(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	a, err := resolveArg(r.Context(), st, q.Get("a"))
+	a, err := checkpoints.ResolveArg(r.Context(), st, q.Get("a"))
 	if err != nil {
 		answerError(w, err, codeRestoreFailed)
 		return
 	}
 	out := api.Diff{A: a.SHA}
 	if b := q.Get("b"); b != "" {
-		rb, err := resolveArg(r.Context(), st, b)
+		rb, err := checkpoints.ResolveArg(r.Context(), st, b)
 		if err != nil {
 			answerError(w, err, codeRestoreFailed)
 			return
@@ -425,12 +426,12 @@ func (d *Daemon) handleShow(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rec, err := resolveArg(r.Context(), st, q.Get("id"))
+	rec, err := checkpoints.ResolveArg(r.Context(), st, q.Get("id"))
 	if err != nil {
 		answerError(w, err, codeRestoreFailed)
 		return
 	}
-	out, err := ShowWith(r.Context(), st, rec, diffOptions(q))
+	out, err := checkpoints.ShowWith(r.Context(), st, rec, diffOptions(q))
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "DIFF_FAILED", err.Error())
 		return
@@ -439,14 +440,14 @@ func (d *Daemon) handleShow(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleVerify compares a checkpoint with git's own view of the work tree
-// (agent/verify.go), under the workspace's selection and configured excludes.
+// (checkpoints.Verify), under the workspace's selection and configured excludes.
 func (d *Daemon) handleVerify(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	ws, st, ok := d.workspaceFor(w, r, q.Get("workspace"))
 	if !ok {
 		return
 	}
-	out, err := Verify(r.Context(), st, q.Get("id"), ws.patterns)
+	out, err := checkpoints.Verify(r.Context(), st, q.Get("id"), ws.patterns)
 	if err != nil {
 		answerError(w, err, codeVerifyFailed)
 		return

@@ -1,4 +1,4 @@
-package agent
+package checkpoints
 
 import (
 	"context"
@@ -233,8 +233,8 @@ func RecordContinuation(dir string, target ckpt.Record, at restore.Resume) (*res
 	return cont, "", nil
 }
 
-// describe is a one-line name for a checkpoint in messages.
-func describe(c ckpt.Record) string {
+// Describe is a one-line name for a checkpoint in messages.
+func Describe(c ckpt.Record) string {
 	s := c.Name() + " (" + c.Short() + ", " + string(c.Kind)
 	if c.CodonID != "" {
 		s += " " + c.CodonID
