@@ -40,12 +40,15 @@ var allowed = map[string][]string{
 	"agent/autodev":         {"agent/hankweave", "platform", "restore/ckpt", "snapshot", "snapshot/gitobj"},
 	"agent/replicate":       {"platform", "snapshot"},
 	"agent/ui":              {"agent/api", "restore/ckpt", "restore/timeline"},
-	"agent": {"agent/api", "agent/autodev", "agent/hankweave", "agent/replicate", "agent/ui",
+	"agent/workerproto":     {"agent/api"}, // the supervisor/worker protocol: every message, its bound, its check
+	"agent/checkpoints": {"agent/api", "agent/hankweave", "restore", "restore/ckpt", "snapshot",
+		"snapshot/retain"}, // a workspace's checkpoints as the daemon and the offline CLI act on them
+	"agent": {"agent/api", "agent/autodev", "agent/checkpoints", "agent/hankweave", "agent/replicate", "agent/ui", "agent/workerproto",
 		"platform", "restore", "restore/ckpt", "snapshot", "snapshot/retain", "watcher"},
 
 	// the shipped command (cairn demo plays its scripted codon run with hwsim)
 	"cmd/cairn": {"cmd/cairn/cli"},
-	"cmd/cairn/cli": {"agent", "agent/api", "agent/autodev", "agent/client", "agent/hankweave",
+	"cmd/cairn/cli": {"agent", "agent/api", "agent/autodev", "agent/checkpoints", "agent/client", "agent/hankweave", "agent/workerproto",
 		"agent/hankweave/hwsim", "agent/replicate", "agent/ui", "platform", "platform/printable",
 		"platform/service", "restore", "restore/ckpt", "restore/timeline", "snapshot", "snapshot/retain"},
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"time"
 
@@ -261,117 +260,52 @@ func (l *autodevLayout) failed(kind string, err error) {
 // autodevOf is the repository of an autodev workspace, or nil.
 func (w *workspace) autodevOf() *autodev.Repo { return w.adRepo.Load() }
 
-// autodevServed finds the workspace at dir for a request; for an autodev
-// workspace it runs fn and reports true (having answered), else false. A
-// refusal is answered here and reported true.
-func (d *Daemon) autodevServed(w http.ResponseWriter, r *http.Request, dir string, fn func(ws *workspace, repo *autodev.Repo)) bool {
-	ws, ok := d.servedFor(w, r, dir)
-	if !ok {
-		return true
+// restoreAutodev restores an autodev workspace to target (undoes its last
+// restore when target is empty) on the workspace's goroutine, and counts
+// and logs the result.
+func (d *Daemon) restoreAutodev(ws *workspace, repo *autodev.Repo, target string) (api.RestoreResult, error) {
+	if !ws.rolling.CompareAndSwap(false, true) {
+		return api.RestoreResult{}, &busyError{cmdType: "restore"}
 	}
-	repo := ws.autodevOf()
-	if repo == nil {
-		if ws.set.Layout != layoutAutodev {
-			return false
-		}
-		writeError(w, http.StatusServiceUnavailable, "NOT_READY", "the workspace is not open yet; see cairn status")
-		return true
-	}
-	fn(ws, repo)
-	return true
-}
-
-// autodevList answers GET /v1/list for an autodev workspace.
-func (d *Daemon) autodevList(w http.ResponseWriter, r *http.Request) bool {
-	return d.autodevServed(w, r, r.URL.Query().Get("workspace"), func(ws *workspace, repo *autodev.Repo) {
-		l, err := repo.List(r.Context())
-		if err != nil {
-			writeError(w, http.StatusInternalServerError, "LIST_FAILED", err.Error())
-			return
-		}
-		out := api.List{Workspace: ws.dir, Head: l.Head, Layout: layoutAutodev, Off: l.Off, Records: []api.Record{}}
-		for _, e := range l.Entries {
-			out.Records = append(out.Records, e.Record())
-		}
-		writeJSON(w, http.StatusOK, out)
-	})
-}
-
-// autodevRestore answers POST /v1/restore and /v1/undo (target empty) for an
-// autodev workspace, on the workspace's goroutine.
-func (d *Daemon) autodevRestore(w http.ResponseWriter, r *http.Request, dir, target string, dry bool) bool {
-	return d.autodevServed(w, r, dir, func(ws *workspace, repo *autodev.Repo) {
-		if dry {
-			writeError(w, http.StatusBadRequest, "BAD_REQUEST", "the autodev layout has no dry run: a restore is git reset --hard, after parking a dirty tree")
-			return
-		}
-		if !ws.rolling.CompareAndSwap(false, true) {
-			answerError(w, &busyError{cmdType: "restore"}, codeRestoreFailed)
-			return
-		}
-		defer ws.rolling.Store(false)
-		began := time.Now()
-		var res autodev.Restored
-		var err error
-		undone := true
-		job := restoreJob{done: make(chan struct{}), fn: func(ctx context.Context, _ []string) {
-			if target == "" {
-				res, undone, err = repo.Undo(ctx)
-			} else {
-				res, err = repo.Restore(ctx, target)
-			}
-		}}
-		select {
-		case ws.restores <- job:
-		case <-ws.done:
-			answerError(w, errNotServing, codeRestoreFailed)
-			return
-		}
-		<-job.done
-		if err == nil && !undone {
-			err = restore.ErrNothingToUndo
-		}
-		out := api.RestoreResult{Target: res.Target.Record(), Layout: layoutAutodev, SavedOn: res.SavedOn,
-			Write: []api.PlanFile{}, Delete: []api.PlanFile{}}
-		if res.PreRestore.ID != "" {
-			pre := res.PreRestore.Record()
-			out.PreRestore = &pre
-		}
-		if res.Target.ID != "" {
-			out.Message = res.Message()
-		}
-		kind := "restore"
+	defer ws.rolling.Store(false)
+	began := time.Now()
+	var res autodev.Restored
+	var err error
+	undone := true
+	job := restoreJob{done: make(chan struct{}), fn: func(ctx context.Context, _ []string) {
 		if target == "" {
-			kind = "undo"
+			res, undone, err = repo.Undo(ctx)
+		} else {
+			res, err = repo.Restore(ctx, target)
 		}
-		d.met.restored(kind, time.Since(began), out, err)
-		if err != nil {
-			d.log.Warn().Err(err).Str("workspace", ws.dir).Str("command", kind).Msg("restore refused or failed")
-			answerError(w, err, codeRestoreFailed)
-			return
-		}
-		d.log.Info().Str("workspace", ws.dir).Str("command", kind).Str("target", res.Target.ID).Str("saved_on", res.SavedOn).Msg("restored")
-		writeJSON(w, http.StatusOK, out)
-	})
-}
-
-// autodevStatus maps the autodev layout's errors to a status and code.
-func autodevStatus(err error) (int, string, bool) {
-	var re *autodev.RestoreError
-	var blocked *autodev.BlockedError
-	switch {
-	case errors.As(err, &re) && re.Unknown:
-		return http.StatusNotFound, "UNKNOWN_CHECKPOINT", true
-	case errors.As(err, &re) && re.Live:
-		return http.StatusConflict, "RUN_LIVE", true
-	case errors.Is(err, autodev.ErrNotRepo):
-		return http.StatusConflict, "CHECKPOINTS_OFF", true
-	case errors.As(err, &blocked):
-		return http.StatusConflict, "REPOSITORY_BUSY", true
-	case errors.As(err, new(*autodev.UntrustedError)):
-		return http.StatusConflict, "REPOSITORY_UNTRUSTED", true
-	case errors.Is(err, errAutodevLayout):
-		return http.StatusConflict, "AUTODEV_LAYOUT", true
+	}}
+	select {
+	case ws.restores <- job:
+	case <-ws.done:
+		return api.RestoreResult{}, errNotServing
 	}
-	return 0, "", false
+	<-job.done
+	if err == nil && !undone {
+		err = restore.ErrNothingToUndo
+	}
+	out := api.RestoreResult{Target: res.Target.Record(), Layout: layoutAutodev, SavedOn: res.SavedOn,
+		Write: []api.PlanFile{}, Delete: []api.PlanFile{}}
+	if res.PreRestore.ID != "" {
+		pre := res.PreRestore.Record()
+		out.PreRestore = &pre
+	}
+	if res.Target.ID != "" {
+		out.Message = res.Message()
+	}
+	kind := "restore"
+	if target == "" {
+		kind = "undo"
+	}
+	d.met.restored(kind, time.Since(began), out, err)
+	if err != nil {
+		d.log.Warn().Err(err).Str("workspace", ws.dir).Str("command", kind).Msg("restore refused or failed")
+		return out, err
+	}
+	d.log.Info().Str("workspace", ws.dir).Str("command", kind).Str("target", res.Target.ID).Str("saved_on", res.SavedOn).Msg("restored")
+	return out, nil
 }

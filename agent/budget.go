@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/checkpoints"
 	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/snapshot"
 	"github.com/cairn-dev/cairn/snapshot/retain"
@@ -185,7 +186,7 @@ func planBudget(ctx context.Context, st *snapshot.Store, stats snapshot.StoreSta
 	if max <= 0 || p.Projected <= max {
 		return p, nil
 	}
-	prot, err := Protect(st)
+	prot, err := checkpoints.Protect(st)
 	if err != nil {
 		return p, err
 	}
@@ -306,7 +307,7 @@ func Prune(ctx context.Context, st *snapshot.Store, opts PruneOptions, now time.
 	var drops []retain.Drop
 	var err error
 	if !opts.BudgetOnly {
-		if drops, err = PlanRetention(st, opts.Policies); err != nil {
+		if drops, err = checkpoints.PlanRetention(st, opts.Policies); err != nil {
 			return res, err
 		}
 	}

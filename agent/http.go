@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/checkpoints"
 	"github.com/cairn-dev/cairn/agent/ui"
+	"github.com/cairn-dev/cairn/agent/workerproto"
 	"github.com/cairn-dev/cairn/restore"
 	"github.com/cairn-dev/cairn/restore/ckpt"
 	"github.com/cairn-dev/cairn/snapshot"
@@ -22,8 +24,11 @@ import (
 // The daemon's HTTP layer (docs/cairn-formats.md, "Socket API in brief"):
 // every handler, the request decoding and path checks, and the one mapping
 // of the daemon's typed errors to a status and an error code (errorStatus).
-// The daemon's logic answers domain results and errors; only this file
-// knows HTTP.
+// The daemon's logic answers domain results and errors; only the HTTP
+// layer knows HTTP: this file, http_workers.go (forwarding to a worker, a
+// worker's assignment), http_autodev.go (the autodev layout's list and
+// restore), http_metrics.go (GET /metrics, on the socket and on
+// metrics_listen) and server.go (the socket's server).
 
 // versioned stamps the API version on every answer.
 func versioned(h http.Handler) http.Handler {
@@ -117,7 +122,7 @@ func (d *Daemon) routes(mux *http.ServeMux) {
 	mux.Handle("GET "+ui.Prefix, ui.Handler(d.route(mux))) // the panel (README.md, "The panel")
 	mux.HandleFunc("GET /metrics", d.handleMetrics)
 	if d.opts.Worker {
-		mux.HandleFunc("POST "+assignPath, d.handleAssign)
+		mux.HandleFunc("POST "+workerproto.PathAssign, d.handleAssign)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "NOT_FOUND", fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
@@ -338,7 +343,7 @@ func (d *Daemon) handlePin(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "INVALID_TARGET", "no checkpoint given to pin")
 		return
 	}
-	res, err := Pin(r.Context(), st, req.Target, r.URL.Path == "/v1/unpin")
+	res, err := checkpoints.Pin(r.Context(), st, req.Target, r.URL.Path == "/v1/unpin")
 	if err != nil {
 		answerError(w, err, codePinFailed)
 		return
@@ -392,14 +397,14 @@ func (d *Daemon) handleDiff(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	a, err := resolveArg(r.Context(), st, q.Get("a"))
+	a, err := checkpoints.ResolveArg(r.Context(), st, q.Get("a"))
 	if err != nil {
 		answerError(w, err, codeRestoreFailed)
 		return
 	}
 	out := api.Diff{A: a.SHA}
 	if b := q.Get("b"); b != "" {
-		rb, err := resolveArg(r.Context(), st, b)
+		rb, err := checkpoints.ResolveArg(r.Context(), st, b)
 		if err != nil {
 			answerError(w, err, codeRestoreFailed)
 			return
@@ -421,12 +426,12 @@ func (d *Daemon) handleShow(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rec, err := resolveArg(r.Context(), st, q.Get("id"))
+	rec, err := checkpoints.ResolveArg(r.Context(), st, q.Get("id"))
 	if err != nil {
 		answerError(w, err, codeRestoreFailed)
 		return
 	}
-	out, err := ShowWith(r.Context(), st, rec, diffOptions(q))
+	out, err := checkpoints.ShowWith(r.Context(), st, rec, diffOptions(q))
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "DIFF_FAILED", err.Error())
 		return
@@ -435,14 +440,14 @@ func (d *Daemon) handleShow(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleVerify compares a checkpoint with git's own view of the work tree
-// (agent/verify.go), under the workspace's selection and configured excludes.
+// (checkpoints.Verify), under the workspace's selection and configured excludes.
 func (d *Daemon) handleVerify(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	ws, st, ok := d.workspaceFor(w, r, q.Get("workspace"))
 	if !ok {
 		return
 	}
-	out, err := Verify(r.Context(), st, q.Get("id"), ws.patterns)
+	out, err := checkpoints.Verify(r.Context(), st, q.Get("id"), ws.patterns)
 	if err != nil {
 		answerError(w, err, codeVerifyFailed)
 		return
@@ -629,4 +634,36 @@ func answerError(w http.ResponseWriter, err error, fallback string) {
 		return
 	}
 	writeError(w, code, errCode, err.Error())
+}
+
+// handleGC is POST /v1/gc: maintenance of one workspace's store now.
+func (d *Daemon) handleGC(w http.ResponseWriter, r *http.Request) {
+	var req api.GCRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	ws, _, ok := d.workspaceFor(w, r, req.Workspace)
+	if !ok {
+		return
+	}
+	if ws.rolling.Load() {
+		writeBlocked(w, "gc")
+		return
+	}
+	res, err := ws.gc(r.Context(), req.Full)
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errNotServing) {
+			err = notReadyError{err}
+		}
+		answerError(w, err, codeGCFailed)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// isRefusal answers whether err is a refusal (the asker's to fix, answered
+// 4xx) rather than a failure.
+func isRefusal(err error) bool {
+	code, _ := errorStatus(err, codeRestoreFailed)
+	return code < http.StatusInternalServerError
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/checkpoints"
 	"github.com/cairn-dev/cairn/agent/hankweave"
 	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/restore/ckpt"
@@ -108,43 +109,9 @@ func (h *hankState) sight(key string, floor, first time.Time, now time.Time, sta
 	return s
 }
 
-// currentPatterns is the selection of the codon running now (or last run):
-// the union of checkpointedFiles through it in plan order. ok is false
-// before there is a plan.
-func (h *hankState) currentPatterns() ([]string, bool) {
-	st := h.last
-	if st == nil || len(st.ExecutionPlan) == 0 {
-		return nil, false
-	}
-	codon := ""
-	if _, rec, _ := hankweave.Active(st); rec != nil {
-		codon = rec.CodonID
-	} else if run := st.CurrentRun(); run != nil && len(run.Codons) > 0 {
-		codon = run.Codons[len(run.Codons)-1].CodonID
-	} else if len(st.Runs) > 0 && len(st.Runs[0].Codons) > 0 {
-		codon = st.Runs[0].Codons[len(st.Runs[0].Codons)-1].CodonID
-	}
-	return planUnion(st, codon), true
-}
-
-// planUnion is the union of checkpointedFiles of the plan's entries through
-// codon's, in plan order (all of them when the plan lacks codon).
-func planUnion(st *hankweave.State, codon string) []string {
-	var pats []string
-	seen := map[string]bool{}
-	for _, e := range st.ExecutionPlan {
-		for _, p := range e.Codon.CheckpointedFiles {
-			if !seen[p] {
-				seen[p] = true
-				pats = append(pats, p)
-			}
-		}
-		if e.CodonID == codon {
-			break
-		}
-	}
-	return pats
-}
+// currentPatterns is the selection of the codon running now (or last run)
+// (checkpoints.CurrentPatterns).
+func (h *hankState) currentPatterns() ([]string, bool) { return checkpoints.CurrentPatterns(h.last) }
 
 // lifecycle reads the runtime's state and seals every lifecycle checkpoint
 // it implies that the ledger lacks. A barrier first takes in every change

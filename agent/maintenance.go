@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"net/http"
 	"sync"
 	"time"
 
@@ -305,31 +304,6 @@ func (w *workspace) gc(ctx context.Context, full bool) (api.MaintenanceResult, e
 	case <-ctx.Done():
 		return api.MaintenanceResult{}, ctx.Err()
 	}
-}
-
-// handleGC is POST /v1/gc: maintenance of one workspace's store now.
-func (d *Daemon) handleGC(w http.ResponseWriter, r *http.Request) {
-	var req api.GCRequest
-	if !decode(w, r, &req) {
-		return
-	}
-	ws, _, ok := d.workspaceFor(w, r, req.Workspace)
-	if !ok {
-		return
-	}
-	if ws.rolling.Load() {
-		writeBlocked(w, "gc")
-		return
-	}
-	res, err := ws.gc(r.Context(), req.Full)
-	if err != nil {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errNotServing) {
-			err = notReadyError{err}
-		}
-		answerError(w, err, codeGCFailed)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
 }
 
 const codeGCFailed = "GC_FAILED"

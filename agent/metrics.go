@@ -3,11 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"maps"
-	"net"
-	"net/http"
 	"os"
 	"runtime"
 	"slices"
@@ -18,11 +14,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/workerproto"
 	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
@@ -55,7 +50,7 @@ type metrics struct {
 	maintenance    *prometheus.CounterVec
 	replPushes     *prometheus.CounterVec
 	scrapeErrors   prometheus.Counter     // supervisor: workers that did not answer a scrape
-	workerDrops    *prometheus.CounterVec // supervisor: what it refused from workers, by kind (worker_guard.go)
+	workerDrops    *prometheus.CounterVec // supervisor: what it refused from workers, by kind (package workerproto)
 }
 
 // Label values counted from the start, so every series exists at zero.
@@ -68,7 +63,7 @@ var (
 	// replStates are the states cairn_replication_workspaces always has a series for.
 	replStates = []string{replIdle, replPushing, replFailing, replOff}
 	// workspaceStates are the states cairn_workspaces always has a series for.
-	workspaceStates = []string{stateStarting, stateWatching, stateDegraded, stateFailed, stateGone}
+	workspaceStates = workerproto.States
 	workerStates    = []string{workerStarting, workerRunning, workerRestarting}
 )
 
@@ -120,7 +115,7 @@ func newMetrics(d *Daemon) *metrics {
 		m.workerDrops = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cairn_worker_replies_dropped_total",
 			Help: "What the supervisor refused from its workers, by kind: status (rows, or whole replies), event, metric (series), log (lines). See docs/worker-protocol.md."},
 			[]string{"kind"})
-		for _, k := range dropKinds {
+		for _, k := range workerproto.DropKinds {
 			m.workerDrops.WithLabelValues(k)
 		}
 		m.reg.MustRegister(m.scrapeErrors, m.workerDrops, collectors.NewGoCollector(),
@@ -172,7 +167,7 @@ func (m *metrics) restored(cmdType string, took time.Duration, res api.RestoreRe
 	result := "ok"
 	if err != nil {
 		result = "failed"
-		if code, _ := errorStatus(err, codeRestoreFailed); code < http.StatusInternalServerError {
+		if isRefusal(err) {
 			result = "refused"
 		}
 	}
@@ -390,28 +385,6 @@ func collectWorkspace(ch chan<- prometheus.Metric, s api.WorkspaceStatus) {
 	}
 }
 
-// handleMetrics is GET /metrics on the socket: anyone the socket lets in
-// reads the totals; per-workspace series (when configured) only of the
-// workspaces the peer may act on.
-func (d *Daemon) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	uid, known := peerOf(r)
-	d.serveMetrics(w, r, func(dir string) bool { return known && d.mayAct(uid, dir) })
-}
-
-// serveMetrics answers a scrape in the format the scraper asked for.
-func (d *Daemon) serveMetrics(w http.ResponseWriter, r *http.Request, visible func(dir string) bool) {
-	perWS := r.URL.Query().Get("per_workspace") == "1" // a worker: its supervisor's config decides
-	if !d.opts.Worker {
-		d.mu.Lock()
-		perWS = d.cfg.PerWorkspaceMetrics
-		d.mu.Unlock()
-	}
-	g := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
-		return d.gatherMetrics(r.Context(), perWS, visible)
-	})
-	promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}).ServeHTTP(w, r)
-}
-
 // gatherMetrics is this process's metrics plus, in a root daemon, what its
 // workers count; a worker that does not answer in time is left out and
 // its workspaces counted as failed, as status shows them.
@@ -443,16 +416,16 @@ func (d *Daemon) gatherMetrics(ctx context.Context, perWS bool, visible func(str
 	}
 	fams, err := gs.Gather()
 	// Each worker's series are checked against the supervisor's own
-	// families before any is added to them (worker_guard.go).
-	rules := newSeriesRules(fams)
+	// families before any is added to them (package workerproto).
+	rules := workerproto.NewSeriesRules(fams, perWorkspaceFamilies())
 	for i, wk := range workers {
 		if got[i] == nil {
 			continue
 		}
 		var n int
 		var why string
-		got[i], n, why = rules.check(got[i], wk.assigned)
-		wk.drop(dropMetric, n, why)
+		got[i], n, why = rules.Check(got[i], wk.assigned)
+		wk.drop(workerproto.DropMetric, n, why)
 	}
 	fams = mergeFamilies(fams, got...)
 	for _, n := range missing {
@@ -468,48 +441,9 @@ func (d *Daemon) gatherMetrics(ctx context.Context, perWS bool, visible func(str
 func (wk *worker) metrics(ctx context.Context, perWS bool) ([]*dto.MetricFamily, error) {
 	rctx, cancel := context.WithTimeout(ctx, workerMetricsTimeout)
 	defer cancel()
-	u := "http://worker/metrics"
-	if perWS {
-		u += "?per_workspace=1"
-	}
-	req, _ := http.NewRequestWithContext(rctx, http.MethodGet, u, nil)
-	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeProtoDelim)))
-	resp, err := wk.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("worker metrics: %s", resp.Status)
-	}
-	// Bounded: bytes and series, more for a worker with more workspaces.
-	n := wk.nAssigned()
-	limit := int64(maxWorkerMetrics + n*maxWorkerMetricsPerW)
-	maxSeries := maxWorkerSeries + n*workerSeriesPerWS
-	body := &io.LimitedReader{R: resp.Body, N: limit + 1}
-	dec := expfmt.NewDecoder(body, expfmt.ResponseFormat(resp.Header))
-	var out []*dto.MetricFamily
-	series := 0
-	for {
-		mf := &dto.MetricFamily{}
-		err := dec.Decode(mf)
-		if body.N <= 0 {
-			wk.drop(dropMetric, max(series, 1), fmt.Sprintf("a metrics reply over %d bytes; refused", limit))
-			return nil, &replyTooBig{what: "metrics reply", limit: limit}
-		}
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		} else if err != nil {
-			return nil, fmt.Errorf("worker metrics: %w", err)
-		}
-		if series += len(mf.Metric); series > maxSeries {
-			wk.drop(dropMetric, series, fmt.Sprintf("a metrics reply of over %d series; refused", maxSeries))
-			return nil, fmt.Errorf("worker metrics: over %d series; refused", maxSeries)
-		}
-		if strings.HasPrefix(mf.GetName(), "cairn_") {
-			out = append(out, mf)
-		}
-	}
+	fams, n, why, err := wk.client.Metrics(rctx, perWS, wk.nAssigned())
+	wk.drop(workerproto.DropMetric, n, why)
+	return fams, err
 }
 
 // maxFamilies are the gauges that hold a largest value, not a total: merged,
@@ -539,10 +473,10 @@ func mergeFamilies(base []*dto.MetricFamily, more ...[]*dto.MetricFamily) []*dto
 			}
 			idx := map[string]*dto.Metric{}
 			for _, m := range have.Metric {
-				idx[labelKey(m)] = m
+				idx[workerproto.LabelKey(m)] = m
 			}
 			for _, m := range f.Metric {
-				if into, ok := idx[labelKey(m)]; ok {
+				if into, ok := idx[workerproto.LabelKey(m)]; ok {
 					if maxFamilies[f.GetName()] && into.Gauge != nil && m.Gauge != nil {
 						into.Gauge.Value = dtoPtr(max(into.Gauge.GetValue(), m.Gauge.GetValue()))
 						continue
@@ -551,7 +485,7 @@ func mergeFamilies(base []*dto.MetricFamily, more ...[]*dto.MetricFamily) []*dto
 					continue
 				}
 				have.Metric = append(have.Metric, m)
-				idx[labelKey(m)] = m
+				idx[workerproto.LabelKey(m)] = m
 			}
 		}
 	}
@@ -559,20 +493,9 @@ func mergeFamilies(base []*dto.MetricFamily, more ...[]*dto.MetricFamily) []*dto
 		return strings.Compare(a.GetName(), b.GetName())
 	})
 	for _, f := range out {
-		slices.SortFunc(f.Metric, func(a, b *dto.Metric) int { return strings.Compare(labelKey(a), labelKey(b)) })
+		slices.SortFunc(f.Metric, func(a, b *dto.Metric) int { return strings.Compare(workerproto.LabelKey(a), workerproto.LabelKey(b)) })
 	}
 	return out
-}
-
-func labelKey(m *dto.Metric) string {
-	var b strings.Builder
-	for _, lp := range m.Label {
-		b.WriteString(lp.GetName())
-		b.WriteByte(0xff)
-		b.WriteString(lp.GetValue())
-		b.WriteByte(0xff)
-	}
-	return b.String()
 }
 
 // addMetric adds m's value to into's. A sum over processes has no single
@@ -644,77 +567,4 @@ func onlyVisible(fams []*dto.MetricFamily, visible func(string) bool) []*dto.Met
 		}
 	}
 	return out
-}
-
-// listenMetrics serves GET /metrics on metrics_listen (read at start), if
-// set, until ctx ends; the returned stop waits for it. A listener that
-// cannot start is logged: checkpoints matter more than metrics.
-func (d *Daemon) listenMetrics(ctx context.Context) (stop func()) {
-	d.mu.Lock()
-	addr, remote := d.cfg.MetricsListen, d.cfg.MetricsAllowRemote
-	d.mu.Unlock()
-	if addr == "" {
-		return func() {}
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		d.log.Error().Err(err).Str("metrics_listen", addr).Msg("metrics listener not started; /metrics answers on the socket only")
-		return func() {}
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		// A loopback listener answers loopback names only: a web page that
-		// rebinds its own name to 127.0.0.1 reads nothing.
-		if !remote && !loopbackHost(r.Host) {
-			writeError(w, http.StatusMisdirectedRequest, "NOT_LOOPBACK", "metrics answer loopback host names only (localhost, 127.0.0.1, [::1])")
-			return
-		}
-		d.serveMetrics(w, r, func(string) bool { return true })
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
-		IdleTimeout: 60 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			d.log.Error().Err(err).Msg("metrics listener stopped")
-		}
-	}()
-	d.log.Info().Str("metrics_listen", ln.Addr().String()).Msg("metrics listening")
-	return func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-		<-done
-	}
-}
-
-// loopbackHost reports whether a host (with or without a port) is a
-// loopback IP address or localhost.
-func loopbackHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// checkMetricsListen refuses an address that is not host:port, and one that
-// is not loopback unless allowRemote: anyone who reaches it reads the metrics.
-func checkMetricsListen(addr string, allowRemote bool) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("metrics_listen %q: want host:port, e.g. 127.0.0.1:9465", addr)
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return fmt.Errorf("metrics_listen %q: the port must be a number up to 65535", addr)
-	}
-	if allowRemote || (host != "" && loopbackHost(host)) {
-		return nil
-	}
-	return fmt.Errorf("metrics_listen %q is not a loopback address (127.0.0.1, [::1] or localhost); set metrics_allow_remote = true to serve metrics to other hosts", addr)
 }

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/agent/checkpoints"
 	"github.com/cairn-dev/cairn/agent/client"
 	"github.com/cairn-dev/cairn/restore/ckpt"
 	"github.com/cairn-dev/cairn/snapshot"
@@ -35,11 +35,11 @@ func TestPinThroughDaemon(t *testing.T) {
 	}
 	defer st.Close()
 	pins, _ := st.Pins()
-	prot, err := agent.Protect(st)
+	prot, err := checkpoints.Protect(st)
 	if err != nil || !slices.Equal(pins, []string{base.SHA}) || !prot.SHAs[base.SHA] {
 		t.Fatalf("pins %v, protected %v (%v)", pins, prot, err)
 	}
-	if drops, err := agent.PlanRetention(st, retain.Defaults()); err != nil || len(drops) != 0 {
+	if drops, err := checkpoints.PlanRetention(st, retain.Defaults()); err != nil || len(drops) != 0 {
 		t.Errorf("plan %+v %v", drops, err)
 	}
 	res, err = c.Pin(ctx, ws, base.SHA, true)

@@ -10,9 +10,6 @@ import (
 	"io"
 	"maps"
 	"net"
-	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -27,6 +24,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/workerproto"
 	"github.com/cairn-dev/cairn/platform"
 )
 
@@ -52,9 +50,6 @@ const (
 	workerRestarting = "restarting"
 )
 
-// assignPath is where a worker takes the list of workspaces it serves.
-const assignPath = "/v1/worker/assign"
-
 // assignment is the supervisor's list of workspaces for one worker.
 type assignment struct {
 	Workspaces map[string]Settings `json:"workspaces"`
@@ -73,8 +68,7 @@ type worker struct {
 	state  string // the worker's state directory (its plain-layout stores), private to the owner
 	sock   string // the private socket, in a folder only root may enter
 	log    zerolog.Logger
-	client *http.Client
-	proxy  *httputil.ReverseProxy
+	client *workerproto.Client
 
 	mu       sync.Mutex
 	want     map[string]Settings // the workspaces it should serve
@@ -102,25 +96,7 @@ func (d *Daemon) newWorker(uid, gid uint32, state string) *worker {
 		sock:   filepath.Join(state, "workers", strconv.FormatUint(uint64(uid), 10)+".sock"),
 		log:    d.log.With().Uint32("worker_uid", uid).Logger(),
 		status: workerStarting, kick: make(chan struct{}, 1), home: "/"}
-	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var dd net.Dialer
-		return dd.DialContext(ctx, "unix", wk.sock)
-	}
-	wk.client = &http.Client{Transport: &http.Transport{DialContext: dial, MaxIdleConnsPerHost: 4}}
-	target := &url.URL{Scheme: "http", Host: "worker"}
-	wk.proxy = &httputil.ReverseProxy{
-		Rewrite: func(r *httputil.ProxyRequest) {
-			r.SetURL(target)
-			r.Out.Host = "worker"
-		},
-		Transport:     &http.Transport{DialContext: dial, MaxIdleConnsPerHost: 16},
-		FlushInterval: -1,
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			wk.log.Warn().Err(err).Str("path", r.URL.Path).Msg("worker did not answer")
-			writeError(w, http.StatusServiceUnavailable, "WORKER_UNAVAILABLE",
-				fmt.Sprintf("the worker process for uid %d did not answer (%v); see cairn status", uid, err))
-		},
-	}
+	wk.client = workerproto.NewClient(wk.sock, wk.unanswered)
 	return wk
 }
 
@@ -251,7 +227,7 @@ func (wk *worker) life(ctx context.Context, first bool) error {
 		waitErr = cmd.Wait()
 		// Nothing the worker started outlives it: a git it left (killed
 		// with it, by Pdeathsig, is the rule) would hold its store's lock.
-		killSession(cmd.Process.Pid)
+		workerproto.KillSession(cmd.Process.Pid)
 		// Its last lines are read; then the pipe is closed, even if
 		// something still holds its other end.
 		select {
@@ -344,16 +320,8 @@ func (wk *worker) push(ctx context.Context) error {
 	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(rctx, http.MethodPost, "http://worker"+assignPath, bytes.NewReader(body))
-	req.Header.Set(api.VersionHeader, api.Version)
-	resp, err := wk.client.Do(req)
-	if err != nil {
+	if err := wk.client.Assign(rctx, body); err != nil {
 		return err
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("worker refused its workspaces: %s", resp.Status)
 	}
 	wk.mu.Lock()
 	// Only what was sent counts as pushed; a newer want is pushed next.
@@ -377,7 +345,7 @@ type statusCall struct {
 }
 
 // workspaces is the status of the worker's workspaces, checked
-// (checkStatusRows), waiting at most timeout. Callers at the same time
+// (workerproto.CheckStatusRows), waiting at most timeout. Callers at the same time
 // share one request to the worker.
 func (wk *worker) workspaces(ctx context.Context, timeout time.Duration) ([]api.WorkspaceStatus, error) {
 	wk.mu.Lock()
@@ -412,23 +380,17 @@ func (wk *worker) workspaces(ctx context.Context, timeout time.Duration) ([]api.
 func (wk *worker) fetchStatus() ([]api.WorkspaceStatus, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), workerStatusFetch)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://worker/v1/status", nil)
-	resp, err := wk.client.Do(req)
+	rows, err := wk.client.Status(ctx, workerproto.MaxStatusReply(wk.nAssigned()))
 	if err != nil {
-		return nil, fmt.Errorf("not answering: %w", err)
-	}
-	defer resp.Body.Close()
-	rows, err := readWorkerStatus(resp.Body, maxStatusReply(wk.nAssigned()))
-	if err != nil {
-		var big *replyTooBig
+		var big *workerproto.ReplyTooBig
 		if errors.As(err, &big) {
-			wk.drop(dropStatus, 1, err.Error())
+			wk.drop(workerproto.DropStatus, 1, err.Error())
 		}
 		return nil, err
 	}
-	kept, refused, dropped := checkStatusRows(rows, wk.assigned)
+	kept, refused, dropped := workerproto.CheckStatusRows(rows, wk.assigned)
 	if len(dropped) > 0 {
-		wk.drop(dropStatus, len(dropped), dropped[len(dropped)-1])
+		wk.drop(workerproto.DropStatus, len(dropped), dropped[len(dropped)-1])
 	}
 	for _, dir := range sortedKeys(refused) {
 		kept = append(kept, api.WorkspaceStatus{Dir: dir, State: stateFailed,
@@ -438,15 +400,13 @@ func (wk *worker) fetchStatus() ([]api.WorkspaceStatus, error) {
 }
 
 // relayEvents copies the worker's events onto the supervisor's bus until
-// ctx ends: each one checked (checkWorkerEvent) and bounded in size and rate.
+// ctx ends: each one checked (workerproto.CheckEvent) and bounded in size and rate.
 func (wk *worker) relayEvents(ctx context.Context) {
-	rate := bucket{rate: workerEventRate, burst: workerEventBurst}
+	rate := workerproto.NewBucket(workerproto.EventRate, workerproto.EventBurst)
 	for ctx.Err() == nil {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://worker/v1/events", nil)
-		resp, err := wk.client.Do(req)
-		if err == nil {
-			wk.relayStream(resp.Body, &rate)
-			resp.Body.Close()
+		if body, err := wk.client.Events(ctx); err == nil {
+			wk.relayStream(body, &rate)
+			body.Close()
 		}
 		select {
 		case <-ctx.Done():
@@ -457,18 +417,18 @@ func (wk *worker) relayEvents(ctx context.Context) {
 }
 
 // relayStream publishes the events of one stream from the worker until it ends.
-func (wk *worker) relayStream(body io.Reader, rate *bucket) {
+func (wk *worker) relayStream(body io.Reader, rate *workerproto.Bucket) {
 	br := bufio.NewReaderSize(body, 64<<10)
 	for {
-		line, cut, err := readLine(br, maxWorkerEvent)
+		line, cut, err := workerproto.ReadLine(br, workerproto.MaxEvent)
 		if len(line)+cut > 0 {
-			ev, why := checkWorkerEvent(line, cut, wk.assigned)
+			ev, why := workerproto.CheckEvent(line, cut, wk.assigned)
 			switch {
 			case why != "":
-				wk.drop(dropEvent, 1, why)
+				wk.drop(workerproto.DropEvent, 1, why)
 			case ev.Workspace == "":
-			case !rate.allow(time.Now(), 1):
-				wk.drop(dropEvent, 1, fmt.Sprintf("events over %d a second", workerEventRate))
+			case !rate.Allow(time.Now(), 1):
+				wk.drop(workerproto.DropEvent, 1, fmt.Sprintf("events over %d a second", workerproto.EventRate))
 			default:
 				wk.d.bus.publish(ev)
 			}
@@ -550,21 +510,20 @@ func (wk *worker) spawn() (cmd *exec.Cmd, logs *os.File, err error) {
 		return nil, nil, fmt.Errorf("open cairn's executable: %w", err)
 	}
 	defer ef.Close()
-	keepInherited()
+	workerproto.KeepInherited()
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, nil, fmt.Errorf("worker's log pipe: %w", err)
 	}
 	defer pw.Close()
-	args := []string{"daemon", "--worker", "--state-dir", wk.state, "--socket", wk.sock,
-		"--max-runtime-file", strconv.FormatInt(platform.MaxRuntimeFile, 10)}
-	cmd = exec.Command(workerExePath(exe), append(args, workerIDArgs(wk.uid, wk.gid, wk.groups)...)...)
+	args := workerproto.StartArgs(wk.state, wk.sock, platform.MaxRuntimeFile, wk.uid, wk.gid, wk.groups)
+	cmd = exec.Command(workerproto.ExePath(exe), args...)
 	cmd.Args[0] = "cairn-worker"
 	cmd.ExtraFiles = []*os.File{lf, ef}
 	cmd.Dir = "/"
 	cmd.Env = wk.env()
 	cmd.Stdout, cmd.Stderr = pw, pw
-	cmd.SysProcAttr = workerAttr(wk.uid, wk.gid, wk.groups)
+	cmd.SysProcAttr = workerproto.Attr(wk.uid, wk.gid, wk.groups)
 	if err := cmd.Start(); err != nil {
 		pr.Close()
 		return nil, nil, fmt.Errorf("start worker for uid %d: %w", wk.uid, err)

@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/workerproto"
 )
 
 // Tests of what the supervisor takes from a worker, with the replies a
@@ -209,7 +210,7 @@ func TestWorkerEventsChecked(t *testing.T) {
 			t.Fatal("an event over 64 KiB was relayed")
 		}
 	}
-	if limit := workerEventBurst + int(took.Seconds()*workerEventRate) + 1; len(got) > limit {
+	if limit := workerproto.EventBurst + int(took.Seconds()*workerproto.EventRate) + 1; len(got) > limit {
 		t.Errorf("%d of %d events relayed in %s, want at most %d", len(got), flood, took, limit)
 	}
 	if len(got) == 0 {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/cairn-dev/cairn/agent/workerproto"
 )
 
 // lockedBuffer is a log written from one goroutine and read from another.
@@ -78,14 +80,14 @@ func TestWorkerLogNestedAndBounded(t *testing.T) {
 		if l["worker"] == nil && l["worker_text"] == nil {
 			t.Errorf("a worker's line not nested: %q", sc.Text())
 		}
-		if s, ok := l["worker_text"].(string); ok && len(s) > maxWorkerLogLine {
+		if s, ok := l["worker_text"].(string); ok && len(s) > workerproto.MaxLogLine {
 			t.Errorf("a log line of %d bytes reached root's log", len(s))
 		}
 	}
 	if !strings.Contains(out.String(), `"worker":`+forged) {
 		t.Errorf("the forged line is not nested whole under worker")
 	}
-	if limit := workerLogBurst + int(took.Seconds()*workerLogRate) + 1; lines > limit || lines < 4 {
+	if limit := workerproto.LogBurst + int(took.Seconds()*workerproto.LogRate) + 1; lines > limit || lines < 4 {
 		t.Errorf("%d of %d lines logged in %s, want at most %d", lines, flood+4, took, limit)
 	}
 	if n := dropsOf(wk)["log"]; n != int64(flood+4-lines) {

@@ -94,7 +94,7 @@ type workspace struct {
 	wt     *watcher.Watcher // for live watch counts in status
 
 	jobs     chan sealJob    // checkpoints asked for over the socket
-	restores chan restoreJob // restores and rollbacks asked for over the socket (restore_api.go)
+	restores chan restoreJob // restores and rollbacks asked for over the socket (restore_jobs.go)
 	gcs      chan gcJob      // maintenance asked for over the socket (maintenance.go)
 	maint    maintState      // maintenance in idle time (maintenance.go)
 	repl     replState       // pushes to the fleet remote (replication.go)

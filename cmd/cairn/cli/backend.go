@@ -14,8 +14,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/checkpoints"
 	"github.com/cairn-dev/cairn/agent/client"
 	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/restore"
@@ -286,7 +286,7 @@ func (b localBackend) resolve(ctx context.Context, refs ...string) (*snapshot.St
 			st.Close()
 			return nil, nil, usageErr("%v", err)
 		}
-		rec, err := agent.ResolveTarget(ctx, st, t)
+		rec, err := checkpoints.ResolveTarget(ctx, st, t)
 		if err != nil {
 			st.Close()
 			return nil, nil, err
@@ -302,7 +302,7 @@ func (b localBackend) show(ctx context.Context, id string) (api.Diff, error) {
 		return api.Diff{}, err
 	}
 	defer st.Close()
-	return agent.Show(ctx, st, recs[0])
+	return checkpoints.Show(ctx, st, recs[0])
 }
 
 func (b localBackend) diff(ctx context.Context, refs []string, patch bool) (api.Diff, error) {
@@ -340,15 +340,15 @@ func (b localBackend) restoring(ctx context.Context, t restore.Target, o restore
 }
 
 func (b localBackend) restore(ctx context.Context, _ string, t restore.Target, o restoreOpts) (api.RestoreResult, error) {
-	return b.restoring(ctx, t, o, agent.RunRestore)
+	return b.restoring(ctx, t, o, checkpoints.RunRestore)
 }
 
 func (b localBackend) rollback(ctx context.Context, _ api.Command, t restore.Target, o restoreOpts) (api.RestoreResult, error) {
-	return b.restoring(ctx, t, o, agent.RunRestore)
+	return b.restoring(ctx, t, o, checkpoints.RunRestore)
 }
 
 func (b localBackend) undo(ctx context.Context, o restoreOpts) (api.RestoreResult, error) {
-	return b.restoring(ctx, restore.Target{}, o, agent.Undo)
+	return b.restoring(ctx, restore.Target{}, o, checkpoints.Undo)
 }
 
 // notAsRootFor refuses to work, as root, on a workspace another user owns:

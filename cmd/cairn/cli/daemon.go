@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/agent/workerproto"
 	"github.com/cairn-dev/cairn/platform/service"
 	"github.com/cairn-dev/cairn/snapshot"
 )
@@ -89,11 +90,11 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 // workerIDs are the ids a worker started as root takes (--uid, --gid, --groups).
 type workerIDs struct{ uid, gid, groups string }
 
-// become makes the worker its owner (agent.BecomeWorker) when its
+// become makes the worker its owner (workerproto.BecomeWorker) when its
 // supervisor started it as root, or else only not dumpable.
 func (w workerIDs) become() error {
 	if w.uid == "" {
-		return agent.HardenWorker()
+		return workerproto.HardenWorker()
 	}
 	uid, err1 := strconv.ParseUint(w.uid, 10, 32)
 	gid, err2 := strconv.ParseUint(w.gid, 10, 32)
@@ -111,7 +112,7 @@ func (w workerIDs) become() error {
 		}
 		groups = append(groups, uint32(g))
 	}
-	return agent.BecomeWorker(uint32(uid), uint32(gid), groups)
+	return workerproto.BecomeWorker(uint32(uid), uint32(gid), groups)
 }
 
 // runWorker serves one user's workspaces for a root daemon: the private

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/checkpoints"
 	"github.com/cairn-dev/cairn/agent/hankweave/hwsim"
 	"github.com/cairn-dev/cairn/agent/hankweave/hwsim/hwsimtest"
 	"github.com/cairn-dev/cairn/restore"
@@ -29,7 +29,7 @@ var update = flag.Bool("update", false, "rewrite the testdata/ golden files")
 
 // story plays a simulated runtime in an execution directory and seals what
 // the daemon's lifecycle pass seals for it (agent/lifecycle.go), on the real
-// store, with real git; restores go through agent.RunRestore and agent.Undo,
+// store, with real git; restores go through checkpoints.RunRestore and checkpoints.Undo,
 // as the CLI's direct path does.
 type story struct {
 	t    *testing.T
@@ -120,7 +120,7 @@ func (s *story) restore(target string) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	res, err := agent.RunRestore(s.ctx, s.st, s.st.Dir(), restore.Op{Target: tg, Continue: true})
+	res, err := checkpoints.RunRestore(s.ctx, s.st, s.st.Dir(), restore.Op{Target: tg, Continue: true})
 	if err != nil {
 		s.t.Fatalf("restore %s: %v", target, err)
 	}
@@ -134,7 +134,7 @@ func (s *story) restore(target string) {
 func (s *story) retain(n int) {
 	s.t.Helper()
 	all := retain.Policy{KeepLast: 100}
-	res, err := agent.ApplyRetention(s.ctx, s.st, retain.Policies{Autosave: retain.Policy{KeepLast: n}, PreRestore: all, Checkpoints: all}, time.Now())
+	res, err := checkpoints.ApplyRetention(s.ctx, s.st, retain.Policies{Autosave: retain.Policy{KeepLast: n}, PreRestore: all, Checkpoints: all}, time.Now())
 	if err != nil || len(res.Pruned) == 0 {
 		s.t.Fatalf("retention pruned nothing: %+v %v", res, err)
 	}
@@ -142,7 +142,7 @@ func (s *story) retain(n int) {
 
 func (s *story) undo() {
 	s.t.Helper()
-	if _, err := agent.Undo(s.ctx, s.st, s.st.Dir(), restore.Op{}); err != nil {
+	if _, err := checkpoints.Undo(s.ctx, s.st, s.st.Dir(), restore.Op{}); err != nil {
 		s.t.Fatalf("undo: %v", err)
 	}
 }

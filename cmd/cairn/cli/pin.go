@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/checkpoints"
 	"github.com/cairn-dev/cairn/platform/printable"
 )
 
@@ -70,5 +70,5 @@ func (b localBackend) pin(ctx context.Context, target string, unpin bool) (api.P
 		return api.PinResult{}, err
 	}
 	defer st.Close()
-	return agent.Pin(ctx, st, target, unpin)
+	return checkpoints.Pin(ctx, st, target, unpin)
 }

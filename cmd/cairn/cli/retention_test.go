@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/agent/checkpoints"
 	"github.com/cairn-dev/cairn/snapshot"
 	"github.com/cairn-dev/cairn/snapshot/retain"
 )
@@ -42,7 +42,7 @@ func TestPinListAllAndPrunedRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	one := retain.Policy{KeepLast: 1}
-	res, err := agent.ApplyRetention(ctx, st, retain.Policies{Autosave: one, PreRestore: one, Checkpoints: one}, time.Now())
+	res, err := checkpoints.ApplyRetention(ctx, st, retain.Policies{Autosave: one, PreRestore: one, Checkpoints: one}, time.Now())
 	st.Close()
 	if err != nil || len(res.Pruned) != 1 || res.Pruned[0].ID != "c2" {
 		t.Fatalf("retention: %+v %v", res, err)

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/checkpoints"
 	"github.com/cairn-dev/cairn/platform/printable"
 )
 
@@ -113,7 +113,7 @@ func (b localBackend) verify(ctx context.Context, id string) (api.Verification, 
 		return api.Verification{}, err
 	}
 	defer st.Close()
-	return agent.Verify(ctx, st, id, nil)
+	return checkpoints.Verify(ctx, st, id, nil)
 }
 
 func (b autodevBackend) verify(context.Context, string) (api.Verification, error) {

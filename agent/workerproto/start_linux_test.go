@@ -1,4 +1,4 @@
-package agent
+package workerproto
 
 import (
 	"bytes"
@@ -42,7 +42,7 @@ func TestKillSession(t *testing.T) {
 		t.Fatal("the worker's child did not outlive it: the test shows nothing")
 	}
 
-	killSession(worker.Process.Pid)
+	KillSession(worker.Process.Pid)
 	deadline := time.Now().Add(10 * time.Second)
 	for !gone(left) {
 		if time.Now().After(deadline) {

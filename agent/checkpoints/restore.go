@@ -1,4 +1,4 @@
-package agent
+package checkpoints
 
 import (
 	"context"
@@ -39,7 +39,7 @@ func runtimeFor(st *snapshot.Store, dir string) restore.Runtime {
 	return hankRuntime{st: st, dir: dir}
 }
 
-func (h hankRuntime) CodonRunning() bool { return CodonRunning(h.dir) }
+func (h hankRuntime) CodonRunning() bool { return codonRunning(h.dir) }
 
 func (h hankRuntime) Checkpoints() []ckpt.Record { return runtimeCheckpoints(h.st.Dir()) }
 
@@ -48,7 +48,7 @@ func (h hankRuntime) RestoreArchive(ctx context.Context, target, from string) (*
 }
 
 func (h hankRuntime) RecordContinuation(target ckpt.Record, at restore.Resume) (*restore.Continuation, string, error) {
-	return RecordContinuation(h.dir, target, at)
+	return recordContinuation(h.dir, target, at)
 }
 
 // ResolveTarget finds the checkpoint a target names in the workspace of st
@@ -103,9 +103,9 @@ func runtimeCheckpoints(dir string) []ckpt.Record {
 	return out
 }
 
-// CodonRunning reports whether a Hankweave runtime is running a codon in
+// codonRunning reports whether a Hankweave runtime is running a codon in
 // dir: its lock is live and the current run has a record that is not terminal.
-func CodonRunning(dir string) bool {
+func codonRunning(dir string) bool {
 	lk, err := hankweave.ReadLock(dir)
 	if err != nil || lk == nil || !lk.Alive(time.Now()) {
 		return false
@@ -160,8 +160,8 @@ func toAPIResult(res restore.Result) api.RestoreResult {
 	return out
 }
 
-// NewRunID makes a run id the way the runtime does: <ms>-<5 base-36 characters>.
-func NewRunID(now time.Time) string {
+// newRunID makes a run id the way the runtime does: <ms>-<5 base-36 characters>.
+func newRunID(now time.Time) string {
 	const digits = "0123456789abcdefghijklmnopqrstuvwxyz"
 	var b strings.Builder
 	for range 5 {
@@ -174,12 +174,12 @@ func NewRunID(now time.Time) string {
 	return strconv.FormatInt(now.UnixMilli(), 10) + "-" + b.String()
 }
 
-// RecordContinuation writes the rollback into state.json as the runtime
+// recordContinuation writes the rollback into state.json as the runtime
 // does (docs/runtime-formats.md, "state.json"): the abandoned run completed
 // with an endTime, then a new continuation run, first and current, resuming
 // where at says (restore.ResumeAt). Unknown fields are preserved. No
 // state.json: nothing to do (note says so).
-func RecordContinuation(dir string, target ckpt.Record, at restore.Resume) (*restore.Continuation, string, error) {
+func recordContinuation(dir string, target ckpt.Record, at restore.Resume) (*restore.Continuation, string, error) {
 	st, err := hankweave.ReadState(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -213,7 +213,7 @@ func RecordContinuation(dir string, target ckpt.Record, at restore.Resume) (*res
 	if srcRun == "" && from != nil {
 		srcRun = from.RunID
 	}
-	id := NewRunID(now)
+	id := newRunID(now)
 	if folder != "" {
 		folder = strings.Replace(folder, from.RunID, id, 1)
 	}
@@ -233,8 +233,8 @@ func RecordContinuation(dir string, target ckpt.Record, at restore.Resume) (*res
 	return cont, "", nil
 }
 
-// describe is a one-line name for a checkpoint in messages.
-func describe(c ckpt.Record) string {
+// Describe is a one-line name for a checkpoint in messages.
+func Describe(c ckpt.Record) string {
 	s := c.Name() + " (" + c.Short() + ", " + string(c.Kind)
 	if c.CodonID != "" {
 		s += " " + c.CodonID

@@ -1,4 +1,4 @@
-package agent
+package workerproto
 
 import (
 	"bytes"
@@ -13,17 +13,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// workerAttr runs a worker in its own session, killed if the supervisor
+// Attr runs a worker in its own session, killed if the supervisor
 // dies. It starts as root: it takes its owner's ids itself (BecomeWorker),
 // so that it is never, for an instant, a process its owner may attach to.
-func workerAttr(uid, gid uint32, groups []uint32) *syscall.SysProcAttr {
+func Attr(uid, gid uint32, groups []uint32) *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGTERM}
 }
 
-// keepInherited marks every descriptor above stderr close-on-exec, so that a
+// KeepInherited marks every descriptor above stderr close-on-exec, so that a
 // worker inherits none of what the supervisor was itself started with (a
 // descriptor its own parent left open), only what spawn hands it.
-func keepInherited() {
+func KeepInherited() {
 	if err := unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC); err == nil {
 		return
 	}
@@ -38,8 +38,8 @@ func keepInherited() {
 	}
 }
 
-// workerIDArgs are the ids a worker takes at its start (BecomeWorker).
-func workerIDArgs(uid, gid uint32, groups []uint32) []string {
+// IDArgs are the ids a worker takes at its start (BecomeWorker).
+func IDArgs(uid, gid uint32, groups []uint32) []string {
 	gs := make([]string, len(groups))
 	for i, g := range groups {
 		gs[i] = strconv.FormatUint(uint64(g), 10)
@@ -91,12 +91,12 @@ func BecomeWorker(uid, gid uint32, groups []uint32) error {
 	if os.Getppid() != ppid {
 		return errors.New("the supervisor is gone")
 	}
-	return checkWorkerIDs(uid, gid)
+	return checkIDs(uid, gid)
 }
 
-// checkWorkerIDs verifies what BecomeWorker did: every uid and gid the
+// checkIDs verifies what BecomeWorker did: every uid and gid the
 // owner's, no capability left, not dumpable.
-func checkWorkerIDs(uid, gid uint32) error {
+func checkIDs(uid, gid uint32) error {
 	r, e, s := unix.Getresuid()
 	rg, eg, sg := unix.Getresgid()
 	for _, id := range []int{r, e, s} {
@@ -131,15 +131,15 @@ func HardenWorker() error {
 	return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 }
 
-// workerExePath runs the executable inherited as fd 4, so it starts even
+// ExePath runs the executable inherited as fd 4, so it starts even
 // when its folder is closed to the owner.
-func workerExePath(string) string { return "/proc/self/fd/4" }
+func ExePath(string) string { return "/proc/self/fd/4" }
 
-// killSession kills what a worker that has exited left in its session: the
+// KillSession kills what a worker that has exited left in its session: the
 // git processes it started (each in its own process group, all in the
 // worker's session) and whatever they started. A session's id stays taken
 // while any member lives, so no other process can match.
-func killSession(sid int) {
+func KillSession(sid int) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return

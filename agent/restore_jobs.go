@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/checkpoints"
 	"github.com/cairn-dev/cairn/agent/hankweave"
 	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/restore"
@@ -15,9 +16,9 @@ import (
 	"github.com/cairn-dev/cairn/snapshot"
 )
 
-// The socket API of restores, rollbacks, listings, diffs, watches and events
-// (docs/cairn-formats.md, "Socket API in brief"). Restores run on the
-// workspace's goroutine, never beside its seals.
+// A workspace's restore jobs and listings: restores and rollbacks run on the
+// workspace's goroutine, never beside its seals (the restore itself is
+// checkpoints.RunRestore; its HTTP handlers are in http.go).
 
 // restoreJob is a restore run on the workspace's goroutine.
 type restoreJob struct {
@@ -167,9 +168,9 @@ func (d *Daemon) restoreRun(ws *workspace, st *snapshot.Store, cmdType string, o
 	job := restoreJob{done: make(chan struct{}), fn: func(ctx context.Context, changed []string) {
 		op.Changed = changed
 		if undo {
-			res, err = Undo(ctx, st, ws.dir, op)
+			res, err = checkpoints.Undo(ctx, st, ws.dir, op)
 		} else {
-			res, err = RunRestore(ctx, st, ws.dir, op)
+			res, err = checkpoints.RunRestore(ctx, st, ws.dir, op)
 		}
 		// The pre-restore checkpoint is the newest, as a seal's would be;
 		// set here, on the workspace's goroutine, so no later seal is undone.
@@ -199,33 +200,10 @@ func (d *Daemon) restoreRun(ws *workspace, st *snapshot.Store, cmdType string, o
 		}
 		emit(api.EvRollbackCompleted, api.RollbackCompleted{FromRun: fromRun, ToRun: toRun, Checkpoint: target.SHA,
 			CodonID: target.CodonID, CodonName: target.CodonName, CheckpointType: string(target.Kind), AutoRestart: autoRestart})
-		d.log.Info().Str("workspace", ws.dir).Str("command", cmdType).Str("target", describe(target)).
+		d.log.Info().Str("workspace", ws.dir).Str("command", cmdType).Str("target", checkpoints.Describe(target)).
 			Int("written", len(res.Write)).Int("deleted", len(res.Delete)).Msg("restored")
 	}
 	return res, nil
-}
-
-// resolveArg resolves a target given in a query (ledger id, SHA prefix, …) to a full SHA.
-func resolveArg(ctx context.Context, st *snapshot.Store, arg string) (ckpt.Record, error) {
-	t, err := restore.ParseTarget(arg)
-	if err != nil {
-		return ckpt.Record{}, err
-	}
-	return ResolveTarget(ctx, st, t)
-}
-
-// Show is a record and the files it changed from its parent, with a diffstat.
-func Show(ctx context.Context, st *snapshot.Store, rec ckpt.Record) (api.Diff, error) {
-	return ShowWith(ctx, st, rec, snapshot.DiffOptions{})
-}
-
-// ShowWith is Show with the diff's options: the files, a patch, some paths.
-func ShowWith(ctx context.Context, st *snapshot.Store, rec ckpt.Record, o snapshot.DiffOptions) (api.Diff, error) {
-	ar := rec
-	out := api.Diff{A: rec.Parent, B: rec.SHA, Record: &ar}
-	res, err := st.DiffWith(ctx, rec.Parent, rec.SHA, o)
-	out.Stat, out.Patch, out.Files = res.Stat, res.Patch, res.Files
-	return out, err
 }
 
 // diffOptions reads a diff's options from its query: patch=1, files=1,

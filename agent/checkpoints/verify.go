@@ -1,4 +1,4 @@
-package agent
+package checkpoints
 
 import (
 	"context"
@@ -84,10 +84,10 @@ func planPatterns(st *snapshot.Store, codon string) ([]string, bool) {
 		return nil, false
 	}
 	if codon == "" {
-		return (&hankState{last: hs}).currentPatterns()
+		return CurrentPatterns(hs)
 	}
 	if len(hs.ExecutionPlan) == 0 {
 		return nil, false
 	}
-	return planUnion(hs, codon), true
+	return PlanUnion(hs, codon), true
 }
