@@ -105,7 +105,10 @@ func raceMain() int {
 			seen[pid] = true
 			tries++
 			for what, got := range takeOver(pid, []int{0, 1, 2, 3, 4, 5, 6, 7, 8}) {
-				if got == "ok" {
+				// A worker's child (a git it starts) reads as the worker
+				// until its exec, after which it is an ordinary process of
+				// the user's: a win is the worker's only if it still is.
+				if now, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); got == "ok" && err == nil && string(now) == string(cl) {
 					won = append(won, fmt.Sprintf("%s of pid %d", what, pid))
 				}
 			}
