@@ -72,15 +72,6 @@ func settle(t *testing.T, d *daemon, ws string) {
 	})
 }
 
-func plainGitDir(t *testing.T, state, ws string) string {
-	t.Helper()
-	real, err := filepath.EvalSymlinks(ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(state, "stores", snapshot.PlainStoreName(real), "store.git")
-}
-
 func hasFile(t *testing.T, gitDir, sha, name string) bool {
 	return slices.Contains(treeFiles(t, gitDir, sha), name)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/cairn-dev/cairn/agent/hankweave/hwsim/hwsimtest"
 	"github.com/cairn-dev/cairn/platform/testsupport"
 	"github.com/cairn-dev/cairn/restore/ckpt"
+	"github.com/cairn-dev/cairn/snapshot"
 )
 
 var cairnBin string
@@ -239,6 +240,30 @@ func rawStatus(t testing.TB, sock string) []byte {
 	return b
 }
 
+// runCairn runs the binary to completion and returns its combined output.
+func runCairn(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(cairnBin, args...)
+	cmd.Env = quickEnv()
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// cairnRun runs the binary and returns stdout, stderr and the exit code
+// (runCairn: the combined output and the error).
+func cairnRun(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(cairnBin, args...)
+	cmd.Env = quickEnv()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil && cmd.ProcessState == nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+}
+
 // ledger reads a workspace's records with `cairn list --json` (oldest
 // first). A workspace owned by another user is read through the daemon (root
 // does not read a user's workspace itself): none while the daemon has not
@@ -283,6 +308,16 @@ func waitRecord(t *testing.T, dir, state, what string, match func(ckpt.Record) b
 	return got
 }
 
+// plainGitDir is the GIT_DIR of a plain workspace's store in state.
+func plainGitDir(t *testing.T, state, ws string) string {
+	t.Helper()
+	real, err := filepath.EvalSymlinks(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(state, "stores", snapshot.PlainStoreName(real), "store.git")
+}
+
 // gitCmd is plain git on a store, with an environment of its own.
 func gitCmd(t *testing.T, gitDir string, args ...string) *exec.Cmd {
 	cmd := exec.Command("git", args...)
@@ -309,6 +344,33 @@ func treeFiles(t *testing.T, gitDir, sha string) []string {
 	return strings.Split(out, "\n")
 }
 
+// blobOf is a file's content in a commit.
+func blobOf(t *testing.T, gitDir, sha, path string) string {
+	t.Helper()
+	return git(t, gitDir, "cat-file", "blob", sha+":"+path)
+}
+
+// blobIf is a file's content in a commit, and whether the commit holds it.
+func blobIf(t *testing.T, gitDir, sha, path string) (string, bool) {
+	t.Helper()
+	out, err := gitCmd(t, gitDir, "cat-file", "blob", sha+":"+path).Output()
+	if err != nil {
+		return "", false
+	}
+	return strings.TrimSpace(string(out)), true
+}
+
+// mainTip is the tip of the store's main branch.
+func mainTip(t *testing.T, gitDir string) string {
+	return git(t, gitDir, "rev-parse", "refs/heads/main")
+}
+
+// branchTip is the tip of run-<id>.
+func branchTip(t *testing.T, gitDir, runID string) string {
+	return git(t, gitDir, "rev-parse", "refs/heads/run-"+runID)
+}
+
+// write makes a file (and its folders) with content.
 func write(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -319,21 +381,13 @@ func write(t testing.TB, path, content string) {
 	}
 }
 
+// kinds is a short line for a failure: each record's id, kind and codon.
 func kinds(recs []ckpt.Record) string {
 	var b strings.Builder
 	for _, r := range recs {
 		fmt.Fprintf(&b, "%s:%s/%s ", r.ID, r.Kind, r.CodonID)
 	}
 	return b.String()
-}
-
-// runCairn runs the binary to completion and returns its combined output.
-func runCairn(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	cmd := exec.Command(cairnBin, args...)
-	cmd.Env = quickEnv()
-	out, err := cmd.CombinedOutput()
-	return string(out), err
 }
 
 // Hankweave execution directories played by hwsim and watched by a real
@@ -548,32 +602,6 @@ func checkMessage(t *testing.T, gitDir string, r ckpt.Record, w wantCkpt) {
 	if len(lines) > len(head) && strings.HasPrefix(lines[len(head)], "Duration:") {
 		t.Errorf("%s: unexpected %q", k, lines[len(head)])
 	}
-}
-
-// blobOf is a file's content in a commit.
-func blobOf(t *testing.T, gitDir, sha, path string) string {
-	t.Helper()
-	return git(t, gitDir, "cat-file", "blob", sha+":"+path)
-}
-
-// blobIf is a file's content in a commit, and whether the commit holds it.
-func blobIf(t *testing.T, gitDir, sha, path string) (string, bool) {
-	t.Helper()
-	out, err := gitCmd(t, gitDir, "cat-file", "blob", sha+":"+path).Output()
-	if err != nil {
-		return "", false
-	}
-	return strings.TrimSpace(string(out)), true
-}
-
-// mainTip is the tip of the store's main branch.
-func mainTip(t *testing.T, gitDir string) string {
-	return git(t, gitDir, "rev-parse", "refs/heads/main")
-}
-
-// branchTip is the tip of run-<id>.
-func branchTip(t *testing.T, gitDir, runID string) string {
-	return git(t, gitDir, "rev-parse", "refs/heads/run-"+runID)
 }
 
 // runtimeSealer makes the commits a runtime with checkpointing enabled makes

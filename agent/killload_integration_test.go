@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/api"
-	"github.com/cairn-dev/cairn/snapshot"
 
 	"github.com/cairn-dev/cairn/restore/ckpt"
 )
@@ -70,8 +69,7 @@ func TestSigkillUnderLoad(t *testing.T) {
 		t.Errorf("final checkpoint: %v", final)
 	}
 	recs := ledger(t, ws, state)
-	real, _ := filepath.EvalSymlinks(ws)
-	gitDir := filepath.Join(state, "stores", snapshot.PlainStoreName(real), "store.git")
+	gitDir := plainGitDir(t, state, ws)
 	git(t, gitDir, "fsck", "--no-dangling", "--no-progress")
 	seen := map[string]bool{}
 	for _, r := range recs {
