@@ -49,7 +49,7 @@ func TestRollbackRestoresArchive(t *testing.T) {
 	b, _ := json.MarshalIndent(manifest, "", "  ")
 	write(t, filepath.Join(execDir, ".hankweave/archive-manifest.json"), string(b))
 	// Let the daemon seal the removal of out.md (an autosave), so the position is past b.
-	waitRec(t, execDir, state, "autosave of the archiving", func(r ckpt.Record) bool {
+	waitRecord(t, execDir, state, "autosave of the archiving", func(r ckpt.Record) bool {
 		return r.Kind == ckpt.KindAutosave && r.Removed == 1
 	})
 

@@ -1,7 +1,6 @@
 package agent_test
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -24,19 +23,6 @@ func autodevGit(t *testing.T, dir string, args ...string) string {
 		t.Fatalf("git %v: %v\n%s", args, err, out)
 	}
 	return strings.TrimSpace(string(out))
-}
-
-// cairnRun runs the binary and returns stdout, stderr and the exit code.
-func cairnRun(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	cmd := exec.Command(cairnBin, args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if err != nil && cmd.ProcessState == nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
 }
 
 // TestAutodevDaemonEndToEnd watches a repository in the autodev layout with

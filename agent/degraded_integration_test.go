@@ -67,18 +67,9 @@ func settle(t *testing.T, d *daemon, ws string) {
 	t.Helper()
 	write(t, filepath.Join(ws, "a", "settle.txt"), "watched\n")
 	gitDir := plainGitDir(t, d.state, ws)
-	waitRec(t, ws, d.state, "the autosave of a watched edit", func(r ckpt.Record) bool {
+	waitRecord(t, ws, d.state, "the autosave of a watched edit", func(r ckpt.Record) bool {
 		return r.Kind == ckpt.KindAutosave && r.SHA != "" && hasFile(t, gitDir, r.SHA, "a/settle.txt")
 	})
-}
-
-func plainGitDir(t *testing.T, state, ws string) string {
-	t.Helper()
-	real, err := filepath.EvalSymlinks(ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(state, "stores", snapshot.PlainStoreName(real), "store.git")
 }
 
 func hasFile(t *testing.T, gitDir, sha, name string) bool {
@@ -133,7 +124,7 @@ func TestDegradedPeriodicReconcile(t *testing.T) {
 	// Well within the first re-watch attempt: only the periodic reconcile can seal it.
 	var rec ckpt.Record
 	waitFor(t, 15*time.Second, "an autosave holding d/later.txt", func() bool {
-		for _, r := range ledgerQuick(t, ws, d.state) {
+		for _, r := range ledger(t, ws, d.state) {
 			if r.Kind == ckpt.KindAutosave && r.SHA != "" && hasFile(t, gitDir, r.SHA, "d/later.txt") {
 				rec = r
 				return true
@@ -275,7 +266,7 @@ func TestDeletedStoreRecreated(t *testing.T) {
 	if !strings.Contains(st.Notice, "deleted") || !strings.Contains(st.Notice, "lost") || st.Error != "" {
 		t.Errorf("status after recreation = %+v, want a notice that history was lost, no error", st)
 	}
-	recs := ledgerQuick(t, ws, d.state)
+	recs := ledger(t, ws, d.state)
 	if len(recs) == 0 || recs[0].Kind != ckpt.KindBaseline || !strings.Contains(recs[0].Label, "history is lost") ||
 		recs[0].SHA == first.SHA || !hasFile(t, gitDir, recs[0].SHA, "f.txt") {
 		t.Fatalf("ledger after recreation: %+v, want a new baseline holding f.txt, labelled history lost", recs)
@@ -285,7 +276,7 @@ func TestDeletedStoreRecreated(t *testing.T) {
 	}
 
 	write(t, filepath.Join(ws, "g.txt"), "after\n")
-	waitRec(t, ws, d.state, "an autosave in the new store", func(r ckpt.Record) bool {
+	waitRecord(t, ws, d.state, "an autosave in the new store", func(r ckpt.Record) bool {
 		return r.Kind == ckpt.KindAutosave && r.State == ckpt.StateOK && hasFile(t, gitDir, r.SHA, "g.txt")
 	})
 }
@@ -330,7 +321,7 @@ func TestFailedAutosaveRetried(t *testing.T) {
 	}
 	gitDir := plainGitDir(t, state, ws)
 	waitFor(t, 60*time.Second, "the retried autosave holding the 20 changes", func() bool {
-		for _, r := range ledgerQuick(t, ws, state) {
+		for _, r := range ledger(t, ws, state) {
 			if r.Kind == ckpt.KindAutosave && r.State == ckpt.StateOK && r.Added == 20 &&
 				hasFile(t, gitDir, r.SHA, "pending/pt.txt") {
 				return true

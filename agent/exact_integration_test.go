@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/client"
+	"github.com/cairn-dev/cairn/platform/testsupport"
 	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
@@ -42,20 +42,6 @@ func TestManualCheckpointIsABarrier(t *testing.T) {
 	}
 }
 
-// smallDisk mounts a tmpfs of size bytes (root only).
-func smallDisk(t *testing.T, size string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a small file system")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("mount tmpfs: %v: %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
-	return dir
-}
-
 // fillDisk writes a file that leaves about leave bytes free on dir's file system.
 func fillDisk(t *testing.T, dir string, leave int64) string {
 	t.Helper()
@@ -81,7 +67,7 @@ func fillDisk(t *testing.T, dir string, leave int64) string {
 // A file whose blob could not be written (the store's disk full) stays
 // pending, and is sealed once space returns, though it never changes again.
 func TestUnsealedPathRetried(t *testing.T) {
-	state := smallDisk(t, "16m")
+	state := testsupport.MountTmpfs(t, "16m")
 	ws := filepath.Join(t.TempDir(), "ws")
 	write(t, filepath.Join(ws, "f.txt"), "x\n")
 	cfg := configFile(t, "disk_floor = \"off\"\n"+fastAutosave)
@@ -111,7 +97,7 @@ func TestUnsealedPathRetried(t *testing.T) {
 // Autosaves paused under the disk floor resume by themselves when space
 // returns, with no further edit.
 func TestDiskFloorPauseEnds(t *testing.T) {
-	state := smallDisk(t, "16m")
+	state := testsupport.MountTmpfs(t, "16m")
 	ws := filepath.Join(t.TempDir(), "ws")
 	write(t, filepath.Join(ws, "f.txt"), "x\n")
 	cfg := configFile(t, "disk_floor = \"50%\"\n"+fastAutosave)

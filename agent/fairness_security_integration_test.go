@@ -80,7 +80,8 @@ func TestSecurityDiscoveryFairShare(t *testing.T) {
 	// Alice's workspace made after the flood is watched, and the first one kept.
 	ownedDir(t, alice, late, map[string]string{"b.txt": "alice's too\n"})
 	waitWatching(t, d, late)
-	// Three more discovery passes (2 s apart): both stay, the cap holds.
+	// Three more discovery passes (2 s apart): both stay, the cap holds. Not a
+	// wait: no status says a pass happened, so the test watches for 6 s.
 	for end := time.Now().Add(6 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
 		st := d.status()
 		for _, dir := range []string{early, late} {

@@ -23,34 +23,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/platform/testsupport"
 )
-
-// newGroup makes a group (removed when the test ends) with members.
-func newGroup(t testing.TB, members ...testUser) (name string, gid int) {
-	t.Helper()
-	if _, err := exec.LookPath("groupadd"); err != nil {
-		t.Skip("no groupadd")
-	}
-	name = fmt.Sprintf("cairng%d", rand.Intn(100_000_000))
-	if out, err := exec.Command("groupadd", name).CombinedOutput(); err != nil {
-		t.Skipf("groupadd: %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("groupdel", name).Run() })
-	for _, m := range members {
-		if out, err := exec.Command("gpasswd", "-a", m.name, name).CombinedOutput(); err != nil {
-			t.Fatalf("gpasswd: %v: %s", err, out)
-		}
-	}
-	out, err := exec.Command("getent", "group", name).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := strings.Split(strings.TrimSpace(string(out)), ":")
-	if _, err := fmt.Sscan(f[2], &gid); err != nil {
-		t.Fatal(err)
-	}
-	return name, gid
-}
 
 // foreignRow is a row of a workspace's "foreign" in /v1/status, read from
 // the wire (what the CLI and the panel read).
@@ -85,17 +59,6 @@ func foreignNamed(t testing.TB, status []byte, ws, path string) (foreignRow, boo
 		}
 	}
 	return foreignRow{}, false
-}
-
-// rawStatus is /v1/status as root reads it.
-func rawStatus(t testing.TB, sock string) []byte {
-	t.Helper()
-	code, out := call(t, sock, "GET", "/v1/status", nil)
-	if code != 200 {
-		t.Fatalf("status: %d %v", code, out)
-	}
-	b, _ := json.Marshal(out)
-	return b
 }
 
 // TestSecurityForeignFolderInRootWorkspace: a root-owned workspace (served
@@ -163,10 +126,7 @@ func foreignFolderRace(t *testing.T, shape string) {
 		f, ok := foreignNamed(t, rawStatus(t, d.socket), ws, tmp)
 		return ok && f.LeftOut && f.Why == want
 	}
-	for end := time.Now().Add(10 * time.Second); !named() && time.Now().Before(end); {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if !named() {
+	if !testsupport.Poll(10*time.Second, named) {
 		t.Errorf("status does not name %s as left out (%s): %s", tmp, want, rawStatus(t, d.socket))
 	}
 

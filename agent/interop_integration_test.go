@@ -82,12 +82,12 @@ func TestInteropExitAfterRuntimeShutdown(t *testing.T) {
 	oldRun2 := oldSim.StartRun()
 	oldSim.SkipCodon("plan")
 	waitMarker(t, old, state, markerKey{ckpt.KindSkipped, oldRun2, "plan", 0})
-	assertKeys(t, ledgerQuick(t, exec, state), []markerKey{
+	assertKeys(t, ledger(t, exec, state), []markerKey{
 		{ckpt.KindCompleted, run, "plan", 0},
 		{ckpt.KindExit, run, "code", 0},
 		{ckpt.KindSkipped, run2, "plan", 0},
 	})
-	assertKeys(t, ledgerQuick(t, old, state), []markerKey{{ckpt.KindSkipped, oldRun2, "plan", 0}})
+	assertKeys(t, ledger(t, old, state), []markerKey{{ckpt.KindSkipped, oldRun2, "plan", 0}})
 }
 
 // interopPlan: a codon without a rig, then three with one.
@@ -120,7 +120,8 @@ func TestInteropAdoptsRigSetupRecordedLater(t *testing.T) {
 			if none[codonID] {
 				return ""
 			}
-			// The runtime's commit of the tree takes a while, with starting on disk.
+			// The runtime's commit of the tree takes a while, with starting on
+			// disk: not a wait, the time the daemon must wait through.
 			time.Sleep(500 * time.Millisecond)
 		}
 		return rs.seal(kind, runID, codonID)
@@ -179,7 +180,7 @@ func TestInteropAdoptsRigSetupRecordedLater(t *testing.T) {
 	waitMarker(t, exec, state, markerKey{ckpt.KindCompleted, run2, "test", 0})
 	sim.Shutdown()
 
-	recs := ledgerQuick(t, exec, state)
+	recs := ledger(t, exec, state)
 	assertKeys(t, recs, []markerKey{
 		k(ckpt.KindCompleted, "plan"),
 		k(ckpt.KindRigSetup, "test"),
@@ -267,9 +268,9 @@ func TestInteropEditsBeforeMarkerNotRacy(t *testing.T) {
 		waitMarker(t, exec, state, markerKey{ckpt.KindRigSetup, run, id, 0})
 		// The codon runs: the daemon reads the state again (a heartbeat's
 		// pass) before the agent edits.
-		ow := watchOpens(t, filepath.Join(exec, ".hankweave"))
+		ow := newOpenWatch(t, filepath.Join(exec, ".hankweave"))
 		sim.Heartbeat()
-		ow.wait(t, 10*time.Second, "runtime.lock", "state.json")
+		ow.waitNames(t, 10*time.Second, "runtime.lock", "state.json")
 		ow.close()
 		edited := []string{fmt.Sprintf("edit-%d-a.txt", i), fmt.Sprintf("edit-%d-b.txt", i), "shared.txt"}
 		for _, rel := range edited {
@@ -303,49 +304,80 @@ func TestInteropEditsBeforeMarkerNotRacy(t *testing.T) {
 	}
 }
 
-// dirOpens reports the names of files opened in a folder (inotify IN_OPEN):
-// how a test learns that the daemon has read the runtime's files.
-type dirOpens struct{ fd int }
+// openWatch reports the opens of a file, or of the files in a folder, by
+// inotify (IN_OPEN): how a test learns that the daemon is trying to take a
+// lock the test holds, or has read the runtime's files.
+type openWatch struct {
+	fd int
+}
 
-func watchOpens(t *testing.T, dir string) *dirOpens {
+func newOpenWatch(t *testing.T, path string) *openWatch {
 	t.Helper()
 	fd, err := syscall.InotifyInit1(syscall.IN_CLOEXEC | syscall.IN_NONBLOCK)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := syscall.InotifyAddWatch(fd, dir, syscall.IN_OPEN); err != nil {
+	if _, err := syscall.InotifyAddWatch(fd, path, syscall.IN_OPEN); err != nil {
 		syscall.Close(fd)
 		t.Fatal(err)
 	}
-	return &dirOpens{fd: fd}
+	ow := &openWatch{fd: fd}
+	t.Cleanup(ow.close)
+	return ow
 }
 
-func (o *dirOpens) close() { syscall.Close(o.fd) }
+// close stops watching; a second call does nothing.
+func (ow *openWatch) close() {
+	if ow.fd >= 0 {
+		syscall.Close(ow.fd)
+		ow.fd = -1
+	}
+}
 
-// wait waits until files named names were opened, in that order.
-func (o *dirOpens) wait(t *testing.T, within time.Duration, names ...string) {
+// opened reads the opens seen since the last call: for a folder, the names
+// of the files opened in it; for a file, one "" per open.
+func (ow *openWatch) opened(t *testing.T) []string {
 	t.Helper()
 	buf := make([]byte, 64<<10)
-	deadline := time.Now().Add(within)
-	for len(names) > 0 {
-		n, err := syscall.Read(o.fd, buf)
+	var names []string
+	for {
+		n, err := syscall.Read(ow.fd, buf)
 		if err != nil && !errors.Is(err, syscall.EAGAIN) {
 			t.Fatal(err)
 		}
+		if n <= 0 {
+			return names
+		}
 		for off := 0; off+syscall.SizeofInotifyEvent <= n; {
 			ev := (*syscall.InotifyEvent)(unsafe.Pointer(&buf[off]))
-			name := string(bytes.TrimRight(buf[off+syscall.SizeofInotifyEvent:off+syscall.SizeofInotifyEvent+int(ev.Len)], "\x00"))
+			name := buf[off+syscall.SizeofInotifyEvent : off+syscall.SizeofInotifyEvent+int(ev.Len)]
+			names = append(names, string(bytes.TrimRight(name, "\x00")))
+			off += syscall.SizeofInotifyEvent + int(ev.Len)
+		}
+	}
+}
+
+// drain forgets the opens seen so far.
+func (ow *openWatch) drain(t *testing.T) {
+	ow.opened(t)
+}
+
+// wait waits for an open of the watched file.
+func (ow *openWatch) wait(t *testing.T, within time.Duration, what string) {
+	t.Helper()
+	waitFor(t, within, what, func() bool { return len(ow.opened(t)) > 0 })
+}
+
+// waitNames waits until the files named names, in the watched folder, have
+// been opened in that order.
+func (ow *openWatch) waitNames(t *testing.T, within time.Duration, names ...string) {
+	t.Helper()
+	waitFor(t, within, fmt.Sprintf("the daemon to open %v", names), func() bool {
+		for _, name := range ow.opened(t) {
 			if len(names) > 0 && name == names[0] {
 				names = names[1:]
 			}
-			off += syscall.SizeofInotifyEvent + int(ev.Len)
 		}
-		if len(names) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for the daemon to open %v", within, names)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return len(names) == 0
+	})
 }

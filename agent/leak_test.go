@@ -11,7 +11,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/client"
+	"github.com/cairn-dev/cairn/platform/testsupport"
 )
 
 // TestDaemonStopsEveryGoroutine runs a daemon in this process over a plain
@@ -29,16 +31,13 @@ func TestDaemonStopsEveryGoroutine(t *testing.T) {
 	go func() { done <- d.Run(ctx) }()
 
 	c := client.New(sock)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		st, err := c.Status(context.Background())
-		if err == nil && len(st.Workspaces) == 2 && st.Workspaces[0].Last != "" && st.Workspaces[1].Last != "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("workspaces not sealed: %+v %v", st, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var st api.Status
+	var err error
+	if !testsupport.Poll(20*time.Second, func() bool {
+		st, err = c.Status(context.Background())
+		return err == nil && len(st.Workspaces) == 2 && st.Workspaces[0].Last != "" && st.Workspaces[1].Last != ""
+	}) {
+		t.Fatalf("workspaces not sealed: %+v %v", st, err)
 	}
 	os.WriteFile(filepath.Join(plain, "b.txt"), []byte("b"), 0o644)
 	cancel()
@@ -46,14 +45,10 @@ func TestDaemonStopsEveryGoroutine(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	deadline = time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			n := runtime.Stack(buf, true)
-			t.Fatalf("%d goroutines before, %d after stopping:\n%s", before, runtime.NumGoroutine(), leaked(string(buf[:n])))
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testsupport.Poll(10*time.Second, func() bool { return runtime.NumGoroutine() <= before }) {
+		buf := make([]byte, 1<<20)
+		n := runtime.Stack(buf, true)
+		t.Fatalf("%d goroutines before, %d after stopping:\n%s", before, runtime.NumGoroutine(), leaked(string(buf[:n])))
 	}
 }
 

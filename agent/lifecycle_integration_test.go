@@ -123,7 +123,7 @@ func TestLifecycleHappyPath(t *testing.T) {
 	sim.Shutdown()
 	// The barrier: a change after the shutdown, autosaved.
 	sim.EditFile("deploy.txt", "try 2", "after shutdown")
-	waitRec(t, exec, state, "autosave after the shutdown", func(r ckpt.Record) bool {
+	waitRecord(t, exec, state, "autosave after the shutdown", func(r ckpt.Record) bool {
 		if r.Kind != ckpt.KindAutosave || r.SHA == "" {
 			return false
 		}
@@ -131,7 +131,7 @@ func TestLifecycleHappyPath(t *testing.T) {
 		return ok && b == "after shutdown"
 	})
 
-	recs := ledgerQuick(t, exec, state)
+	recs := ledger(t, exec, state)
 	var wantKeys []markerKey
 	for _, s := range steps {
 		wantKeys = append(wantKeys, s.key)
@@ -263,7 +263,7 @@ func TestLifecycleExitOnCrashStopAndHang(t *testing.T) {
 	sim.SkipCodon("plan")
 	waitMarker(t, exec, state, markerKey{ckpt.KindSkipped, run5, "plan", 0})
 
-	recs := ledgerQuick(t, exec, state)
+	recs := ledger(t, exec, state)
 	assertKeys(t, recs, []markerKey{
 		{ckpt.KindCompleted, run1, "plan", 0},
 		{ckpt.KindExit, run1, "code", 0},
@@ -350,7 +350,7 @@ func TestLifecycleAdoptsRuntimeCheckpoints(t *testing.T) {
 	if wantList := []string{plan.SHA, code.SHA, rig.SHA, fail.SHA}; !slices.Equal(branch, wantList) {
 		t.Errorf("run branch %v, want %v", branch, wantList)
 	}
-	recs := ledgerQuick(t, exec, state)
+	recs := ledger(t, exec, state)
 	assertKeys(t, recs, []markerKey{
 		{ckpt.KindCompleted, run, "plan", 0},
 		{ckpt.KindSkipped, run, "code", 0},
@@ -425,7 +425,7 @@ func TestLifecycleTornStateAndCompaction(t *testing.T) {
 	sim.SkipCodon("plan")
 	waitMarker(t, exec, state, markerKey{ckpt.KindSkipped, run3, "plan", 0})
 
-	assertKeys(t, ledgerQuick(t, exec, state), []markerKey{
+	assertKeys(t, ledger(t, exec, state), []markerKey{
 		{ckpt.KindCompleted, run1, "plan", 0},
 		{ckpt.KindCompleted, run1, "code", 0},
 		{ckpt.KindCompleted, run2, "plan", 0},
@@ -470,7 +470,7 @@ func TestLifecycleBrokenWorkspaceFailsAlone(t *testing.T) {
 	plan := waitMarker(t, exec, state, markerKey{ckpt.KindCompleted, run, "plan", 0})
 	checkCheckpoint(t, gitDir, plan, wantCkpt{Name: "Plan", Parent: main, Files: []string{"plan.md"}, State: ckpt.StateOK,
 		Duration: recordDurations(t, exec)[markerKey{RunID: run, CodonID: "plan"}]})
-	auto := waitRec(t, plain, state, "autosave of the plain folder", func(r ckpt.Record) bool {
+	auto := waitRecord(t, plain, state, "autosave of the plain folder", func(r ckpt.Record) bool {
 		return r.Kind == ckpt.KindAutosave && r.SHA != ""
 	})
 	pw, _ := d.workspace(plain)
@@ -486,7 +486,7 @@ func TestLifecycleBrokenWorkspaceFailsAlone(t *testing.T) {
 	if !ok || !strings.Contains(w.Error, "state.json") {
 		t.Errorf("broken workspace status %+v", w)
 	}
-	for _, r := range ledgerQuick(t, broken, state) {
+	for _, r := range ledger(t, broken, state) {
 		if r.Kind.IsLifecycle() {
 			t.Errorf("broken workspace sealed %s", keyOf(r))
 		}
@@ -564,7 +564,7 @@ func TestLifecycleSigkillAndRestart(t *testing.T) {
 	done := waitMarker(t, exec, state, markerKey{ckpt.KindCompleted, run, "deploy", 1})
 	sim.Shutdown()
 
-	recs := ledgerQuick(t, exec, state)
+	recs := ledger(t, exec, state)
 	assertKeys(t, recs, append(append([]markerKey{
 		{ckpt.KindRigSetup, run, "setup", 0},
 		{ckpt.KindCompleted, run, "setup", 0},
@@ -646,7 +646,7 @@ func TestLifecycleSigtermDuringSeal(t *testing.T) {
 		t.Errorf("completed gen holds %d files, want %d", len(got), len(files))
 	}
 	sim.Shutdown()
-	assertKeys(t, ledgerQuick(t, exec, state), []markerKey{{ckpt.KindCompleted, run, "gen", 0}})
+	assertKeys(t, ledger(t, exec, state), []markerKey{{ckpt.KindCompleted, run, "gen", 0}})
 	took, code = d.stop(syscall.SIGTERM)
 	if code != 0 || took > 10*time.Second {
 		t.Errorf("SIGTERM when idle: exit %d after %s", code, took)
@@ -752,7 +752,7 @@ func TestLifecycleRacyWhileSealBusy(t *testing.T) {
 		return err == nil
 	})
 	ow := newOpenWatch(t, lockPath)
-	ow.drain()
+	ow.drain(t)
 	sim.CompleteCodon("a")
 	ow.wait(t, 10*time.Second, "the daemon waiting for the store lock after a's completion")
 	// While the daemon waits: b runs and completes, and the agent goes on.

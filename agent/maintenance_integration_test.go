@@ -27,11 +27,15 @@ func TestMaintenanceWhenIdle(t *testing.T) {
 	waitRecord(t, ws, state, "baseline", func(r ckpt.Record) bool { return r.Kind == ckpt.KindBaseline })
 	write(t, filepath.Join(ws, "b.txt"), "b\n")
 	waitRecord(t, ws, state, "autosave", func(r ckpt.Record) bool { return r.Kind == ckpt.KindAutosave })
+	// The run looked at is one that began once the autosave was in the
+	// ledger: one begun before may have packed the refs before the
+	// autosave's ref was written (seals run between its steps).
+	sealed := time.Now()
 
-	waitFor(t, 20*time.Second, "maintenance ran and status shows it", func() bool {
+	waitFor(t, 20*time.Second, "maintenance ran after the autosave and status shows it", func() bool {
 		w, ok := d.workspace(ws)
-		return ok && w.LastMaintenance != nil && len(w.LastMaintenance.Steps) == 3 && w.LooseObjects == 0 &&
-			w.Kept == 2 && w.StoreBytes > 0
+		return ok && w.LastMaintenance != nil && w.LastMaintenance.Start.After(sealed) &&
+			len(w.LastMaintenance.Steps) == 3 && w.LooseObjects == 0 && w.Kept == 2 && w.StoreBytes > 0
 	})
 	w, _ := d.workspace(ws)
 	if loose, _ := filepath.Glob(filepath.Join(w.Store, "refs", "cairn", "*", "*")); len(loose) != 0 {

@@ -114,7 +114,7 @@ func TestRootDaemonWritesAsWorkspaceOwner(t *testing.T) {
 	b, _ := json.MarshalIndent(manifest, "", "  ")
 	write(t, filepath.Join(execDir, ".hankweave/archive-manifest.json"), string(b))
 	giveAway()
-	waitRec(t, execDir, state, "autosave of the archiving", func(r ckpt.Record) bool {
+	waitRecord(t, execDir, state, "autosave of the archiving", func(r ckpt.Record) bool {
 		return r.Kind == ckpt.KindAutosave && r.Removed == 1
 	})
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/replicate"
+	"github.com/cairn-dev/cairn/platform/testsupport"
 )
 
 // Fleet replication against real git servers: a bare repository over
@@ -205,18 +206,17 @@ func waitArrived(t *testing.T, d *daemon, dir, remote, gitDir, host string) {
 	t.Helper()
 	key := replicate.Key(dir)
 	why := ""
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	if !testsupport.Poll(60*time.Second, func() bool {
 		r := replOf(t, d, dir)
 		if r == nil || r.LagCheckpoints != 0 || r.State != "idle" {
 			why = fmt.Sprintf("status %+v", r)
-		} else if ok, w := arrived(t, remote, gitDir, host, key); ok {
-			return
-		} else {
-			why = w
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for every ref on the remote: %s", why)
-		}
+		ok, w := arrived(t, remote, gitDir, host, key)
+		why = w
+		return ok
+	}) {
+		t.Fatalf("timed out waiting for every ref on the remote: %s", why)
 	}
 }
 
@@ -255,7 +255,7 @@ func TestReplicateTwoHosts(t *testing.T) {
 				if out, err := runCairn(t, args...); err != nil {
 					t.Errorf("%s: cairn checkpoint: %v: %s", h.name, err, out)
 				}
-				time.Sleep(150 * time.Millisecond) // let autosaves in between
+				time.Sleep(150 * time.Millisecond) // not a wait: paces the checkpoints so that autosaves come in between
 			}
 		}()
 	}
@@ -355,7 +355,7 @@ func TestReplicateKilledPush(t *testing.T) {
 	for time.Now().Before(deadline) && !killed {
 		for _, p := range descendants(d.cmd.Process.Pid) {
 			if c := cmdline(p); strings.Contains(c, "pack-objects") || strings.Contains(c, "receive-pack") || strings.Contains(c, "unpack-objects") || strings.Contains(c, "index-pack") {
-				time.Sleep(50 * time.Millisecond) // well inside the transfer
+				time.Sleep(50 * time.Millisecond) // not a wait: the kill lands well inside the transfer
 				procs := descendants(d.cmd.Process.Pid)
 				_ = syscall.Kill(d.cmd.Process.Pid, syscall.SIGKILL)
 				for _, q := range procs {
@@ -367,6 +367,8 @@ func TestReplicateKilledPush(t *testing.T) {
 				break
 			}
 		}
+		// Not testsupport.Poll: a push's processes live briefly, so the
+		// scan looks every 5 ms rather than ever less often.
 		time.Sleep(5 * time.Millisecond)
 	}
 	if !killed {
@@ -475,7 +477,7 @@ func TestReplicateRefused(t *testing.T) {
 			}
 			// Back off: over 5 more seconds, a handful of attempts (1s, 2s, 4s…), no busy loop.
 			first := r.Failures
-			time.Sleep(5 * time.Second)
+			time.Sleep(5 * time.Second) // not a wait: the window the attempts are counted over
 			r = replOf(t, d, ws)
 			if n := r.Failures - first; n > 4 {
 				t.Errorf("%d attempts in 5 s: not backing off", n)

@@ -136,7 +136,7 @@ func TestRollbackToCommitsOutsideLedger(t *testing.T) {
 	// may adopt the runtime's rig-setup meanwhile; that is no restore).
 	preRestores := func() int {
 		n := 0
-		for _, r := range ledgerQuick(t, execDir, state) {
+		for _, r := range ledger(t, execDir, state) {
 			if r.Kind == ckpt.KindPreRestore {
 				n++
 			}

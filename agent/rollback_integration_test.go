@@ -4,14 +4,10 @@ package agent_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"io/fs"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,51 +22,9 @@ import (
 	"github.com/cairn-dev/cairn/agent/hankweave/hwsim"
 	"github.com/cairn-dev/cairn/restore"
 
+	"github.com/cairn-dev/cairn/platform/testsupport"
 	"github.com/cairn-dev/cairn/restore/ckpt"
 )
-
-// sockClient speaks raw HTTP to a daemon's socket.
-func sockClient(sock string) *http.Client {
-	return &http.Client{Timeout: time.Minute, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		}}}
-}
-
-// call sends body (a value, or raw []byte) and returns the status and the decoded answer.
-func call(t testing.TB, sock, method, path string, body any) (int, map[string]any) {
-	t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case []byte:
-		rd = bytes.NewReader(b)
-	default:
-		raw, _ := json.Marshal(b)
-		rd = bytes.NewReader(raw)
-	}
-	req, _ := http.NewRequest(method, "http://cairn"+path, rd)
-	req.Header.Set(api.VersionHeader, api.Version)
-	resp, err := sockClient(sock).Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var out map[string]any
-	_ = json.Unmarshal(raw, &out)
-	if resp.Header.Get(api.VersionHeader) != api.Version {
-		t.Errorf("%s %s: no version header", method, path)
-	}
-	return resp.StatusCode, out
-}
-
-func command(t *testing.T, sock, ws, typ string, data any) (int, map[string]any) {
-	t.Helper()
-	raw, _ := json.Marshal(data)
-	return call(t, sock, "POST", "/v1/command", api.Command{ID: "t1", Type: typ, Workspace: ws, Data: raw})
-}
 
 // hashTree hashes every file under root (the work tree), by path.
 func hashTree(t *testing.T, root string) map[string]string {
@@ -162,7 +116,7 @@ func TestRollbackOverSocket(t *testing.T) {
 	eb := waitMarker(t, execDir, state, markerKey{ckpt.KindError, run, "b", 0})
 	// An autosave of a later edit.
 	sim.WriteFile("later.txt", "later\n")
-	auto := waitRec(t, execDir, state, "autosave of later.txt", func(r ckpt.Record) bool {
+	auto := waitRecord(t, execDir, state, "autosave of later.txt", func(r ckpt.Record) bool {
 		if r.Kind != ckpt.KindAutosave || r.SHA == "" {
 			return false
 		}
@@ -184,7 +138,19 @@ func TestRollbackOverSocket(t *testing.T) {
 
 	// A file written by hand after the last checkpoint.
 	write(t, filepath.Join(root, "by-hand.txt"), "mine\n")
-	time.Sleep(300 * time.Millisecond) // let an autosave of it, if any, pass
+	// Let its autosave (fast autosave is on) land before the first case, so
+	// that none races with it; none within 5 s is no failure.
+	testsupport.Poll(5*time.Second, func() bool {
+		for _, r := range ledger(t, execDir, state) {
+			if r.Kind != ckpt.KindAutosave || r.SHA == "" {
+				continue
+			}
+			if _, ok := blobIf(t, hwStore(execDir), r.SHA, "by-hand.txt"); ok {
+				return true
+			}
+		}
+		return false
+	})
 
 	cases := []struct {
 		name  string

@@ -218,6 +218,8 @@ func TestSecurityRemotePasswordNeverOnCommandLine(t *testing.T) {
 	d := startDaemon(t, "", "--config", replConfig(t, remote, "h1", "100ms", ""), "--watch", ws)
 
 	seen := 0
+	// Not testsupport.Poll: a git reaching the remote lives briefly, so the
+	// scan of /proc looks every 20 ms rather than ever less often.
 	for deadline := time.Now().Add(30 * time.Second); seen == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		ents, _ := os.ReadDir("/proc")
 		for _, e := range ents {

@@ -45,17 +45,8 @@ type testUser struct {
 // where that cannot be done.
 func newUser(t testing.TB) testUser {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	if _, err := exec.LookPath("useradd"); err != nil {
-		t.Skip("no useradd")
-	}
 	name := fmt.Sprintf("cairnt%d", rand.Intn(100_000_000))
-	if out, err := exec.Command("useradd", "-M", "-N", "-s", "/usr/sbin/nologin", name).CombinedOutput(); err != nil {
-		t.Skipf("useradd: %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("userdel", name).Run() })
+	makeAccount(t, "useradd", "userdel", name, "-M", "-N", "-s", "/usr/sbin/nologin")
 	u, err := user.Lookup(name)
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +54,41 @@ func newUser(t testing.TB) testUser {
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
 	return testUser{name: name, uid: uid, gid: gid}
+}
+
+// newGroup makes a group (removed when the test ends) with members; it skips
+// the test where that cannot be done.
+func newGroup(t testing.TB, members ...testUser) (name string, gid int) {
+	t.Helper()
+	name = fmt.Sprintf("cairng%d", rand.Intn(100_000_000))
+	makeAccount(t, "groupadd", "groupdel", name)
+	for _, m := range members {
+		if out, err := exec.Command("gpasswd", "-a", m.name, name).CombinedOutput(); err != nil {
+			t.Fatalf("gpasswd: %v: %s", err, out)
+		}
+	}
+	g, err := user.LookupGroup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gid, _ = strconv.Atoi(g.Gid)
+	return name, gid
+}
+
+// makeAccount runs add (useradd, groupadd) for name, and del when the test
+// ends; it skips the test when not root or when add is missing or fails.
+func makeAccount(t testing.TB, add, del, name string, args ...string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	if _, err := exec.LookPath(add); err != nil {
+		t.Skip("no " + add)
+	}
+	if out, err := exec.Command(add, append(args, name)...).CombinedOutput(); err != nil {
+		t.Skipf("%s: %v: %s", add, err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command(del, name).Run() })
 }
 
 // exchangeLoop swaps a and b (renameat2 RENAME_EXCHANGE) in a loop, as a
@@ -507,6 +533,7 @@ func TestSecurityFolderSwappedForLink(t *testing.T) {
 				t.Fatalf("the link is watched again: %+v", w)
 			}
 		}
+		// Not a wait: no status says a pass happened, so the test lets three go by.
 		time.Sleep(2100 * time.Millisecond) // the 2 s discovery pass, observed three times
 	}
 	if hits := storesHolding(t, "root-secret.txt", state, base); len(hits) > 0 {
@@ -668,7 +695,7 @@ func TestSecurityFIFOsAndHugeFiles(t *testing.T) {
 				t.Fatalf("status as %s did not answer within 5 s (%s): %d", u.name, time.Since(start), code)
 			}
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(500 * time.Millisecond) // not a wait: status is asked while the daemon reads, for 6 s
 	}
 	st := d.status()
 	for _, w := range st.Workers {

@@ -26,6 +26,7 @@ import (
 	"github.com/cairn-dev/cairn/agent/client"
 	"github.com/cairn-dev/cairn/snapshot"
 
+	"github.com/cairn-dev/cairn/platform/testsupport"
 	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
@@ -132,9 +133,7 @@ func tortureRun(t *testing.T, u *testUser, engine string, seed int64, kills int,
 	base := openBase(t)
 	ws := filepath.Join(base, "ws")
 	state := filepath.Join(base, "state")
-	for i := range 200 {
-		write(t, filepath.Join(ws, fmt.Sprintf("d%02d/f%03d.txt", i%20, i)), fmt.Sprintf("start %d\n", i))
-	}
+	seedLoad(t, ws)
 	// Many files and a few big ones the writer rewrites whole: the git
 	// children a seal starts then run long enough to be caught by a kill.
 	for i := range 2000 {
@@ -179,7 +178,11 @@ func tortureRun(t *testing.T, u *testUser, engine string, seed int64, kills int,
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tortureWriter(ws, u, rand.New(rand.NewSource(seed)), stop, &writes)
+		var own func(string)
+		if u != nil {
+			own = func(p string) { _ = os.Lchown(p, u.uid, u.gid) }
+		}
+		loadWriter(ws, own, rand.New(rand.NewSource(seed)), stop, &writes)
 	}()
 
 	var f tortureFigures
@@ -193,19 +196,15 @@ func tortureRun(t *testing.T, u *testUser, engine string, seed int64, kills int,
 		if rng.Intn(4) == 0 {
 			f.early++
 		} else {
-			deadline := time.Now().Add(30 * time.Second)
-			for maxSealed(ledgerFile(home)) <= lastSealed {
-				if time.Now().After(deadline) {
-					f.stuck++
-					t.Errorf("stuck: daemon lifetime %d (after %d kills) sealed no checkpoint within 30 s (seed %d); "+
-						"git processes on the store: %v; lock files: %v; its log:\n%s",
-						f.kills+1, f.kills, seed, storeGits(gitDir), lockFiles(gitDir), d.lastLog())
-					break
-				}
-				time.Sleep(50 * time.Millisecond)
+			if !testsupport.Poll(30*time.Second, func() bool { return maxSealed(ledgerFile(home)) > lastSealed }) {
+				f.stuck++
+				t.Errorf("stuck: daemon lifetime %d (after %d kills) sealed no checkpoint within 30 s (seed %d); "+
+					"git processes on the store: %v; lock files: %v; its log:\n%s",
+					f.kills+1, f.kills, seed, storeGits(gitDir), lockFiles(gitDir), d.lastLog())
 			}
 			d.orphansGone(fmt.Sprintf("kill %d", f.kills))
 		}
+		// Not a wait: the kill lands at a random point of the daemon's work.
 		time.Sleep(time.Duration(50+rng.Intn(1951)) * time.Millisecond)
 		n, life, escaped := d.kill()
 		f.orphans += n
@@ -365,79 +364,6 @@ func tortureRun(t *testing.T, u *testUser, engine string, seed int64, kills int,
 		"%d writes in %s (%.0f/s); %d records: %d ok, %d partial, %d racy, %d failed, %d pruned, %d recovered; ids c1..c%d; lock files left %v",
 		engine, d.who(), f.kills, f.early, f.orphans, f.orphanLife.Round(time.Millisecond), orphanGrace, f.stuck, f.writes, elapsed.Round(time.Millisecond), float64(f.writes)/elapsed.Seconds(),
 		f.records, f.ok, f.partial, f.racy, f.failed, f.pruned, f.recovered, top, locks)
-}
-
-// tortureWriter changes files under ws until stop closes: creates, edits
-// (appends), same-size rewrites, deletes and renames across 20 folders, in
-// bursts of 0.05–0.5 s at up to 500 ops/s with pauses of up to 0.25 s. As
-// root for a user's workspace it gives what it creates to the user.
-func tortureWriter(ws string, u *testUser, rng *rand.Rand, stop <-chan struct{}, n *atomic.Int64) {
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	name := func() string {
-		return filepath.Join(ws, fmt.Sprintf("d%02d/f%03d.txt", rng.Intn(20), rng.Intn(300)))
-	}
-	own := func(p string) {
-		if u != nil {
-			_ = os.Lchown(filepath.Dir(p), u.uid, u.gid)
-			_ = os.Lchown(p, u.uid, u.gid)
-		}
-	}
-	burst := time.Now().Add(time.Duration(50+rng.Intn(450)) * time.Millisecond)
-	for i := 0; ; i++ {
-		select {
-		case <-stop:
-			return
-		case <-tick.C:
-		}
-		if time.Now().After(burst) {
-			// A pause now and then lets the quiet period pass: autosaves
-			// then start at many moments, not only at the maximum wait.
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Duration(rng.Intn(250)) * time.Millisecond):
-			}
-			burst = time.Now().Add(time.Duration(50+rng.Intn(450)) * time.Millisecond)
-		}
-		p := name()
-		if rng.Intn(40) == 0 { // a big file rewritten whole, same size
-			p = filepath.Join(ws, fmt.Sprintf("big/big%d.bin", rng.Intn(6)))
-			if b, err := os.ReadFile(p); err == nil {
-				rng.Read(b)
-				_ = os.WriteFile(p, b, 0o644)
-			}
-			n.Add(1)
-			continue
-		}
-		switch op := rng.Intn(10); {
-		case op < 3: // create or overwrite
-			_ = os.MkdirAll(filepath.Dir(p), 0o755)
-			_ = os.WriteFile(p, fmt.Appendf(nil, "write %d %x\n", i, rng.Int63()), 0o644)
-			own(p)
-		case op < 5: // edit: append a line
-			if fh, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0); err == nil {
-				fmt.Fprintf(fh, "edit %d\n", i)
-				fh.Close()
-			}
-		case op < 8: // same-size rewrite, in place
-			if b, err := os.ReadFile(p); err == nil && len(b) > 0 {
-				b[rng.Intn(len(b))] = byte('a' + rng.Intn(26))
-				if fh, err := os.OpenFile(p, os.O_WRONLY, 0); err == nil {
-					_, _ = fh.WriteAt(b, 0)
-					fh.Close()
-				}
-			}
-		case op < 9: // delete
-			_ = os.Remove(p)
-		default: // rename, maybe into another folder, maybe over a file
-			q := name()
-			_ = os.MkdirAll(filepath.Dir(q), 0o755)
-			own(q)
-			_ = os.Rename(p, q)
-		}
-		n.Add(1)
-	}
 }
 
 // ledgerFile reads a plain store's ledger file directly (no cairn process),
@@ -604,6 +530,8 @@ func (d *tortureDaemon) kill() (n int, life time.Duration, escaped []string) {
 		}
 	}
 	seen := map[int]string{} // what a survivor was doing 100 ms on
+	// Not testsupport.Poll: this loop measures how long the survivors live,
+	// so it looks every 2 ms rather than ever less often.
 	for len(live) > 0 && time.Since(died) < orphanGrace {
 		time.Sleep(2 * time.Millisecond)
 		live = slices.DeleteFunc(live, func(pid int) bool { return !same(pid) })
@@ -625,9 +553,7 @@ func (d *tortureDaemon) kill() (n int, life time.Duration, escaped []string) {
 		doing := procDoing(pid)
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		// How long it takes to die now, SIGKILL sent twice.
-		for time.Since(died) < 30*time.Second && same(pid) {
-			time.Sleep(5 * time.Millisecond)
-		}
+		testsupport.Poll(30*time.Second-time.Since(died), func() bool { return !same(pid) })
 		escaped = append(escaped, fmt.Sprintf("%d (%s; gone after %s): %s", pid, doing, time.Since(died).Round(time.Millisecond), cmdlines[pid]))
 	}
 	return n, life, escaped
@@ -700,12 +626,9 @@ type orphan struct {
 // once the next daemon has sealed (it stops them before touching the store).
 func (d *tortureDaemon) orphansGone(when string) {
 	for _, o := range d.orphans {
-		for deadline := time.Now().Add(orphanGrace); alive(o.pid) && procStart(o.pid) == o.start; time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				d.t.Errorf("%s: a process a killed daemon's git started still runs: %d (%s): %s", when, o.pid, procDoing(o.pid), o.cmdln)
-				_ = syscall.Kill(o.pid, syscall.SIGKILL)
-				break
-			}
+		if !testsupport.Poll(orphanGrace, func() bool { return !alive(o.pid) || procStart(o.pid) != o.start }) {
+			d.t.Errorf("%s: a process a killed daemon's git started still runs: %d (%s): %s", when, o.pid, procDoing(o.pid), o.cmdln)
+			_ = syscall.Kill(o.pid, syscall.SIGKILL)
 		}
 	}
 	d.orphans = nil

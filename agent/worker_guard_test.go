@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/workerproto"
+	"github.com/cairn-dev/cairn/platform/testsupport"
 )
 
 // Tests of what the supervisor takes from a worker, with the replies a
@@ -140,11 +142,13 @@ func TestWorkerStatusBounded(t *testing.T) {
 			rows[i], errs[i] = wk.workspaces(context.Background(), 20*time.Second)
 		}()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for hits.Load() == 1 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(100 * time.Millisecond) // let the other callers arrive (they must join, not ask again)
+	testsupport.WaitFor(t, 10*time.Second, "the worker asked", func() bool { return hits.Load() != 1 })
+	// Every caller waits on the one call before the worker answers (they must
+	// join, not ask again): each shows in the stacks inside workspaces.
+	testsupport.WaitFor(t, 10*time.Second, "every caller waiting", func() bool {
+		buf := make([]byte, 1<<20)
+		return strings.Count(string(buf[:runtime.Stack(buf, true)]), "(*worker).workspaces(") >= callers
+	})
 	close(release)
 	wg.Wait()
 	for i := range callers {
@@ -190,10 +194,7 @@ func TestWorkerEventsChecked(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	relayed := make(chan struct{})
 	go func() { defer close(relayed); wk.relayEvents(ctx) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for int64(len(sub.ch))+dropsOf(wk)["event"] < flood+4 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testsupport.Poll(30*time.Second, func() bool { return int64(len(sub.ch))+dropsOf(wk)["event"] >= flood+4 })
 	took := time.Since(began)
 	cancel()
 	<-relayed

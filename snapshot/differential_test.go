@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/platform/testsupport"
 	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
@@ -65,14 +66,7 @@ func TestDifferential(t *testing.T) {
 	})
 	t.Run("ext4-1s", func(t *testing.T) {
 		t.Parallel()
-		if os.Geteuid() != 0 {
-			t.Skip("needs root to loop-mount an ext4 with 1-second timestamps (mkfs.ext4 -I 128)")
-		}
-		mkfs, err := exec.LookPath("mkfs.ext4")
-		if err != nil {
-			t.Skip("mkfs.ext4 not found: the 1-second file system run needs it")
-		}
-		mnt := mountExt4Coarse(t, mkfs)
+		mnt := testsupport.MountExt4Coarse(t, 256<<20)
 		diffRun(t, func(t *testing.T) string {
 			d, err := os.MkdirTemp(mnt, "wt")
 			if err != nil {
@@ -81,32 +75,6 @@ func TestDifferential(t *testing.T) {
 			return d
 		}, budget)
 	})
-}
-
-// mountExt4Coarse makes and loop-mounts an ext4 with 128-byte inodes (whole
-// seconds in its timestamps), unmounted at the end of the test.
-func mountExt4Coarse(t *testing.T, mkfs string) string {
-	t.Helper()
-	img := filepath.Join(t.TempDir(), "ext4.img")
-	if err := os.WriteFile(img, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(img, 256<<20); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(mkfs, "-q", "-F", "-I", "128", img).CombinedOutput(); err != nil {
-		t.Fatalf("mkfs.ext4: %v: %s", err, out)
-	}
-	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot loop-mount an ext4 image here: %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", mnt, err, out)
-		}
-	})
-	return mnt
 }
 
 // diffRun plays sequences, each from its own seed, until the budget is spent

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,27 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/platform/testsupport"
 	"github.com/cairn-dev/cairn/restore/ckpt"
 )
-
-// mountTmpfs mounts a tmpfs of the given size (a real ENOSPC) on a fresh
-// folder, unmounted at the end of the test. Mounting needs root.
-func mountTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a small tmpfs for a real ENOSPC")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs: %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-	return dir
-}
 
 // fillDisk writes a file under dir until the file system is full and returns it.
 func fillDisk(t *testing.T, dir string) string {
@@ -107,7 +88,7 @@ func ids(recs []ckpt.Record) []string {
 // the store), and git's empty temporary objects are swept.
 func TestSealDiskFull(t *testing.T) {
 	ctx := context.Background()
-	state := mountTmpfs(t, "2m")
+	state := testsupport.MountTmpfs(t, "2m")
 	ws := t.TempDir()
 	writeTree(t, ws, map[string]string{"a.txt": "a\n"})
 	st := openTestStore(t, ws, Options{StateDir: state})
@@ -311,7 +292,7 @@ func TestOpenSweepsStaleTmpObjects(t *testing.T) {
 // once there is room, and the store opens.
 func TestOpenDiskFullRecovers(t *testing.T) {
 	ctx := context.Background()
-	state := mountTmpfs(t, "2m")
+	state := testsupport.MountTmpfs(t, "2m")
 	ws := t.TempDir()
 	writeTree(t, ws, map[string]string{"a.txt": "a\n"})
 	st := openTestStore(t, ws, Options{StateDir: state})

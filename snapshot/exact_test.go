@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairn-dev/cairn/platform/testsupport"
 	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
@@ -69,37 +70,12 @@ func TestInprocIgnoreFolderSwap(t *testing.T) {
 	}
 }
 
-// mountCoarse makes a folder on an ext4 file system with 128-byte inodes,
-// which keeps whole-second timestamps (root and mkfs.ext4 needed).
-func mountCoarse(t *testing.T) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to loop-mount an ext4 file system with 1-second timestamps")
-	}
-	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
-		t.Skip("needs mkfs.ext4 (e2fsprogs)")
-	}
-	img := filepath.Join(t.TempDir(), "fs.img")
-	mnt := t.TempDir()
-	run := func(name string, args ...string) {
-		t.Helper()
-		if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
-			t.Skipf("%s %s: %v: %s (no loop devices here?)", name, strings.Join(args, " "), err, out)
-		}
-	}
-	run("truncate", "-s", "64M", img)
-	run("mkfs.ext4", "-q", "-F", "-I", "128", img)
-	run("mount", "-o", "loop", img, mnt)
-	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
-	return mnt
-}
-
 // On a file system with 1-second timestamps, a same-size rewrite in the
 // second after a seal is sealed with the new content. The stat cache
 // judged such a file by comparing its times with the cache file's, kept in
 // nanoseconds by another file system.
 func TestInprocCoarseTimestamps(t *testing.T) {
-	dir := filepath.Join(mountCoarse(t), "work")
+	dir := filepath.Join(testsupport.MountExt4Coarse(t, 64<<20), "work")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -248,7 +248,7 @@ func TestMaintainCrashAtEveryStep(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(delay)
+			time.Sleep(delay) // not a wait: the kill lands at this point of the run, whatever it is doing
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			_ = cmd.Wait()
 			check(t, ws, state)

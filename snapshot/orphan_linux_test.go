@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/platform/testsupport"
 	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
@@ -59,17 +60,6 @@ func procGone(pid int) bool {
 	}
 	i := bytes.LastIndexByte(b, ')')
 	return i < 0 || len(b) < i+3 || b[i+2] == 'Z'
-}
-
-func waitFor(t *testing.T, what string, within time.Duration, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // TestKillNineDuringGit starts a seal in a cairn process (testdata/faultseal,
@@ -130,11 +120,8 @@ func testKillNineDuringGit(t *testing.T, real, child, verb string, survivor bool
 	t.Cleanup(func() {
 		// Whatever happened, let the slow git finish, and end it if it lingers.
 		_ = os.WriteFile(filepath.Join(ctl, "go"), nil, 0o644)
-		if gitPid > 0 && !procGone(gitPid) {
-			time.Sleep(500 * time.Millisecond)
-			if !procGone(gitPid) {
-				_ = syscall.Kill(gitPid, syscall.SIGKILL)
-			}
+		if gitPid > 0 && !testsupport.Poll(500*time.Millisecond, func() bool { return procGone(gitPid) }) {
+			_ = syscall.Kill(gitPid, syscall.SIGKILL)
 		}
 	})
 
@@ -156,7 +143,7 @@ func testKillNineDuringGit(t *testing.T, real, child, verb string, survivor bool
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	waitFor(t, "the slow git holding "+lock, 30*time.Second, func() bool {
+	testsupport.WaitFor(t, 30*time.Second, "the slow git holding "+lock, func() bool {
 		select {
 		case <-exited:
 			t.Fatalf("the cairn process ended before its git took the lock: %s", out.String())
@@ -174,7 +161,7 @@ func testKillNineDuringGit(t *testing.T, real, child, verb string, survivor bool
 	<-exited
 
 	if !survivor {
-		waitFor(t, fmt.Sprintf("git pid %d dying with the cairn that started it", gitPid), 10*time.Second,
+		testsupport.WaitFor(t, 10*time.Second, fmt.Sprintf("git pid %d dying with the cairn that started it", gitPid),
 			func() bool { return procGone(gitPid) })
 	} else {
 		// The survivor still holds the lock: the seal must leave it alone.
@@ -197,7 +184,7 @@ func testKillNineDuringGit(t *testing.T, real, child, verb string, survivor bool
 		if err := os.WriteFile(filepath.Join(ctl, "go"), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the survivor finishing", 10*time.Second, func() bool { return procGone(gitPid) })
+		testsupport.WaitFor(t, 10*time.Second, "the survivor finishing", func() bool { return procGone(gitPid) })
 		if verb == "update-ref" {
 			// It moved refs/cairn/manual/c2 behind the ledger's back: a
 			// restart finds it (Open recovers refs the ledger lacks).

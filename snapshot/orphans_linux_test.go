@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/cairn-dev/cairn/platform/testsupport"
 )
 
 // killOrphans stops a process left working on the store by a cairn that is
@@ -42,9 +44,7 @@ func TestKillOrphans(t *testing.T) {
 	othersLive := start(liveTag, gitDir)
 	otherStore := start(deadTag, other)
 	// Let the kernel show their environments.
-	for deadline := time.Now().Add(5 * time.Second); procStartTime(orphan.Process.Pid) == "" && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testsupport.Poll(5*time.Second, func() bool { return procStartTime(orphan.Process.Pid) != "" })
 	exited := make(chan struct{})
 	go func() { orphan.Wait(); close(exited) }()
 	if n := killOrphans(gitDir); n != 1 {

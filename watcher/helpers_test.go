@@ -12,22 +12,12 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/cairn-dev/cairn/platform/testsupport"
 )
 
 // waitTimeout bounds every wait for a condition; generous for -race on 2 cores.
 const waitTimeout = 10 * time.Second
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", waitTimeout, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
 
 // checkNoLeaks fails the test if it ends with more goroutines than it began
 // with. Call it first, so its cleanup runs after every other.
@@ -35,19 +25,10 @@ func checkNoLeaks(t *testing.T) {
 	t.Helper()
 	before := runtime.NumGoroutine()
 	t.Cleanup(func() {
-		deadline := time.Now().Add(waitTimeout)
-		for {
-			n := runtime.NumGoroutine()
-			if n <= before {
-				return
-			}
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("%d goroutines before, %d after:\n%s", before, n, buf)
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
+		if !testsupport.Poll(waitTimeout, func() bool { return runtime.NumGoroutine() <= before }) {
+			buf := make([]byte, 1<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			t.Errorf("%d goroutines before, %d after:\n%s", before, runtime.NumGoroutine(), buf)
 		}
 	})
 }
@@ -84,7 +65,7 @@ func (c *collector) has(path string, op Op) bool {
 // waitFor waits until every path has been reported with op.
 func (c *collector) waitFor(t *testing.T, op Op, paths ...string) {
 	t.Helper()
-	waitFor(t, op.String()+" of "+strings.Join(paths, ", "), func() bool {
+	testsupport.WaitFor(t, waitTimeout, op.String()+" of "+strings.Join(paths, ", "), func() bool {
 		for _, p := range paths {
 			if !c.has(p, op) {
 				return false

@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/cairn-dev/cairn/platform/testsupport"
 )
 
 func TestCreateWriteRemoveFiles(t *testing.T) {
@@ -60,7 +62,7 @@ func TestNestedMkdirThenFilesQuickly(t *testing.T) {
 		want = append(want, files...)
 	}
 	c.waitFor(t, Create, want...)
-	waitFor(t, "81 watches", func() bool { return w.Status().Watches == 1+20*4 })
+	testsupport.WaitFor(t, waitTimeout, "81 watches", func() bool { return w.Status().Watches == 1+20*4 })
 
 	// Folders found by the walk are watched too: a later file deep down is seen.
 	writeFiles(t, root, "n07/a/b/c/late")
@@ -81,13 +83,13 @@ func TestRemoveDirDropsWatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitFor(t, Remove, "d", "d/x", "d/e/f/y")
-	waitFor(t, "2 watches", func() bool { return w.Status().Watches == 2 })
+	testsupport.WaitFor(t, waitTimeout, "2 watches", func() bool { return w.Status().Watches == 2 })
 
 	// The same name again is a new folder, watched afresh.
 	mkdirs(t, root, "d/e")
 	writeFiles(t, root, "d/e/z")
 	c.waitFor(t, Create, "d/e/z")
-	waitFor(t, "4 watches", func() bool { return w.Status().Watches == 4 })
+	testsupport.WaitFor(t, waitTimeout, "4 watches", func() bool { return w.Status().Watches == 4 })
 	if s := w.Status(); s.Err != "" {
 		t.Errorf("Err = %q", s.Err)
 	}
@@ -109,7 +111,7 @@ func TestRenameDir(t *testing.T) {
 		}
 		c.waitFor(t, Rename, "d")
 		c.waitFor(t, Create, "g", "g/e", "g/e/x")
-		waitFor(t, "3 watches", func() bool { return w.Status().Watches == 3 })
+		testsupport.WaitFor(t, waitTimeout, "3 watches", func() bool { return w.Status().Watches == 3 })
 
 		// The moved subfolder's watch reports under its new name, never the old.
 		writeFiles(t, root, "g/e/new")
@@ -124,7 +126,7 @@ func TestRenameDir(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.waitFor(t, Rename, "g")
-		waitFor(t, "1 watch", func() bool { return w.Status().Watches == 1 })
+		testsupport.WaitFor(t, waitTimeout, "1 watch", func() bool { return w.Status().Watches == 1 })
 
 		writeFiles(t, outside, "g/e/gone")
 		c.barrier(t, root, "")
@@ -140,7 +142,7 @@ func TestRenameDir(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.waitFor(t, Create, "in", "in/deep", "in/deep/z")
-		waitFor(t, "3 watches", func() bool { return w.Status().Watches == 3 })
+		testsupport.WaitFor(t, waitTimeout, "3 watches", func() bool { return w.Status().Watches == 3 })
 		writeFiles(t, root, "in/deep/later")
 		c.waitFor(t, Create, "in/deep/later")
 	})
@@ -279,7 +281,7 @@ func TestWatchLimit(t *testing.T) {
 			// A new folder is reported, cannot be watched, and asks for a rescan.
 			mkdirs(t, root, "d5")
 			c.waitFor(t, Create, "d5")
-			waitFor(t, "Overflow for d5", func() bool { return overflowed(w) })
+			testsupport.WaitFor(t, waitTimeout, "Overflow for d5", func() bool { return overflowed(w) })
 			if s := w.Status(); s.Unwatched != 3 || s.Watches != 3 || s.Err == "" {
 				t.Errorf("status = %+v, want 3 unwatched, 3 watches", s)
 			}
@@ -366,7 +368,7 @@ func TestSlowReaderOverflows(t *testing.T) {
 	for i := range 300 {
 		writeFiles(t, root, fmt.Sprintf("f%03d", i))
 	}
-	waitFor(t, "Overflow", func() bool { return overflowed(w) })
+	testsupport.WaitFor(t, waitTimeout, "Overflow", func() bool { return overflowed(w) })
 	if s := w.Status(); !strings.Contains(s.Err, "too slowly") {
 		t.Errorf("Err = %q", s.Err)
 	}
@@ -377,7 +379,7 @@ func TestSlowReaderOverflows(t *testing.T) {
 	for i := 0; ; i++ {
 		p := fmt.Sprintf("after%d", i)
 		writeFiles(t, root, p)
-		waitFor(t, p+" or another overflow", func() bool { return c.has(p, Create) || overflowed(w) })
+		testsupport.WaitFor(t, waitTimeout, p+" or another overflow", func() bool { return c.has(p, Create) || overflowed(w) })
 		if c.has(p, Create) {
 			break
 		}
@@ -397,7 +399,7 @@ func TestRootRemoved(t *testing.T) {
 	if err := os.RemoveAll(root); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "root gone", func() bool {
+	testsupport.WaitFor(t, waitTimeout, "root gone", func() bool {
 		s := w.Status()
 		return s.Watches == 0 && strings.Contains(s.Err, "removed")
 	})

@@ -2,6 +2,7 @@ package workerproto
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairn-dev/cairn/platform/testsupport"
 )
 
 // TestKillSession: what a worker left in its session when it exited (a git
@@ -43,13 +46,8 @@ func TestKillSession(t *testing.T) {
 	}
 
 	KillSession(worker.Process.Pid)
-	deadline := time.Now().Add(10 * time.Second)
-	for !gone(left) {
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d, left in the exited worker's session, still runs", left)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testsupport.WaitFor(t, 10*time.Second, fmt.Sprintf("pid %d, left in the exited worker's session, to end", left),
+		func() bool { return gone(left) })
 	if gone(other.Process.Pid) {
 		t.Error("a process of another session was killed")
 	}

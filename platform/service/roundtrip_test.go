@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/platform/service"
+	"github.com/cairn-dev/cairn/platform/testsupport"
 )
 
 // TestServiceRoundTrip installs cairn for real through this machine's service
@@ -91,11 +92,14 @@ func TestServiceRoundTrip(t *testing.T) {
 	svc("start")
 
 	var st struct{ PID int }
-	waitFor(t, ctx, "cairn status to answer on "+sock, func() bool {
+	deadline, _ := ctx.Deadline()
+	if !testsupport.Poll(time.Until(deadline), func() bool {
 		out, err := cairn("status", "--socket", sock, "--json")
 		return err == nil && json.Unmarshal([]byte(out), &st) == nil && st.PID > 0
-	}, m)
-	waitFor(t, ctx, "a baseline checkpoint of "+ws, func() bool {
+	}) {
+		t.Fatalf("timed out waiting for cairn status to answer on %s; log:\n%s", sock, readLog(m))
+	}
+	if !testsupport.Poll(time.Until(deadline), func() bool {
 		out, err := cairn("list", ws, "--json", "--state-dir", state)
 		var recs []struct{ Kind string }
 		if err != nil || json.Unmarshal([]byte(out), &recs) != nil {
@@ -107,7 +111,9 @@ func TestServiceRoundTrip(t *testing.T) {
 			}
 		}
 		return false
-	}, m)
+	}) {
+		t.Fatalf("timed out waiting for a baseline checkpoint of %s; log:\n%s", ws, readLog(m))
+	}
 	out, _ := cairn("service", "status", "--name", name, "--config", cfg)
 	if !strings.Contains(out, ": running") || !strings.Contains(out, state) || !strings.Contains(out, sock) {
 		t.Errorf("service status while running:\n%s", out)
@@ -134,19 +140,6 @@ func TestServiceRoundTrip(t *testing.T) {
 	}
 	if pids := processesOf(bin); len(pids) > 0 {
 		t.Errorf("processes of %s left behind: %v", bin, pids)
-	}
-}
-
-func waitFor(t *testing.T, ctx context.Context, what string, ok func() bool, m *service.Manager) {
-	t.Helper()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for !ok() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s; log:\n%s", what, readLog(m))
-		case <-tick.C:
-		}
 	}
 }
 

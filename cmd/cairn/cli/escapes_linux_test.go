@@ -23,6 +23,7 @@ import (
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/client"
 	"github.com/cairn-dev/cairn/platform/printable"
+	"github.com/cairn-dev/cairn/platform/testsupport"
 )
 
 // What a local user names things to attack whoever reads cairn's output:
@@ -144,7 +145,7 @@ func TestUserTextPrintedEscaped(t *testing.T) {
 	})
 	c := client.New(sock)
 	defer c.Close()
-	evWait(t, "the daemon's baseline of the workspace", func() bool {
+	testsupport.WaitFor(t, 30*time.Second, "the daemon's baseline of the workspace", func() bool {
 		st, err := c.Status(context.Background())
 		return err == nil && len(st.Workspaces) == 1 && st.Workspaces[0].Last != ""
 	})
@@ -156,7 +157,7 @@ func TestUserTextPrintedEscaped(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(ws, evilFifo), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	evWait(t, "the daemon to log the partial autosave naming the FIFO", func() bool {
+	testsupport.WaitFor(t, 30*time.Second, "the daemon to log the partial autosave naming the FIFO", func() bool {
 		return strings.Contains(console.String(), "issues=")
 	})
 
@@ -241,7 +242,7 @@ func TestUserTextPrintedEscaped(t *testing.T) {
 	}
 
 	// The console log on a terminal: zerolog's colours, nothing else raw.
-	evWait(t, "the daemon to log checkpoint "+id, func() bool {
+	testsupport.WaitFor(t, 30*time.Second, "the daemon to log checkpoint "+id, func() bool {
 		return strings.Contains(sgr.ReplaceAllString(console.String(), ""), "id="+id)
 	})
 	assertPrintable(t, "the daemon's console log", sgr.ReplaceAllString(console.String(), ""))
@@ -279,7 +280,7 @@ func TestPanelShowsNamesEscaped(t *testing.T) {
 		"--state-dir", state, "--socket", sock)
 	c := client.New(sock)
 	defer c.Close()
-	evWait(t, "the daemon's baseline of the workspace", func() bool {
+	testsupport.WaitFor(t, 30*time.Second, "the daemon's baseline of the workspace", func() bool {
 		select {
 		case <-d.exited:
 			t.Fatalf("daemon exited:\n%s", d.stderr)

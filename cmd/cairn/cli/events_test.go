@@ -19,6 +19,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/client"
+	"github.com/cairn-dev/cairn/platform/testsupport"
 )
 
 // evBuffer collects a process's output while it runs.
@@ -46,20 +47,6 @@ func (s *evBuffer) lines() []string {
 		return strings.Split(out[:i], "\n")
 	}
 	return nil
-}
-
-// evWait polls cond until it holds, failing the test after 30 s.
-func evWait(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	delay := 10 * time.Millisecond
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for: %s", what)
-		}
-		time.Sleep(delay)
-		delay = min(delay*2, 200*time.Millisecond)
-	}
 }
 
 // evProc is a cairn process running in the background.
@@ -112,14 +99,14 @@ func (p *evProc) stop(t *testing.T, sig syscall.Signal) int {
 // waitErr waits until the process's stderr holds s.
 func (p *evProc) waitErr(t *testing.T, s string) {
 	t.Helper()
-	evWait(t, fmt.Sprintf("stderr of cairn %v to say %q", p.cmd.Args[1:], s), func() bool { return strings.Contains(p.stderr.String(), s) })
+	testsupport.WaitFor(t, 30*time.Second, fmt.Sprintf("stderr of cairn %v to say %q", p.cmd.Args[1:], s), func() bool { return strings.Contains(p.stderr.String(), s) })
 }
 
 // waitLine waits for a line of stdout that match accepts, and returns it.
 func (p *evProc) waitLine(t *testing.T, what string, match func(string) bool) string {
 	t.Helper()
 	var got string
-	evWait(t, what, func() bool {
+	testsupport.WaitFor(t, 30*time.Second, what, func() bool {
 		i := slices.IndexFunc(p.stdout.lines(), match)
 		if i >= 0 {
 			got = p.stdout.lines()[i]
@@ -141,7 +128,7 @@ func startEventsDaemon(t *testing.T, state string, dirs ...string) *evProc {
 	d := startCairn(t, []string{"CAIRN_LOG_LEVEL=debug"}, args...)
 	c := client.New(sock)
 	defer c.Close()
-	evWait(t, "the daemon to watch "+strings.Join(dirs, ", "), func() bool {
+	testsupport.WaitFor(t, 30*time.Second, "the daemon to watch "+strings.Join(dirs, ", "), func() bool {
 		select {
 		case <-d.exited:
 			t.Fatalf("daemon exited:\n%s", d.stderr)
@@ -374,7 +361,7 @@ func TestEventsLinesAndDropped(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sock := stubEvents(t, first, then)
 			tail := startCairn(t, []string{"TZ=UTC"}, append([]string{"events", "--socket", sock}, tc.args...)...)
-			evWait(t, "every line", func() bool { return len(tail.stdout.lines()) >= len(tc.want) })
+			testsupport.WaitFor(t, 30*time.Second, "every line", func() bool { return len(tail.stdout.lines()) >= len(tc.want) })
 			tail.waitErr(t, "cairn: reconnected\n")
 			if code := tail.stop(t, syscall.SIGINT); code != 0 {
 				t.Errorf("exit %d on SIGINT", code)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/replicate"
+	"github.com/cairn-dev/cairn/platform/testsupport"
 )
 
 // Fleet replication through real daemons, both ends: host A is a running
@@ -83,22 +84,6 @@ func (d *cairnDaemon) workspace(t *testing.T, ws string) (api.WorkspaceStatus, b
 		}
 	}
 	return api.WorkspaceStatus{}, false
-}
-
-// pollUntil polls cond until it holds or the deadline passes.
-func pollUntil(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	why := ""
-	for deadline := time.Now().Add(within); ; time.Sleep(50 * time.Millisecond) {
-		ok, w := cond()
-		if ok {
-			return
-		}
-		why = w
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s: %s", what, why)
-		}
-	}
 }
 
 // treeState is what fileState would read from the work tree of commit sha in
@@ -221,10 +206,14 @@ func fleetRoundTrip(t *testing.T, remote string, from func(key, path string) str
 	}
 	a := startHostDaemon(t, cfg, ws)
 	sealed := map[string]map[string]string{} // id → the work tree when it was sealed
-	pollUntil(t, 30*time.Second, "the baseline", func() (bool, string) {
-		w, ok := a.workspace(t, ws)
-		return ok && w.Last == "c1", fmt.Sprintf("%+v", w)
-	})
+	var w api.WorkspaceStatus
+	if !testsupport.Poll(30*time.Second, func() bool {
+		var ok bool
+		w, ok = a.workspace(t, ws)
+		return ok && w.Last == "c1"
+	}) {
+		t.Fatalf("timed out waiting for the baseline: %+v", w)
+	}
 	sealed["c1"] = fileState(t, ws) // autosave is off: nothing changed since
 	checkpoint := func(args ...string) string {
 		t.Helper()
@@ -256,13 +245,14 @@ func fleetRoundTrip(t *testing.T, remote string, from func(key, path string) str
 	last := checkpoint("--label", "src gone")
 
 	var aWS api.WorkspaceStatus
-	pollUntil(t, 60*time.Second, "replication lag 0", func() (bool, string) {
+	if !testsupport.Poll(60*time.Second, func() bool {
 		w, ok := a.workspace(t, ws)
 		aWS = w
 		r := w.Replication
-		return ok && r != nil && r.State == "idle" && r.LagCheckpoints == 0 && r.LastPushed == last,
-			fmt.Sprintf("%+v", r)
-	})
+		return ok && r != nil && r.State == "idle" && r.LagCheckpoints == 0 && r.LastPushed == last
+	}) {
+		t.Fatalf("timed out waiting for replication lag 0: %+v", aWS.Replication)
+	}
 	var aRecs []record
 	if err := json.Unmarshal([]byte(mustCairn(t, a.env, "list", ws, "--json")), &aRecs); err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	"github.com/cairn-dev/cairn/agent/replicate"
 	"github.com/cairn-dev/cairn/snapshot"
 
+	"github.com/cairn-dev/cairn/platform/testsupport"
 	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
@@ -522,22 +523,22 @@ func startGitDaemon(t *testing.T, base string, extra ...string) string {
 	})
 	logs := func() string { b, _ := os.ReadFile(logPath); return string(b) }
 	url := "git://127.0.0.1:" + strconv.Itoa(port)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	answers := func() bool {
 		select {
 		case err := <-exited:
 			t.Fatalf("git daemon exited: %v\n%s", err, logs())
 		default:
 		}
-		if conn, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+		conn, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err == nil {
 			conn.Close()
-			return url
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("git daemon never answered on %s\n%s", url, logs())
-		}
-		time.Sleep(20 * time.Millisecond) // polling for the port, not waiting on a guess
+		return err == nil
 	}
+	if !testsupport.Poll(30*time.Second, answers) {
+		t.Fatalf("git daemon never answered on %s\n%s", url, logs())
+	}
+	return url
 }
 
 // TestFleetFetchRefusesWatched: a folder a running daemon watches is not
@@ -566,14 +567,10 @@ func TestFleetFetchRefusesWatched(t *testing.T) {
 	})
 	// Another state directory: only the daemon can refuse, not a store.
 	env := []string{"CAIRN_STATE_DIR=" + t.TempDir(), "HOME=" + t.TempDir()}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if out, _, code := cairn(t, env, "list", ws, "--socket", sock); code == 0 && strings.Contains(out, "c1") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the daemon sealed no baseline:\n%s", dlog.String())
-		}
-	}
+	testsupport.WaitFor(t, 20*time.Second, "the daemon's baseline", func() bool { // its log is shown on failure
+		out, _, code := cairn(t, env, "list", ws, "--socket", sock)
+		return code == 0 && strings.Contains(out, "c1")
+	})
 	_, errOut, code := cairn(t, env, "fleet", "fetch", "--socket", sock, "--remote", r.path, "--from", "alpha/"+r.alphaM.Key, ws)
 	if code != 5 || !strings.Contains(errOut, "watches") || !strings.Contains(errOut, "cairn unwatch") {
 		t.Errorf("fetch into a watched folder: exit %d, %s", code, errOut)

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairn-dev/cairn/platform/testsupport"
 )
 
 type logGraph struct {
@@ -64,10 +66,8 @@ func TestLogThroughDaemon(t *testing.T) {
 		out, _, code := cairn(t, nil, append([]string{"log", ws}, viaDaemon...)...)
 		return code == 0 && strings.Contains(out, "c1")
 	}
-	for deadline := time.Now().Add(20 * time.Second); !sealed(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the daemon sealed no baseline:\n%s", dlog.String())
-		}
+	if !testsupport.Poll(20*time.Second, sealed) {
+		t.Fatalf("the daemon sealed no baseline:\n%s", dlog.String())
 	}
 	mustCairn(t, nil, "checkpoint", ws, "--label", "one", "--socket", sock)
 	os.WriteFile(filepath.Join(ws, "b.txt"), []byte("b\n"), 0o644)

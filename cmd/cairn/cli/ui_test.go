@@ -21,6 +21,8 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+
+	"github.com/cairn-dev/cairn/platform/testsupport"
 )
 
 // browser is the Chromium (or Chrome) the panel's tests drive. Without one
@@ -78,15 +80,11 @@ func startDaemon(t *testing.T, ws string) (sock, state string) {
 			t.Logf("daemon log:\n%s", dlog.String())
 		}
 	})
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	testsupport.WaitFor(t, 20*time.Second, "the daemon's baseline", func() bool { // its log is shown on failure
 		out, _, code := cairn(t, nil, "list", ws, "--socket", sock, "--state-dir", t.TempDir())
-		if code == 0 && strings.Contains(out, "c1") {
-			return sock, state
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the daemon sealed no baseline:\n%s", dlog.String())
-		}
-	}
+		return code == 0 && strings.Contains(out, "c1")
+	})
+	return sock, state
 }
 
 // startUI runs `cairn ui --no-open` and returns the URL it prints.
