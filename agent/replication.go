@@ -229,14 +229,13 @@ func (w *workspace) replicate(ctx context.Context, p *replicate.Pusher, every ti
 		}
 		w.repl.urgent.Store(false)
 		lastAttempt = now
-		err := w.pushReplica(ctx, p, st, recs, log)
+		next := min(max(backoff*2, replBackoffFirst), replBackoffMax)
+		failedAt, err := w.pushReplica(ctx, p, st, recs, log, next)
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
-			backoff = min(max(backoff*2, replBackoffFirst), replBackoffMax)
-			retryAt = time.Now().Add(backoff)
-			w.setRepl(func(s *api.ReplicationStatus) { s.NextRetry = retryAt })
+			backoff, retryAt = next, failedAt.Add(next)
 			log.Warn().Err(err).Dur("retry_in", backoff).Msg("replication push failed; local checkpoints are unaffected")
 			timer.Reset(backoff)
 			continue
@@ -248,12 +247,15 @@ func (w *workspace) replicate(ctx context.Context, p *replicate.Pusher, every ti
 	}
 }
 
-// pushReplica pushes what changed once and shows the outcome.
-func (w *workspace) pushReplica(ctx context.Context, p *replicate.Pusher, st *snapshot.Store, recs []ckpt.Record, log zerolog.Logger) error {
+// pushReplica pushes what changed once and shows the outcome. A failure is
+// shown with its next retry, retryIn from when it failed (returned), in
+// the same status update: a reader never sees "failing" without it.
+func (w *workspace) pushReplica(ctx context.Context, p *replicate.Pusher, st *snapshot.Store, recs []ckpt.Record, log zerolog.Logger, retryIn time.Duration) (failedAt time.Time, err error) {
 	m := manifestOf(st, recs, w.dir)
 	w.setRepl(func(s *api.ReplicationStatus) { s.State = replPushing })
 	began := time.Now()
 	res, err := p.Sync(ctx, m)
+	failedAt = time.Now()
 	w.met.replicated(res.Pushes, err != nil && ctx.Err() == nil)
 	conflicts := make([]string, 0, len(res.Conflicts))
 	for _, c := range res.Conflicts {
@@ -262,14 +264,15 @@ func (w *workspace) pushReplica(ctx context.Context, p *replicate.Pusher, st *sn
 	if err != nil {
 		if ctx.Err() != nil {
 			w.setRepl(func(s *api.ReplicationStatus) { s.State = replIdle })
-			return err
+			return failedAt, err
 		}
 		w.setRepl(func(s *api.ReplicationStatus) {
-			s.State, s.Failures, s.LastError, s.LastErrorTime = replFailing, s.Failures+1, err.Error(), time.Now()
+			s.State, s.Failures, s.LastError, s.LastErrorTime = replFailing, s.Failures+1, err.Error(), failedAt
+			s.NextRetry = failedAt.Add(retryIn)
 			s.Pushes += res.Pushes
 			s.Conflicts = conflicts
 		})
-		return err
+		return failedAt, err
 	}
 	upTo := 0
 	if m.Newest != nil {
@@ -305,7 +308,7 @@ func (w *workspace) pushReplica(ctx context.Context, p *replicate.Pusher, st *sn
 		}
 		ev.Msg("replicated")
 	}
-	return nil
+	return time.Time{}, nil
 }
 
 // noteLag counts the checkpoints the last push did not carry.
