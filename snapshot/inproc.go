@@ -507,7 +507,7 @@ func (e *inproc) rebuild(ctx context.Context, s *Store, root string, edits map[s
 		n.leaf = &ed
 	}
 	nt := newTrees{entries: map[string][]gitobj.TreeEntry{}}
-	id, err := e.apply(ctx, s, root, top, &nt)
+	id, err := e.editTree(ctx, s, root, top, &nt)
 	if err != nil {
 		return "", nil, err
 	}
@@ -534,9 +534,9 @@ type newTrees struct {
 	replaced []string // trees of the base that new ones replace
 }
 
-// apply returns the id of tree id with n's edits applied ("" when empty),
+// editTree returns the id of tree id with n's edits applied ("" when empty),
 // adding the trees it makes to nt.
-func (e *inproc) apply(ctx context.Context, s *Store, id string, n *editNode, nt *newTrees) (string, error) {
+func (e *inproc) editTree(ctx context.Context, s *Store, id string, n *editNode, nt *newTrees) (string, error) {
 	old, err := e.tree(ctx, s, id)
 	if err != nil {
 		return "", err
@@ -584,7 +584,7 @@ func (e *inproc) apply(ctx context.Context, s *Store, id string, n *editNode, nt
 		case !kidAdds:
 			continue // nothing under a file or nothing at all: the removals find nothing
 		}
-		nid, err := e.apply(ctx, s, sub, &editNode{kids: k.kids}, nt)
+		nid, err := e.editTree(ctx, s, sub, &editNode{kids: k.kids}, nt)
 		if err != nil {
 			return "", err
 		}
@@ -1151,7 +1151,7 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 		edits[g] = edit{del: true}
 	}
 	// Each file is read; one that changed meanwhile is read again, twice,
-	// then named (as the git engine's apply does).
+	// then named (as the git engine's applyPlan does).
 	todo := slices.Clone(p.add)
 	sort.Strings(todo)
 	if hookBeforeHash != nil {
