@@ -857,12 +857,12 @@ type hashJob struct {
 // hashFiles stores the blobs of work-tree files, several at once (most of a
 // small file's time is opening, creating and renaming files), and notes
 // those it read in the stat cache.
-func (s *Store) hashFiles(e *inproc, rels []string) []hashJob {
+func (e *inproc) hashFiles(rels []string) []hashJob {
 	jobs := make([]hashJob, len(rels))
 	for i, rel := range rels {
 		jobs[i].rel = rel
 	}
-	gitobj.ForEach(len(jobs), func(i int) error { s.hashFile(e, &jobs[i]); return nil })
+	gitobj.ForEach(len(jobs), func(i int) error { e.hashFile(&jobs[i]); return nil })
 	for _, j := range jobs {
 		switch {
 		case j.read && settled(j.st, j.readAt, e.mgrain, e.cgrain):
@@ -877,7 +877,8 @@ func (s *Store) hashFiles(e *inproc, rels []string) []hashJob {
 // hashFile stores the blob of a work-tree file (or finds it in the stat
 // cache). It only reads the stat cache: hashFiles runs it from several
 // goroutines.
-func (s *Store) hashFile(e *inproc, j *hashJob) {
+func (e *inproc) hashFile(j *hashJob) {
+	s := e.s
 	for attempt := 0; ; attempt++ {
 		readAt := time.Now().UnixNano()
 		f, err := s.openWork(j.rel)
@@ -928,6 +929,19 @@ func (s *Store) hashFile(e *inproc, j *hashJob) {
 		}
 		j.h, j.st, j.read, j.readAt = hashed{mode: mode, id: id}, st, true, readAt
 		return
+	}
+}
+
+// releasePacks restarts cat-file (git never forgets a pack it opened: it
+// would hold the ones a repack removed, and their space) and has Known look
+// at the packs again.
+func (e *inproc) releasePacks() {
+	if e.cat != nil {
+		e.cat.stop()
+		e.cat = nil
+	}
+	if e.known != nil && e.known.Refresh() {
+		clear(e.whole)
 	}
 }
 
@@ -1031,7 +1045,7 @@ func (e *inproc) vouch(ctx context.Context, s *Store, id, was, at string) error 
 // ignoredNow takes check-ignore's answer, if it was left to come while the
 // files were read, and turns the ignored paths into removals, dropping what
 // was noted about them (as the git engine's dropIgnored does).
-func (s *Store) ignoredNow(e *inproc, p *stagePlan, edits map[string]edit) error {
+func (e *inproc) ignoredNow(p *stagePlan, edits map[string]edit) error {
 	if p.ignored == nil {
 		return nil
 	}
@@ -1149,13 +1163,13 @@ func (e *inproc) seal(ctx context.Context, j *sealJob) (sealOutcome, error) {
 	if hookBeforeHash != nil {
 		// The test's moment comes once check-ignore has answered (it
 		// refuses a path beyond a link, which sends the seal to git).
-		if err := s.ignoredNow(e, p, edits); err != nil {
+		if err := e.ignoredNow(p, edits); err != nil {
 			return sealOutcome{}, err
 		}
 		hookBeforeHash()
 	}
 	for attempt := 0; len(todo) > 0; attempt++ {
-		jobs := s.hashFiles(e, todo)
+		jobs := e.hashFiles(todo)
 		for _, j := range jobs {
 			rel, h := j.rel, j.h
 			switch {
@@ -1174,7 +1188,7 @@ func (e *inproc) seal(ctx context.Context, j *sealJob) (sealOutcome, error) {
 			e.cache.forget(rel) // its cached stat no longer vouches for it
 		}
 	}
-	if err := s.ignoredNow(e, p, edits); err != nil {
+	if err := e.ignoredNow(p, edits); err != nil {
 		return sealOutcome{}, err
 	}
 	faultPoint("blob-written")
@@ -1307,7 +1321,7 @@ func (e *inproc) seal(ctx context.Context, j *sealJob) (sealOutcome, error) {
 	if hookBeforeUpdateRef != nil {
 		hookBeforeUpdateRef()
 	}
-	mv, err := s.lockRef(e, rec.Ref, sha)
+	mv, err := e.lockRef(rec.Ref, sha)
 	if err != nil {
 		return sealOutcome{}, fmt.Errorf("ref %s moved while sealing (another writer?); not overwritten: %w", rec.Ref, err)
 	}
@@ -1349,7 +1363,8 @@ type refMove struct {
 // lockRef starts moving ref to sha with git's lock-file protocol, the lock
 // written but not flushed (the seal's syncfs does it). A ref HEAD points
 // to, or one outside cairn's own namespaces, is left to git (its HEAD log too).
-func (s *Store) lockRef(e *inproc, ref, sha string) (*refMove, error) {
+func (e *inproc) lockRef(ref, sha string) (*refMove, error) {
+	s := e.s
 	mv := &refMove{e: e, ref: ref, sha: sha}
 	head, _ := readNoFollow(filepath.Join(s.gitDir, "HEAD"), maxSmallFile)
 	if !(strings.HasPrefix(ref, "refs/cairn/") || strings.HasPrefix(ref, "refs/heads/run-")) ||
