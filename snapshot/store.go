@@ -186,8 +186,8 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	default:
 		return nil, fmt.Errorf("unknown layout %q (want auto, hankweave or plain)", s.layout)
 	}
-	s.git = &Git{Path: gitPath, Version: ver, Dir: s.gitDir, WorkTree: s.workTree,
-		Index: filepath.Join(s.gitDir, cairnSubdir, "index"), Home: s.home, held: &s.held}
+	s.git = NewGit(gitPath, ver, s.gitDir, s.home)
+	s.git.WorkTree, s.git.Index, s.git.held = s.workTree, filepath.Join(s.gitDir, cairnSubdir, "index"), &s.held
 
 	if opts.NoCreate && !s.exists() {
 		return nil, fmt.Errorf("%w for %s yet", ErrNoStore, abs)
