@@ -129,9 +129,8 @@ func (w *workspace) startReplication(ctx context.Context) (stop func()) {
 		w.repl.wake = nil
 		return func() {}
 	}
-	gitPath, ver, _ := snapshot.FindGit(ctx)
 	p := &replicate.Pusher{
-		Store:  &snapshot.Git{Path: gitPath, Version: ver, Dir: st.GitDir(), Home: filepath.Dir(st.GitDir())},
+		Store:  st.ObjectsGit(),
 		Remote: cfg.Remote, Host: host, Key: key, Home: home, SSHCommand: cfg.SSHCommand,
 	}
 	if last := p.LastState(); last != nil {

@@ -113,6 +113,18 @@ func (e *GitError) Error() string {
 
 func (e *GitError) Unwrap() error { return e.Err }
 
+// NewGit is the runner for the repository at dir (GIT_DIR), with home as
+// its HOME and XDG_CONFIG_HOME, and no work tree or index: the one way a
+// Git is made. A caller that needs a work tree, an index or extra
+// variables sets them on it.
+func NewGit(path string, v Version, dir, home string) *Git {
+	return &Git{Path: path, Version: v, Dir: dir, Home: home}
+}
+
+// ObjectsGit is a runner on the store's objects and refs alone: no work
+// tree, no index, its HOME the store's folder (which holds its .gitconfig).
+func (s *Store) ObjectsGit() *Git { return NewGit(s.git.Path, s.git.Version, s.gitDir, s.home) }
+
 // Git runs git for one store. Every git call cairn makes goes through Run, with
 // an environment built from scratch: nothing of the caller's GIT_*, config,
 // hooks, pager or credentials reaches git.

@@ -21,26 +21,15 @@ import (
 	"github.com/cairn-dev/cairn/snapshot/gitobj"
 )
 
-// Engines: how an incremental seal is done (docs/cairn-formats.md, "The
-// in-process engine"). Full reconciles, first seals and restores always
-// use git.
-const (
-	EngineGit    = "git"    // update-index, write-tree, commit-tree, update-ref
-	EngineInproc = "inproc" // objects, trees, commit and ref written by cairn itself
-)
-
-// DefaultEngine is the engine of a store whose Options name none: the
-// in-process one; `engine = "git"` keeps incremental seals on the git
-// command line (docs/cairn-formats.md).
-const DefaultEngine = EngineInproc
-
-// errFallback means the in-process engine cannot seal this request exactly
-// as git would (no base recorded, an ignore file changed, an unusual
-// config): the git engine seals it instead.
-var errFallback = errors.New("in-process engine: fall back to git")
-
-// inproc is the in-process engine's state for one store, kept between seals.
+// inproc is the in-process engine's state for one store, kept between
+// seals: the stat cache, the tree cache, the check-ignore and cat-file
+// processes and the objects known stored (docs/engine.md, "The seam").
 type inproc struct {
+	s *Store
+	// broken is set when a pack the seal gathered could not be written:
+	// the store drops the engine once the seal returns, so the next one
+	// starts again from what was saved.
+	broken bool
 	format gitobj.Format
 	db     *gitobj.DB
 	batch  *gitobj.Batch // the new objects of the seal under way, written as one pack
@@ -137,19 +126,20 @@ func (c *treeCache) put(id string, t []gitobj.TreeEntry) {
 	c.n += len(t) + 1
 }
 
-func (s *Store) engineName() string {
-	if s.opts.Engine == "" {
-		return DefaultEngine
-	}
-	return s.opts.Engine
+// close stops the engine's git processes; its state stays.
+func (e *inproc) close() {
+	e.stopIgnore()
+	e.cat.stop()
+	e.cat = nil
 }
 
-// closeEngine stops the engine's git processes.
-func (s *Store) closeEngine() {
-	if s.eng != nil {
-		s.eng.stopIgnore()
-		s.eng.cat.stop()
-		s.eng.cat = nil
+// sealed keeps the stat cache small once a checkpoint is recorded: past
+// pendingSyncMax pending entries, git's index takes them now.
+func (e *inproc) sealed(ctx context.Context) {
+	if len(e.cache.pending) > pendingSyncMax {
+		if serr := e.s.syncIndex(ctx); serr != nil {
+			zerologCtx(ctx).Warn().Err(serr).Msg("writing the in-process engine's entries into the index failed")
+		}
 	}
 }
 
@@ -215,11 +205,11 @@ func (s *Store) engine(ctx context.Context) (*inproc, error) {
 		return s.eng, nil
 	}
 	if s.eng != nil {
-		s.closeEngine() // check-ignore read the old ignore files
+		s.eng.close() // check-ignore read the old ignore files
 	}
 	// Remembered from here on with its verdict (cfgOK), unless git could
 	// not answer at all: that is asked again at the next seal.
-	e := &inproc{cfg: stamps, commits: map[string]string{}}
+	e := &inproc{s: s, cfg: stamps, commits: map[string]string{}}
 	s.eng = e
 	out, err := s.git.Run(ctx, nil, "config", "-l", "-z")
 	if err != nil {
@@ -507,7 +497,7 @@ func (e *inproc) rebuild(ctx context.Context, s *Store, root string, edits map[s
 		n.leaf = &ed
 	}
 	nt := newTrees{entries: map[string][]gitobj.TreeEntry{}}
-	id, err := e.apply(ctx, s, root, top, &nt)
+	id, err := e.editTree(ctx, s, root, top, &nt)
 	if err != nil {
 		return "", nil, err
 	}
@@ -534,9 +524,9 @@ type newTrees struct {
 	replaced []string // trees of the base that new ones replace
 }
 
-// apply returns the id of tree id with n's edits applied ("" when empty),
+// editTree returns the id of tree id with n's edits applied ("" when empty),
 // adding the trees it makes to nt.
-func (e *inproc) apply(ctx context.Context, s *Store, id string, n *editNode, nt *newTrees) (string, error) {
+func (e *inproc) editTree(ctx context.Context, s *Store, id string, n *editNode, nt *newTrees) (string, error) {
 	old, err := e.tree(ctx, s, id)
 	if err != nil {
 		return "", err
@@ -584,7 +574,7 @@ func (e *inproc) apply(ctx context.Context, s *Store, id string, n *editNode, nt
 		case !kidAdds:
 			continue // nothing under a file or nothing at all: the removals find nothing
 		}
-		nid, err := e.apply(ctx, s, sub, &editNode{kids: k.kids}, nt)
+		nid, err := e.editTree(ctx, s, sub, &editNode{kids: k.kids}, nt)
 		if err != nil {
 			return "", err
 		}
@@ -687,7 +677,7 @@ func (ip inprocPlan) considerUnignored(ctx context.Context, p *stagePlan, sel *S
 	}
 	ign := e.ign
 	// A few paths (a seal's usual lot): git answers while they are read,
-	// and sealInproc drops the ignored ones (ignoredNow).
+	// and inproc.seal drops the ignored ones (ignoredNow).
 	err := s.considerAsked(p, sel, files, links, func() (map[string]bool, error) {
 		if len(ask) == 0 {
 			return map[string]bool{}, nil
@@ -867,12 +857,12 @@ type hashJob struct {
 // hashFiles stores the blobs of work-tree files, several at once (most of a
 // small file's time is opening, creating and renaming files), and notes
 // those it read in the stat cache.
-func (s *Store) hashFiles(e *inproc, rels []string) []hashJob {
+func (e *inproc) hashFiles(rels []string) []hashJob {
 	jobs := make([]hashJob, len(rels))
 	for i, rel := range rels {
 		jobs[i].rel = rel
 	}
-	gitobj.ForEach(len(jobs), func(i int) error { s.hashFile(e, &jobs[i]); return nil })
+	gitobj.ForEach(len(jobs), func(i int) error { e.hashFile(&jobs[i]); return nil })
 	for _, j := range jobs {
 		switch {
 		case j.read && settled(j.st, j.readAt, e.mgrain, e.cgrain):
@@ -887,7 +877,8 @@ func (s *Store) hashFiles(e *inproc, rels []string) []hashJob {
 // hashFile stores the blob of a work-tree file (or finds it in the stat
 // cache). It only reads the stat cache: hashFiles runs it from several
 // goroutines.
-func (s *Store) hashFile(e *inproc, j *hashJob) {
+func (e *inproc) hashFile(j *hashJob) {
+	s := e.s
 	for attempt := 0; ; attempt++ {
 		readAt := time.Now().UnixNano()
 		f, err := s.openWork(j.rel)
@@ -938,6 +929,19 @@ func (s *Store) hashFile(e *inproc, j *hashJob) {
 		}
 		j.h, j.st, j.read, j.readAt = hashed{mode: mode, id: id}, st, true, readAt
 		return
+	}
+}
+
+// releasePacks restarts cat-file (git never forgets a pack it opened: it
+// would hold the ones a repack removed, and their space) and has Known look
+// at the packs again.
+func (e *inproc) releasePacks() {
+	if e.cat != nil {
+		e.cat.stop()
+		e.cat = nil
+	}
+	if e.known != nil && e.known.Refresh() {
+		clear(e.whole)
 	}
 }
 
@@ -1041,7 +1045,7 @@ func (e *inproc) vouch(ctx context.Context, s *Store, id, was, at string) error 
 // ignoredNow takes check-ignore's answer, if it was left to come while the
 // files were read, and turns the ignored paths into removals, dropping what
 // was noted about them (as the git engine's dropIgnored does).
-func (s *Store) ignoredNow(e *inproc, p *stagePlan, edits map[string]edit) error {
+func (e *inproc) ignoredNow(p *stagePlan, edits map[string]edit) error {
 	if p.ignored == nil {
 		return nil
 	}
@@ -1077,16 +1081,19 @@ func gitOpenReason(rel string, err error) string {
 	return fmt.Sprintf("open(%q): %s", rel, msg)
 }
 
-// sealInproc is an incremental seal by the in-process engine (docs/engine.md,
-// "How a seal works"). errFallback before anything is written means the git
-// engine must seal the request.
-func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec *ckpt.Record, sel *Selector, parent, oldTip string, now time.Time) (sha string, skipped bool, counts [3]int, err error) {
+// seal is an incremental seal by the in-process engine (docs/engine.md, "How
+// a seal works"). errFallback before anything is written means the git engine
+// must seal the request.
+func (e *inproc) seal(ctx context.Context, j *sealJob) (sealOutcome, error) {
+	s, req, rec, sel, parent, oldTip, now := e.s, j.req, j.rec, j.sel, j.parent, j.oldTip, j.now
+	var sha string
+	var counts [3]int
 	for _, c := range req.Changed {
 		if path.Base(c) == ".gitignore" {
 			// Ignore rules moved: this seal is git's, and the checker,
 			// which read the old rules, starts again for the next one.
 			e.stopIgnore()
-			return "", false, counts, errFallback
+			return sealOutcome{}, errFallback
 		}
 	}
 	base := e.cache.hdr.Base
@@ -1103,8 +1110,7 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 	e.batch = e.db.Batch()
 	flush := func() error {
 		if _, err := e.batch.Flush(); err != nil {
-			s.closeEngine()
-			s.eng = nil
+			e.broken = true
 			return err
 		}
 		return nil
@@ -1118,22 +1124,22 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 	// The parent and its tree must be there, or nothing is sealed on top.
 	ptree, err := e.commitTree(ctx, s, parent)
 	if errors.Is(err, errMissing) {
-		return "", false, counts, s.damaged("the parent checkpoint " + parent)
+		return sealOutcome{}, s.damaged("the parent checkpoint " + parent)
 	} else if err != nil {
-		return "", false, counts, err
+		return sealOutcome{}, err
 	}
 	if _, err := e.tree(ctx, s, ptree); errors.Is(err, errMissing) {
-		return "", false, counts, s.damaged("the tree of the parent checkpoint " + parent)
+		return sealOutcome{}, s.damaged("the tree of the parent checkpoint " + parent)
 	} else if err != nil {
-		return "", false, counts, err
+		return sealOutcome{}, err
 	}
 	if _, err := e.tree(ctx, s, base); err != nil {
-		return "", false, counts, fmt.Errorf("%w: base tree: %v", errFallback, err)
+		return sealOutcome{}, fmt.Errorf("%w: base tree: %v", errFallback, err)
 	}
 
 	p, err := s.planPaths(ctx, inprocPlan{s: s, e: e, base: base}, sel, req.Changed)
 	if err != nil {
-		return "", false, counts, err
+		return sealOutcome{}, err
 	}
 	// An answer of check-ignore still under way is awaited however the seal ends.
 	defer func() {
@@ -1151,19 +1157,19 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 		edits[g] = edit{del: true}
 	}
 	// Each file is read; one that changed meanwhile is read again, twice,
-	// then named (as the git engine's apply does).
+	// then named (as the git engine's applyPlan does).
 	todo := slices.Clone(p.add)
 	sort.Strings(todo)
 	if hook := beforeHashHook(); hook != nil {
 		// The test's moment comes once check-ignore has answered (it
 		// refuses a path beyond a link, which sends the seal to git).
-		if err := s.ignoredNow(e, p, edits); err != nil {
-			return "", false, counts, err
+		if err := e.ignoredNow(p, edits); err != nil {
+			return sealOutcome{}, err
 		}
 		hook()
 	}
 	for attempt := 0; len(todo) > 0; attempt++ {
-		jobs := s.hashFiles(e, todo)
+		jobs := e.hashFiles(todo)
 		for _, j := range jobs {
 			rel, h := j.rel, j.h
 			switch {
@@ -1182,8 +1188,8 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 			e.cache.forget(rel) // its cached stat no longer vouches for it
 		}
 	}
-	if err := s.ignoredNow(e, p, edits); err != nil {
-		return "", false, counts, err
+	if err := e.ignoredNow(p, edits); err != nil {
+		return sealOutcome{}, err
 	}
 	faultPoint("blob-written")
 	sortIssues(p.issues)
@@ -1192,11 +1198,11 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 
 	tree, replaced, err := e.rebuild(ctx, s, base, edits)
 	if err != nil {
-		return "", false, counts, err
+		return sealOutcome{}, err
 	}
 	// Every object the new tree names is stored or in this seal's pack.
 	if err := e.vouch(ctx, s, tree, base, ""); err != nil {
-		return "", false, counts, err
+		return sealOutcome{}, err
 	}
 	faultPoint("tree-written")
 
@@ -1230,11 +1236,11 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 			count(old, nw)
 		}
 	}); err != nil {
-		return "", false, counts, err
+		return sealOutcome{}, err
 	}
 	if base != ptree {
 		if err := e.diff(ctx, s, ptree, tree, "", func(_ string, old, nw *gitobj.TreeEntry) { count(old, nw) }); err != nil {
-			return "", false, counts, err
+			return sealOutcome{}, err
 		}
 	}
 	for _, p := range pending {
@@ -1251,9 +1257,9 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 	// store lacks).
 	if req.SkipUnchanged && tree == ptree && s.nothingNew(parent, rec.Issues) {
 		if err := flush(); err != nil {
-			return "", false, counts, err
+			return sealOutcome{}, err
 		}
-		return "", true, counts, s.saveStatCache(e.cache)
+		return sealOutcome{skipped: true}, s.saveStatCache(e.cache)
 	}
 
 	logical := ""
@@ -1263,7 +1269,7 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 	} else {
 		parents = []string{parent}
 		if !e.has(parent) {
-			return "", false, counts, &errMissingObject{parent, "the parent checkpoint"}
+			return sealOutcome{}, &errMissingObject{parent, "the parent checkpoint"}
 		}
 	}
 	msg := message(req, *rec, logical, now)
@@ -1272,7 +1278,7 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 			When: now, Message: msg}.Encode())
 	} else { // git rewrites such a message: let it, once it can read the tree
 		if err := flush(); err != nil {
-			return "", false, counts, err
+			return sealOutcome{}, err
 		}
 		args := []string{"commit-tree", tree, "-F", "-"}
 		for _, pp := range parents {
@@ -1284,11 +1290,11 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 		sha = strings.TrimSpace(string(out))
 	}
 	if err != nil {
-		return "", false, counts, err
+		return sealOutcome{}, err
 	}
 	faultPoint("commit-written")
 	if err := flush(); err != nil {
-		return "", false, counts, err
+		return sealOutcome{}, err
 	}
 	faultPoint("pack-written")
 	// Once there are rollUpEvery small packs they are merged, the new pack
@@ -1309,22 +1315,22 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 	}
 	e.cache.hdr.Commit = sha // the checkpoint the cache now stands for
 	if err := s.saveStatCache(e.cache); err != nil {
-		return "", false, counts, err
+		return sealOutcome{}, err
 	}
 
 	beforeUpdateRef()
-	mv, err := s.lockRef(e, rec.Ref, sha)
+	mv, err := e.lockRef(rec.Ref, sha)
 	if err != nil {
-		return "", false, counts, fmt.Errorf("ref %s moved while sealing (another writer?); not overwritten: %w", rec.Ref, err)
+		return sealOutcome{}, fmt.Errorf("ref %s moved while sealing (another writer?); not overwritten: %w", rec.Ref, err)
 	}
 	defer mv.release()
 	// Objects, the stat cache and the ref's new value must be on disk before
 	// the ref names them: one flush for all of them.
 	if err := platform.SyncFS(s.gitDir); err != nil {
-		return "", false, counts, err
+		return sealOutcome{}, err
 	}
 	if err := mv.finish(ctx, s, oldTip, "cairn: "+string(req.Kind)+" "+rec.ID); err != nil {
-		return "", false, counts, fmt.Errorf("ref %s moved while sealing (another writer?); not overwritten: %w", rec.Ref, err)
+		return sealOutcome{}, fmt.Errorf("ref %s moved while sealing (another writer?); not overwritten: %w", rec.Ref, err)
 	}
 	if err := gitobj.RemovePacks(rolledUp); err != nil {
 		zerologCtx(ctx).Warn().Err(err).Msg("removing packs merged into one failed; their objects are stored twice until maintenance")
@@ -1340,7 +1346,7 @@ func (s *Store) sealInproc(ctx context.Context, e *inproc, req SealRequest, rec 
 		e.cat.stop()
 		e.cat = nil
 	}
-	return sha, false, counts, nil
+	return sealOutcome{sha: sha, parent: parent, counts: counts}, nil
 }
 
 // refMove is a ref update under way: the in-process engine's holds
@@ -1355,7 +1361,8 @@ type refMove struct {
 // lockRef starts moving ref to sha with git's lock-file protocol, the lock
 // written but not flushed (the seal's syncfs does it). A ref HEAD points
 // to, or one outside cairn's own namespaces, is left to git (its HEAD log too).
-func (s *Store) lockRef(e *inproc, ref, sha string) (*refMove, error) {
+func (e *inproc) lockRef(ref, sha string) (*refMove, error) {
+	s := e.s
 	mv := &refMove{e: e, ref: ref, sha: sha}
 	head, _ := readNoFollow(filepath.Join(s.gitDir, "HEAD"), maxSmallFile)
 	if !(strings.HasPrefix(ref, "refs/cairn/") || strings.HasPrefix(ref, "refs/heads/run-")) ||

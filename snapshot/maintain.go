@@ -423,20 +423,11 @@ func (s *Store) yieldToSeals(ctx context.Context) {
 	}
 }
 
-// releasePacks, under the store lock after a repack, restarts the in-process
-// engine's cat-file (git never forgets a pack it opened: it would hold the
-// removed ones, and their space) and has Known look at the packs again.
+// releasePacks, under the store lock after a repack, has the in-process
+// engine let go of the packs it read (inproc.releasePacks).
 func (s *Store) releasePacks() {
-	e := s.eng
-	if e == nil {
-		return
-	}
-	if e.cat != nil {
-		e.cat.stop()
-		e.cat = nil
-	}
-	if e.known != nil && e.known.Refresh() {
-		clear(e.whole)
+	if s.eng != nil {
+		s.eng.releasePacks()
 	}
 }
 

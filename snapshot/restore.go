@@ -24,7 +24,7 @@ import (
 	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
-// restoreWork is what the plan hands apply and verify beside the result.
+// restoreWork is what the plan hands checkoutTarget and verify beside the result.
 type restoreWork struct {
 	kept  []string          // the untracked paths the target lacks: checkout must leave them
 	wrote map[string]blobID // path → the blob the target holds, for verification
@@ -136,7 +136,7 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 
 	// 3. Apply.
 	progress(3, fmt.Sprintf("writing %d files, deleting %d", len(res.Write), len(res.Delete)))
-	if err := s.apply_(ctx, &res, work, target, prefixes); err != nil {
+	if err := s.checkoutTarget(ctx, &res, work, target, prefixes); err != nil {
 		return res, err
 	}
 
@@ -359,11 +359,11 @@ func (s *Store) plan(ctx context.Context, res *ckpt.Outcome, work *restoreWork, 
 	return nil
 }
 
-// apply_ checks the target out. For a whole restore the index first loses
+// checkoutTarget checks the target out. For a whole restore the index first loses
 // the untracked files the target lacks (so checkout leaves them), then
 // `checkout --force --detach` writes and deletes; for paths, the named files
 // are checked out and the planned deletions made one by one.
-func (s *Store) apply_(ctx context.Context, res *ckpt.Outcome, work *restoreWork, target string, prefixes []string) error {
+func (s *Store) checkoutTarget(ctx context.Context, res *ckpt.Outcome, work *restoreWork, target string, prefixes []string) error {
 	del := map[string]bool{}
 	for _, d := range res.Delete {
 		del[d.Path] = true

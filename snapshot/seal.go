@@ -1,20 +1,14 @@
 package snapshot
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha1"
-	"crypto/sha256"
-	binenc "encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/snapshot/gitobj"
 
 	"github.com/cairn-dev/cairn/restore/ckpt"
@@ -99,18 +93,21 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 			req.Changed = nil
 		}
 	}
-	if req.Changed != nil && req.afterStage == nil && req.engine != EngineGit {
+	job := &sealJob{req: req, rec: &rec, sel: sel, parent: parent, oldTip: oldTip, now: now}
+	if job.req.Changed != nil && job.req.afterStage == nil && job.req.engine != EngineGit {
 		if e, ok := s.inprocReady(ctx, sel); ok {
-			sha, skipped, counts, err := s.sealInproc(ctx, e, req, &rec, sel, parent, oldTip, now)
+			out, err := e.seal(ctx, job)
+			if e.broken {
+				s.dropEngine() // a pack it gathered could not be written
+			}
 			switch {
 			case errors.Is(err, errFallback):
 				zerologCtx(ctx).Debug().Err(err).Msg("incremental seal by git")
 			case errors.Is(err, ErrDamaged):
-				// The parent checkpoint or its tree is gone: the git path
+				// The parent checkpoint or its tree is gone: the git engine
 				// finds what to seal on (recoverParent), from the whole tree.
-				s.closeEngine()
-				s.eng = nil
-				req.Changed = nil
+				s.dropEngine()
+				job.req.Changed = nil
 			case errors.As(err, new(*errMissingObject)):
 				// What cairn knew of the store is wrong: the engine starts
 				// afresh, and git rebuilds the index from the work tree,
@@ -118,284 +115,37 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 				if rerr := s.dropIndex(ctx, err.Error()+" (another program removed it, or a pack is damaged); this checkpoint rebuilt cairn's index from the work tree, storing each file again"); rerr != nil {
 					return fail(rerr)
 				}
-				req.Changed = nil
+				job.req.Changed = nil
 			case err != nil:
 				s.lastEngine, rec.Engine = EngineInproc, EngineInproc
 				return fail(s.damageHint(err))
-			case skipped:
+			case out.skipped:
 				s.lastEngine = EngineInproc
 				return ckpt.Record{}, nil
 			default:
 				s.lastEngine, rec.Engine = EngineInproc, EngineInproc
 				faultPoint("update-ref")
-				rec, err := s.complete(req, rec, sha, parent, counts, start)
-				if err == nil && len(e.cache.pending) > pendingSyncMax {
-					// Keep the stat cache small: git takes the entries now.
-					if serr := s.syncIndex(ctx); serr != nil {
-						zerologCtx(ctx).Warn().Err(serr).Msg("writing the in-process engine's entries into the index failed")
-					}
-				}
-				return rec, err
+				return s.recordSeal(ctx, e, job, out, start)
 			}
 		}
 	}
 	s.lastEngine, rec.Engine = EngineGit, EngineGit
-	// Objects another program deleted must not be sealed on top of: the
-	// parent and its tree are checked while the paths are staged.
-	type parentCheck struct {
-		tree string
-		err  error
-	}
-	damaged := make(chan parentCheck, 1)
-	go func() {
-		var c parentCheck
-		c.tree, c.err = s.checkParent(ctx, parent)
-		damaged <- c
-	}()
-
-	s.checkIndexFile(ctx)
-	st, err := s.stage(ctx, s.git, sel, req.Changed)
-	if s.indexDamaged(ctx, err) {
-		st, err = s.stage(ctx, s.git, sel, nil)
-	}
-	pc := <-damaged
-	parentGone := false
-	if errors.Is(pc.err, ErrDamaged) {
-		// Another program removed the parent checkpoint's objects: seal on
-		// the newest checkpoint still whole rather than never again.
-		np, tree, rerr := s.recoverParent(ctx, rec.Ref, parent)
-		if rerr != nil {
-			return fail(errors.Join(pc.err, rerr))
-		}
-		parent, pc = np, parentCheck{tree: tree}
-		parentGone = tree == ""
-	}
-	if pc.err != nil {
-		return fail(pc.err)
-	}
-	if err != nil {
-		return fail(fmt.Errorf("stage: %w", err))
-	}
-	rec.Issues, rec.Skipped = st.issues, st.skipped
-	if req.afterStage != nil {
-		if err := req.afterStage(); err != nil {
-			return fail(err)
-		}
-	}
-	faultPoint("stage")
-
-	treeOut, _, err := s.git.runMapped(ctx, nil, "write-tree")
-	if s.indexDamaged(ctx, err) || s.indexNamesMissing(ctx, err) {
-		if st, err = s.stage(ctx, s.git, sel, nil); err != nil {
-			return fail(fmt.Errorf("stage: %w", err))
-		}
-		rec.Issues, rec.Skipped = st.issues, st.skipped
-		treeOut, _, err = s.git.runMapped(ctx, nil, "write-tree")
-	}
-	if err != nil {
-		return fail(s.damageHint(err))
-	}
-	tree := strings.TrimSpace(string(treeOut))
-	if err := s.vouchGitTree(ctx, tree, pc.tree); errors.As(err, new(*errMissingObject)) {
-		// The index named an object another program removed; it was
-		// dropped: staged again from the work tree, every file's blob is
-		// stored anew.
-		if st, err = s.stage(ctx, s.git, sel, nil); err != nil {
-			return fail(fmt.Errorf("stage: %w", err))
-		}
-		rec.Issues, rec.Skipped = st.issues, st.skipped
-		if treeOut, _, err = s.git.runMapped(ctx, nil, "write-tree"); err != nil {
-			return fail(s.damageHint(err))
-		}
-		tree = strings.TrimSpace(string(treeOut))
-		if err := s.vouchGitTree(ctx, tree, ""); err != nil {
-			return fail(err)
-		}
-	} else if err != nil {
-		return fail(err)
-	}
-	faultPoint("write-tree")
-	if req.SkipUnchanged {
-		ptree, ok := pc.tree, pc.tree != ""
-		if !ok { // the damage check could not say: ask git
-			ptree, ok = s.resolve(ctx, parent+"^{tree}")
-		}
-		if ok && ptree == tree && s.nothingNew(parent, rec.Issues) {
-			if last, ok := s.lastSealed(); ok {
-				s.recordBase(ctx, tree, last.SHA)
-			}
-			return ckpt.Record{}, nil
-		}
-	}
-
-	// A checkpoint on its own ref is a root commit that names its parent in
-	// a trailer: an autosave kept must not keep every older one reachable,
-	// or dropping them would free nothing (docs/cairn-formats.md, "Refs").
-	args := []string{"commit-tree", tree, "-F", "-"}
-	logical := ""
-	if ownRef(ref) {
-		logical = parent
-	} else {
-		args = append(args, "-p", parent)
-	}
-	msg := message(req, rec, logical, now)
-	ts := isoTime(now)
-	commitOut, err := s.git.withEnv("GIT_AUTHOR_DATE="+ts, "GIT_COMMITTER_DATE="+ts).
-		Run(ctx, strings.NewReader(msg), args...)
+	var git engine = s.gitEng
+	out, err := git.seal(ctx, job)
 	if err != nil {
 		return fail(err)
 	}
-	sha := strings.TrimSpace(string(commitOut))
-	s.recordBase(ctx, tree, sha)
-	faultPoint("commit-tree")
-
-	beforeUpdateRef()
-	// Objects must be on disk before a ref names them.
-	if err := platform.SyncFS(s.gitDir); err != nil {
-		return fail(err)
+	if out.skipped {
+		return ckpt.Record{}, nil
 	}
-	// The counts for the record are read while the ref moves.
-	type counts struct {
-		added, changed, removed int
-		err                     error
-	}
-	countC := make(chan counts, 1)
-	go func() {
-		var c counts
-		from := parent
-		if parentGone {
-			from = emptyTreeOf(s) // all of it is new against nothing
-		}
-		c.added, c.changed, c.removed, c.err = s.diffCounts(ctx, from, sha)
-		countC <- c
-	}()
-	if strings.HasPrefix(ref, "refs/cairn/") || strings.HasPrefix(ref, "refs/heads/run-") {
-		// Under the store lock no cairn runs, nor any git one started (each
-		// holds the store lock while it lives: proc.go), so in a plain store
-		// a ref lock is a dead writer's. The runtime writes a Hankweave
-		// store's refs itself: there only a lock a minute old is taken for
-		// stale, as the in-process engine's LockRef does.
-		lock := filepath.Join(s.gitDir, filepath.FromSlash(ref)+".lock")
-		fi, err := os.Lstat(lock)
-		if err == nil && (s.layout == LayoutPlain || time.Since(fi.ModTime()) >= time.Minute) {
-			if err := os.Remove(lock); err == nil {
-				zerologCtx(ctx).Warn().Str("ref", ref).Msg("removed a ref lock left by an interrupted seal")
-			}
-		}
-	}
-	if _, err := s.git.Run(ctx, nil, "update-ref", "-m", "cairn: "+string(req.Kind)+" "+rec.ID, ref, sha, oldTip); err != nil {
-		<-countC
-		return fail(fmt.Errorf("ref %s moved while sealing (another writer?); not overwritten: %w", ref, err))
-	}
-	if !s.git.Version.AtLeast(Version{2, 36, 0}) {
-		if err := platform.SyncFS(s.gitDir); err != nil {
-			return fail(err)
-		}
-	}
-	faultPoint("update-ref")
-
-	c := <-countC
-	if c.err != nil {
-		return fail(c.err)
-	}
-	return s.complete(req, rec, sha, parent, [3]int{c.added, c.changed, c.removed}, start)
-}
-
-// indexDamageSigns are what git says when it cannot read an index file.
-var indexDamageSigns = []string{"index file smaller than expected", "bad signature", "bad index version",
-	"bad index file sha1 signature", "index file corrupt", "unknown index entry format"}
-
-// indexDamaged reports whether err is git failing to read cairn's private
-// index; if so the index, which is derived data, is removed (the next
-// staging rebuilds it from the work tree) and the store notes it once.
-func (s *Store) indexDamaged(ctx context.Context, err error) bool {
-	var ge *GitError
-	if !errors.As(err, &ge) {
-		return false
-	}
-	for _, sign := range indexDamageSigns {
-		if strings.Contains(ge.Stderr, sign) {
-			s.dropIndex(ctx, "cairn's private index was damaged (git could not read it: "+firstLine(ge.Stderr)+"); rebuilt from the work tree")
-			return true
-		}
-	}
-	return false
-}
-
-// indexNamesMissing reports whether write-tree failed because cairn's
-// index names an object that is not stored (another program removed it);
-// if so the index is dropped, to be rebuilt from the work tree, storing
-// every file again.
-func (s *Store) indexNamesMissing(ctx context.Context, err error) bool {
-	var ge *GitError
-	if !errors.As(err, &ge) || !strings.Contains(ge.Stderr, "invalid object") {
-		return false
-	}
-	s.dropIndex(ctx, "cairn's index named objects missing from the store ("+firstLine(ge.Stderr)+"; removed by another program?); it was rebuilt from the work tree, storing each file again")
-	return true
-}
-
-// checkIndexFile drops cairn's private index when it is not whole: not an
-// index file, cut short, or failing its trailing checksum (git does not
-// check that when it reads an index, and reads a cut one as entries of
-// nothing). The checksum is checked once per version of the file.
-func (s *Store) checkIndexFile(ctx context.Context) {
-	st, ok := stampFile(s.git.Index)
-	if !ok || st == s.indexChecked {
-		return
-	}
-	data, err := readNoFollow(s.git.Index, maxIndexFile)
-	why := ""
-	switch {
-	case err != nil:
-		why = err.Error()
-	case len(data) < 12+20:
-		why = fmt.Sprintf("%d bytes, cut short", len(data))
-	case string(data[:4]) != "DIRC" || binenc.BigEndian.Uint32(data[4:]) < 2 || binenc.BigEndian.Uint32(data[4:]) > 4:
-		why = "not an index file"
-	case !indexChecksumOK(data):
-		why = "its checksum does not match: cut short or overwritten"
-	}
-	if why != "" {
-		s.dropIndex(ctx, "cairn's private index was damaged ("+why+"); rebuilt from the work tree")
-		return
-	}
-	s.indexChecked = st
-}
-
-// maxIndexFile bounds what is read of cairn's index (~100 bytes a file).
-const maxIndexFile = 1 << 30
-
-// indexChecksumOK reports whether an index file ends with the hash of the
-// rest (SHA-1 or SHA-256, as the store's object format), or with zeros
-// (git's index.skipHash).
-func indexChecksumOK(data []byte) bool {
-	for _, n := range []int{sha1.Size, sha256.Size} {
-		if len(data) < 12+n {
-			continue
-		}
-		body, sum := data[:len(data)-n], data[len(data)-n:]
-		var got []byte
-		if n == sha1.Size {
-			h := sha1.Sum(body)
-			got = h[:]
-		} else {
-			h := sha256.Sum256(body)
-			got = h[:]
-		}
-		if bytes.Equal(got, sum) || bytes.Equal(sum, make([]byte, n)) {
-			return true
-		}
-	}
-	return false
+	return s.recordSeal(ctx, git, job, out, start)
 }
 
 // dropIndex removes cairn's private index (and the in-process engine's
 // view of it) so the next staging rebuilds it from the work tree, and notes
 // why (msg) once.
 func (s *Store) dropIndex(ctx context.Context, msg string) error {
-	s.closeEngine()
-	s.eng = nil
+	s.dropEngine()
 	s.note(ctx, msg)
 	if err := os.Remove(s.git.Index); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -524,6 +274,16 @@ func (s *Store) indexDoubt() string {
 		return "the in-process engine's stat cache describes another checkpoint than " + last.ID
 	}
 	return ""
+}
+
+// recordSeal records the checkpoint eng sealed for j in the ledger, then
+// lets the engine tidy up after it.
+func (s *Store) recordSeal(ctx context.Context, eng engine, j *sealJob, out sealOutcome, start time.Time) (ckpt.Record, error) {
+	rec, err := s.complete(j.req, *j.rec, out.sha, out.parent, out.counts, start)
+	if err == nil {
+		eng.sealed(ctx)
+	}
+	return rec, err
 }
 
 // complete records a checkpoint whose ref moved: its state and the ledger.

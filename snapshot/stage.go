@@ -87,7 +87,7 @@ func (s *Store) stage(ctx context.Context, g *Git, sel *Selector, changed []stri
 	if err != nil {
 		return staged{}, err
 	}
-	if err := s.apply(ctx, g, plan); err != nil {
+	if err := s.applyPlan(ctx, g, plan); err != nil {
 		return staged{}, err
 	}
 	if prev != meta {
@@ -523,10 +523,10 @@ func minus(a, b []string) []string {
 	return out
 }
 
-// apply writes the plan into cairn's index. Paths go through stdin, never as
+// applyPlan writes the plan into cairn's index. Paths go through stdin, never as
 // pathspecs: no magic, no argv limit. A file that cannot be read (or changes
 // while git reads it) is retried, then named, and never aborts the checkpoint.
-func (s *Store) apply(ctx context.Context, g *Git, p *stagePlan) error {
+func (s *Store) applyPlan(ctx context.Context, g *Git, p *stagePlan) error {
 	if len(p.remove) > 0 {
 		sort.Strings(p.remove)
 		if _, _, err := g.runMapped(ctx, nulBytes(p.remove), "update-index", "-z", "--force-remove", "--stdin"); err != nil {

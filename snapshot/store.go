@@ -100,12 +100,12 @@ type Store struct {
 	// issued is the highest id this process handed out, so an id whose
 	// record never reached the ledger is not handed out again.
 	issued int
-	// eng is the in-process engine's state, made at its first seal.
-	eng *inproc
+	// gitEng seals with git's commands; eng is the in-process engine's
+	// state, made at its first seal (engine.go).
+	gitEng *gitEngine
+	eng    *inproc
 	// lastEngine is the engine that sealed the last checkpoint (tests).
 	lastEngine string
-	// indexChecked is cairn's index as last found whole (checkIndexFile).
-	indexChecked fileStamp
 	// notes are what the store repaired by itself, for the workspace's
 	// status (TakeNotes).
 	notes []string
@@ -148,6 +148,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{dir: abs, opts: opts, layout: opts.Layout}
+	s.gitEng = &gitEngine{s: s}
 	if s.layout == "" || s.layout == LayoutAuto {
 		s.layout = LayoutPlain
 		if fi, err := os.Stat(filepath.Join(abs, ".hankweave")); err == nil && fi.IsDir() {
@@ -185,8 +186,8 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	default:
 		return nil, fmt.Errorf("unknown layout %q (want auto, hankweave or plain)", s.layout)
 	}
-	s.git = &Git{Path: gitPath, Version: ver, Dir: s.gitDir, WorkTree: s.workTree,
-		Index: filepath.Join(s.gitDir, cairnSubdir, "index"), Home: s.home, held: &s.held}
+	s.git = NewGit(gitPath, ver, s.gitDir, s.home)
+	s.git.WorkTree, s.git.Index, s.git.held = s.workTree, filepath.Join(s.gitDir, cairnSubdir, "index"), &s.held
 
 	if opts.NoCreate && !s.exists() {
 		return nil, fmt.Errorf("%w for %s yet", ErrNoStore, abs)
@@ -229,7 +230,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 // now; it is the one place callers stop using a store.
 func (s *Store) Close() error {
 	s.mu.Lock()
-	s.closeEngine()
+	s.closeEngines()
 	pending := len(s.unwritten) > 0 || len(s.unwrittenMarks) > 0
 	s.mu.Unlock()
 	if !pending {

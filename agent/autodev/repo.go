@@ -85,17 +85,13 @@ func Open(ctx context.Context, dir, state string) (*Repo, error) {
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		return nil, fmt.Errorf("autodev state %s: %w", state, err)
 	}
-	return &Repo{
-		dir: dir, state: state, Now: time.Now,
-		git: snapshot.Git{
-			Path: path, Version: v,
-			Dir: filepath.Join(dir, ".git"), WorkTree: dir, Home: state,
-			Extra: []string{
-				"GIT_AUTHOR_NAME=" + identityName, "GIT_AUTHOR_EMAIL=" + identityEmail,
-				"GIT_COMMITTER_NAME=" + identityName, "GIT_COMMITTER_EMAIL=" + identityEmail,
-			},
-		},
-	}, nil
+	g := snapshot.NewGit(path, v, filepath.Join(dir, ".git"), state)
+	g.WorkTree = dir
+	g.Extra = []string{
+		"GIT_AUTHOR_NAME=" + identityName, "GIT_AUTHOR_EMAIL=" + identityEmail,
+		"GIT_COMMITTER_NAME=" + identityName, "GIT_COMMITTER_EMAIL=" + identityEmail,
+	}
+	return &Repo{dir: dir, state: state, Now: time.Now, git: *g}, nil
 }
 
 // Dir is the workspace.

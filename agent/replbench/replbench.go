@@ -122,7 +122,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		defer os.RemoveAll(scratch)
 	}
 	b := &bench{cfg: cfg, scratch: scratch, srvBase: filepath.Join(scratch, "server")}
-	b.git = &snapshot.Git{Path: gitPath, Version: ver, Dir: filepath.Join(scratch, "none.git"), Home: scratch}
+	b.git = snapshot.NewGit(gitPath, ver, filepath.Join(scratch, "none.git"), scratch)
 	if _, err := b.git.Run(ctx, nil, "init", "-q", "--bare"); err != nil {
 		return err
 	}
@@ -339,7 +339,7 @@ func (b *bench) backlog(ctx context.Context) (*Backlog, error) {
 	if _, err := st.Seal(ctx, snapshot.SealRequest{Kind: ckpt.KindBaseline}); err != nil {
 		return nil, err
 	}
-	store := &snapshot.Git{Path: b.git.Path, Version: b.git.Version, Dir: st.GitDir(), Home: filepath.Dir(st.GitDir())}
+	store := st.ObjectsGit()
 	before, err := refs(ctx, store)
 	if err != nil {
 		return nil, err

@@ -56,7 +56,7 @@ func TestCredentialsThroughHelper(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[credential]\n\thelper = \"!f() { echo username=wrong; echo password=wrong; }; f\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := &Pusher{Store: &snapshot.Git{Path: path, Version: ver, Dir: store, Home: filepath.Dir(store)},
+	p := &Pusher{Store: snapshot.NewGit(path, ver, store, filepath.Dir(store)),
 		Remote: "http://fleet%20user:s3cret@" + addr + "/x.git", Host: "h1", Key: "k", Home: home}
 	errc := make(chan error, 1)
 	go func() {
@@ -127,7 +127,7 @@ func TestAccessOf(t *testing.T) {
 // the helper; a wrong password fails, and its error does not show it.
 func TestPushWithCredentials(t *testing.T) {
 	ctx := context.Background()
-	path, ver, err := snapshot.FindGit(ctx)
+	path, _, err := snapshot.FindGit(ctx)
 	if err != nil {
 		t.Skip(err)
 	}
@@ -157,7 +157,7 @@ func TestPushWithCredentials(t *testing.T) {
 	defer srv.Close()
 	real, _ := filepath.EvalSymlinks(ws)
 	pusher := func(remote string) *Pusher {
-		return &Pusher{Store: &snapshot.Git{Path: path, Version: ver, Dir: st.GitDir(), Home: filepath.Dir(st.GitDir())},
+		return &Pusher{Store: st.ObjectsGit(),
 			Remote: remote, Host: "h1", Key: Key(real), Home: t.TempDir(), StatePath: filepath.Join(t.TempDir(), "state.json")}
 	}
 	base := "127.0.0.1:" + strings.TrimPrefix(srv.URL, "http://127.0.0.1:")

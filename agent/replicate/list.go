@@ -149,7 +149,8 @@ func newScratch(ctx context.Context, remote string, as ReadAs) (*scratch, error)
 	if home == "" {
 		home = tmp
 	}
-	g := &snapshot.Git{Path: path, Version: ver, Dir: filepath.Join(tmp, "manifests.git"), Home: home, Extra: as.Env}
+	g := snapshot.NewGit(path, ver, filepath.Join(tmp, "manifests.git"), home)
+	g.Extra = as.Env
 	if _, err := g.Run(ctx, nil, "init", "--quiet", "--bare"); err != nil {
 		os.RemoveAll(tmp)
 		return nil, fmt.Errorf("create a scratch repository in %s: %w", tmp, err)

@@ -47,13 +47,12 @@ func TestReplicatePusher(t *testing.T) {
 
 	remoteDir := filepath.Join(t.TempDir(), "fleet.git")
 	plainGit(t, remoteDir, "init", "-q", "--bare", remoteDir)
-	path, ver, err := snapshot.FindGit(ctx)
-	if err != nil {
+	if _, _, err := snapshot.FindGit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	real, _ := filepath.EvalSymlinks(ws)
 	newPusher := func() *Pusher {
-		return &Pusher{Store: &snapshot.Git{Path: path, Version: ver, Dir: st.GitDir(), Home: filepath.Dir(st.GitDir())},
+		return &Pusher{Store: st.ObjectsGit(),
 			Remote: "file://" + remoteDir, Host: "h1", Key: Key(real), Home: t.TempDir()}
 	}
 	p := newPusher()

@@ -27,7 +27,7 @@ func newRepo(t *testing.T, format string) (*snapshot.Git, string) {
 	}
 	home := t.TempDir()
 	gitDir := filepath.Join(home, "store.git")
-	g := &snapshot.Git{Path: path, Version: v, Dir: gitDir, Home: home}
+	g := snapshot.NewGit(path, v, gitDir, home)
 	if _, err := g.Run(ctx, nil, "init", "-q", "--bare", "--object-format="+format, gitDir); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package sealbench
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
 	"github.com/cairn-dev/cairn/snapshot"
 
@@ -60,10 +59,8 @@ func (c *cairnStore) treeOf(ctx context.Context, sha string) (string, error) {
 	return tree, nil
 }
 
-// objects is a runner of its own on cairn's store, for reading trees: the
-// store hands out none (it answers questions instead), and ls-tree reads
-// objects only, never the store's index.
+// objects is a runner on cairn's store's objects, for reading trees:
+// ls-tree reads objects only, never the store's index.
 func (c *cairnStore) objects(ctx context.Context) *snapshot.Git {
-	path, v, _ := snapshot.FindGit(ctx) // found already: the store opened
-	return &snapshot.Git{Path: path, Version: v, Dir: c.st.GitDir(), Home: filepath.Dir(c.st.GitDir())}
+	return c.st.ObjectsGit()
 }

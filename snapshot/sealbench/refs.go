@@ -52,7 +52,7 @@ type refStore struct {
 // initStore makes an empty store at gitDir for workTree. index is the
 // GIT_INDEX_FILE to use, or "" for the store's shared index.
 func (e *gitEnv) initStore(ctx context.Context, gitDir, workTree, index string) (*refStore, error) {
-	g := &snapshot.Git{Path: e.path, Version: e.version, Dir: gitDir, Home: e.home}
+	g := snapshot.NewGit(e.path, e.version, gitDir, e.home)
 	if _, err := g.Run(ctx, nil, "init", "-q", "--initial-branch=main"); err != nil {
 		return nil, err
 	}

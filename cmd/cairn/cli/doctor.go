@@ -400,7 +400,7 @@ func (d *doctor) checkStore(ctx context.Context, gitPath string, ver snapshot.Ve
 		return
 	}
 	if gitErr == nil {
-		g := &snapshot.Git{Path: gitPath, Version: ver, Dir: gitDir, Home: filepath.Dir(gitDir)}
+		g := snapshot.NewGit(gitPath, ver, gitDir, filepath.Dir(gitDir))
 		d.checkup(ctx, g, gitDir, fsck) // first: a repair (a pack indexed) may bring main back
 		var mainErr error
 		if _, err := g.Run(ctx, nil, "rev-parse", "--verify", "-q", "refs/heads/main^{commit}"); err != nil {

@@ -166,7 +166,8 @@ func TestDoctorRepairs(t *testing.T) {
 		t.Fatal(err)
 	}
 	gitPath, _, _ := snapshot.FindGit(context.Background())
-	g := &snapshot.Git{Path: gitPath, Version: ver, Dir: gitDir, Home: filepath.Dir(gitDir), Index: idx}
+	g := snapshot.NewGit(gitPath, ver, gitDir, filepath.Dir(gitDir))
+	g.Index = idx
 	if ls, err := g.Run(context.Background(), nil, "ls-files"); err != nil || !strings.Contains(string(ls), "c.txt") {
 		t.Errorf("cairn's index after the repair: %v\n%s", err, ls)
 	}
