@@ -208,7 +208,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.log.Info().Str("state_dir", state).Str("socket", d.SocketPath()).Msg("cairn daemon started")
 	tick := time.NewTicker(discoverEvery)
 	defer tick.Stop()
-	cfgStamp := fileStamp(d.opts.ConfigPath)
+	cfgStamp, _ := configStamp(d.opts.ConfigPath, time.Now())
 	for {
 		d.discover(ctx)
 		select {
@@ -218,7 +218,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			return nil
 		case <-tick.C:
 			// The config file changing is a reload, as SIGHUP is.
-			if s := fileStamp(d.opts.ConfigPath); s != cfgStamp {
+			if s, settled := configStamp(d.opts.ConfigPath, time.Now()); s != cfgStamp && settled {
 				cfgStamp = s
 				d.Reload(ctx)
 			}
@@ -252,15 +252,23 @@ func (d *Daemon) runWorker(ctx context.Context) error {
 }
 
 // fileStamp changes when a file is rewritten.
-func fileStamp(path string) string {
+// configSettle is how long a changed config file must stay unwritten
+// before it is loaded: a file rewritten in place is empty for a moment
+// (truncated, then written), and an empty config is a valid one that
+// releases every workspace.
+const configSettle = 500 * time.Millisecond
+
+// configStamp is the config file's stamp and whether its last write is
+// configSettle old at now (a missing file is settled).
+func configStamp(path string, now time.Time) (stamp string, settled bool) {
 	if path == "" {
-		return ""
+		return "", true
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
-		return err.Error()
+		return err.Error(), true
 	}
-	return fmt.Sprint(fi.Size(), fi.ModTime().UnixNano())
+	return fmt.Sprint(fi.Size(), fi.ModTime().UnixNano()), now.Sub(fi.ModTime()) >= configSettle
 }
 
 // discover starts workspaces that match a root and stops the ones that no
