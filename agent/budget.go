@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/checkpoints"
 	"github.com/cairn-dev/cairn/platform"
+	"github.com/cairn-dev/cairn/restore/ckpt"
 	"github.com/cairn-dev/cairn/snapshot"
 	"github.com/cairn-dev/cairn/snapshot/retain"
 )
@@ -109,7 +110,7 @@ func diskFull(dir string, f DiskFloor) string {
 		return ""
 	}
 	if floor := f.Floor(total); free < floor {
-		return fmt.Sprintf("disk almost full: %s free, floor %s", snapshot.HumanBytes(int64(free)), snapshot.HumanBytes(int64(floor)))
+		return fmt.Sprintf("disk almost full: %s free, floor %s", ckpt.HumanBytes(int64(free)), ckpt.HumanBytes(int64(floor)))
 	}
 	return ""
 }
@@ -202,7 +203,7 @@ func planBudget(ctx context.Context, st *snapshot.Store, stats snapshot.StoreSta
 	}
 	if all > max {
 		p.ProtectedOver = fmt.Sprintf("the protected checkpoints alone weigh %s, over the budget of %s: kept",
-			snapshot.HumanBytes(all), snapshot.HumanBytes(max))
+			ckpt.HumanBytes(all), ckpt.HumanBytes(max))
 		if all >= p.Projected {
 			// Kept checkpoints reach everything the candidates hold (a newer
 			// one descends from them): dropping would free nothing and
@@ -234,7 +235,7 @@ func planBudget(ctx context.Context, st *snapshot.Store, stats snapshot.StoreSta
 }
 
 func budgetRule(max int64) string {
-	return fmt.Sprintf("%s (max %s)", retain.BudgetRule, snapshot.HumanBytes(max))
+	return fmt.Sprintf("%s (max %s)", retain.BudgetRule, ckpt.HumanBytes(max))
 }
 
 // totals are the stores this process serves, as last measured, for

@@ -28,15 +28,15 @@ func FormatPlan(w io.Writer, p ckpt.Plan) error {
 	width := 0
 	for _, fs := range [][]ckpt.PlanFile{writes, deletes} {
 		for _, f := range fs {
-			width = max(width, len(HumanSize(f.Size)))
+			width = max(width, len(ckpt.HumanBytes(f.Size)))
 		}
 	}
 	var b strings.Builder
 	for _, f := range writes {
-		fmt.Fprintf(&b, "write  %*s  %s\n", width, HumanSize(f.Size), printable.String(f.Path))
+		fmt.Fprintf(&b, "write  %*s  %s\n", width, ckpt.HumanBytes(f.Size), printable.String(f.Path))
 	}
 	for _, f := range deletes {
-		fmt.Fprintf(&b, "delete %*s  %s\n", width, HumanSize(f.Size), printable.String(f.Path))
+		fmt.Fprintf(&b, "delete %*s  %s\n", width, ckpt.HumanBytes(f.Size), printable.String(f.Path))
 	}
 	b.WriteString(printable.String(Summary(p))) // ids and shas come from the ledger
 	b.WriteByte('\n')
@@ -61,10 +61,10 @@ func Summary(p ckpt.Plan) string {
 	var parts []string
 	if len(p.Write) > 0 {
 		parts = append(parts, fmt.Sprintf("write %s (%d new, %d changed, %s)",
-			plural(len(p.Write), "file"), p.Added(), p.Modified(), HumanSize(p.WriteBytes())))
+			plural(len(p.Write), "file"), p.Added(), p.Modified(), ckpt.HumanBytes(p.WriteBytes())))
 	}
 	if len(p.Delete) > 0 {
-		parts = append(parts, fmt.Sprintf("delete %s (%s)", plural(len(p.Delete), "file"), HumanSize(p.DeleteBytes())))
+		parts = append(parts, fmt.Sprintf("delete %s (%s)", plural(len(p.Delete), "file"), ckpt.HumanBytes(p.DeleteBytes())))
 	}
 	parts = append(parts, strconv.Itoa(p.Kept)+" unchanged")
 	b.WriteString(strings.Join(parts, ", "))
@@ -95,19 +95,4 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return strconv.Itoa(n) + " " + word + "s"
-}
-
-// HumanSize renders n bytes in binary units: 512 B, 1.5 KiB, 12.0 MiB.
-func HumanSize(n int64) string {
-	if n < 1024 && n > -1024 {
-		return strconv.FormatInt(n, 10) + " B"
-	}
-	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
-	f := float64(n) / 1024
-	i := 0
-	for (f >= 1024 || f <= -1024) && i < len(units)-1 {
-		f /= 1024
-		i++
-	}
-	return strconv.FormatFloat(f, 'f', 1, 64) + " " + units[i]
 }

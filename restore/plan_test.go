@@ -89,14 +89,3 @@ func TestPlanCounts(t *testing.T) {
 		t.Fatal("a plan with nothing to write or delete is empty")
 	}
 }
-
-func TestHumanSize(t *testing.T) {
-	for n, want := range map[int64]string{
-		0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1536: "1.5 KiB", 10 << 20: "10.0 MiB",
-		5 << 30: "5.0 GiB", 1 << 62: "4.0 EiB", 1<<63 - 1: "8.0 EiB", -2048: "-2.0 KiB",
-	} {
-		if got := HumanSize(n); got != want {
-			t.Errorf("HumanSize(%d) = %q, want %q", n, got, want)
-		}
-	}
-}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/platform"
+	"github.com/cairn-dev/cairn/restore/ckpt"
 	"github.com/cairn-dev/cairn/snapshot/gitobj"
 )
 
@@ -166,7 +167,7 @@ func (s *Store) Maintain(ctx context.Context, opts MaintainOptions) (res Maintai
 	// every loose object and every pack it merges (all of them, at worst).
 	need := uint64(res.Before.LooseBytes+res.Before.PackBytes) + opts.MinFree
 	if free, _, err := platform.FreeSpace(s.gitDir); err == nil && free < need {
-		res.Skipped = fmt.Sprintf("low disk space: %s free, a repack may need %s", humanBytes(int64(free)), humanBytes(int64(need)))
+		res.Skipped = fmt.Sprintf("low disk space: %s free, a repack may need %s", ckpt.HumanBytes(int64(free)), ckpt.HumanBytes(int64(need)))
 		return res, nil
 	}
 
@@ -621,23 +622,6 @@ func (s *Store) Stats(ctx context.Context) (StoreStats, error) {
 	})
 	return st, nil
 }
-
-// humanBytes writes n as 1.5 MiB.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
-// HumanBytes writes n as 1.5 MiB (for status and cairn gc).
-func HumanBytes(n int64) string { return humanBytes(n) }
 
 // clearStalePackedRefsLock removes the packed-refs.lock a killed pack-refs
 // left (else every later pack-refs and ref deletion fails). Called under the

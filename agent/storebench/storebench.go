@@ -133,7 +133,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Result, error) {
 			}
 			res.Samples = append(res.Samples, s)
 			if cfg.Progress != nil {
-				fmt.Fprintf(cfg.Progress, "storebench: %d checkpoints, %s\n", i, snapshot.HumanBytes(s.Bytes))
+				fmt.Fprintf(cfg.Progress, "storebench: %d checkpoints, %s\n", i, ckpt.HumanBytes(s.Bytes))
 			}
 		}
 	}
@@ -241,13 +241,13 @@ func gitGC(ctx context.Context, gitDir, copyDir string) (int64, error) {
 func report(out io.Writer, r Result) {
 	fmt.Fprintf(out, "%12s %12s %8s %8s %10s %10s\n", "checkpoints", "store", "loose", "refs", "seal p50", "list")
 	for _, s := range r.Samples {
-		fmt.Fprintf(out, "%12d %12s %8d %8d %10s %10s\n", s.Checkpoints, snapshot.HumanBytes(s.Bytes), s.LooseObjects, s.Refs,
+		fmt.Fprintf(out, "%12d %12s %8d %8d %10s %10s\n", s.Checkpoints, ckpt.HumanBytes(s.Bytes), s.LooseObjects, s.Refs,
 			s.SealP50.Round(10*time.Microsecond), s.List.Round(10*time.Microsecond))
 	}
 	fmt.Fprintf(out, "maintenance %s: store %s, loose %d, refs %d, list %s\n", r.Maintain.Round(time.Millisecond),
-		snapshot.HumanBytes(r.AfterMaintain), r.LooseAfter, r.RefsAfter, r.ListAfter.Round(10*time.Microsecond))
+		ckpt.HumanBytes(r.AfterMaintain), r.LooseAfter, r.RefsAfter, r.ListAfter.Round(10*time.Microsecond))
 	ratio := float64(r.AfterMaintain) / float64(max(r.GitGC, 1))
-	fmt.Fprintf(out, "git gc reference (objects only): %s; store/reference %.2f (target ≤ 1.30: %s)\n", snapshot.HumanBytes(r.GitGC), ratio, met(ratio <= 1.3))
+	fmt.Fprintf(out, "git gc reference (objects only): %s; store/reference %.2f (target ≤ 1.30: %s)\n", ckpt.HumanBytes(r.GitGC), ratio, met(ratio <= 1.3))
 	if len(r.Samples) > 0 {
 		first, last := r.Samples[0], r.Samples[len(r.Samples)-1]
 		lr := float64(last.SealP50) / float64(max(first.SealP50, 1))
@@ -255,10 +255,10 @@ func report(out io.Writer, r Result) {
 			r.ListAfter.Round(10*time.Microsecond), met(r.ListAfter < 100*time.Millisecond))
 	}
 	fmt.Fprintf(out, "budget estimates: %s with every droppable checkpoint dropped, %s with none\n",
-		snapshot.HumanBytes(r.FloorBytes), snapshot.HumanBytes(r.NowBytes))
+		ckpt.HumanBytes(r.FloorBytes), ckpt.HumanBytes(r.NowBytes))
 	br := float64(r.AfterBudget) / float64(max(r.Budget, 1))
 	fmt.Fprintf(out, "budget %s: dropped %d checkpoints in %s, store %s after maintenance (%.2f× budget, target ≤ 1.10: %s)\n",
-		snapshot.HumanBytes(r.Budget), r.BudgetDropped, r.BudgetTime.Round(time.Millisecond), snapshot.HumanBytes(r.AfterBudget), br, met(br <= 1.1))
+		ckpt.HumanBytes(r.Budget), r.BudgetDropped, r.BudgetTime.Round(time.Millisecond), ckpt.HumanBytes(r.AfterBudget), br, met(br <= 1.1))
 	if r.ProtectedOver != "" {
 		fmt.Fprintf(out, "budget: %s\n", r.ProtectedOver)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-dev/cairn/agent/hankweave"
 	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/platform/printable"
+	"github.com/cairn-dev/cairn/restore/ckpt"
 	"github.com/cairn-dev/cairn/snapshot"
 )
 
@@ -108,6 +109,6 @@ func maintenanceOutcome(m api.MaintenanceResult) string {
 		}
 	}
 	fmt.Fprintf(&b, "; store %s → %s, loose objects %d → %d, packs %d",
-		snapshot.HumanBytes(m.Before.Bytes), snapshot.HumanBytes(m.After.Bytes), m.Before.LooseObjects, m.After.LooseObjects, m.After.Packs)
+		ckpt.HumanBytes(m.Before.Bytes), ckpt.HumanBytes(m.After.Bytes), m.Before.LooseObjects, m.After.LooseObjects, m.After.Packs)
 	return b.String()
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/platform/printable"
-	"github.com/cairn-dev/cairn/snapshot"
+	"github.com/cairn-dev/cairn/restore/ckpt"
 	"github.com/cairn-dev/cairn/snapshot/retain"
 )
 
@@ -73,7 +73,7 @@ func runPrune(ctx context.Context, e *env, args []string) error {
 		n += len(d.IDs)
 		fmt.Fprintf(e.stdout, "%-8s %-28s %-11s %s  %s\n", map[bool]string{true: "drop", false: "dropped"}[res.DryRun], what, p(d.Kind), d.Time.Local().Format(time.DateTime), p(d.Rule))
 	}
-	hb := snapshot.HumanBytes
+	hb := ckpt.HumanBytes
 	switch {
 	case res.DryRun:
 		fmt.Fprintf(e.stdout, "%s %d checkpoints; store %s, about %s once maintenance collects them (frees about %s; an estimate)\n",

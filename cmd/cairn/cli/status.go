@@ -11,7 +11,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/platform/printable"
-	"github.com/cairn-dev/cairn/snapshot"
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 func init() {
@@ -64,7 +64,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(e.stdout, "  error: %s\n", p(w.Error))
 		}
 		printDegraded(e, w)
-		fmt.Fprintf(e.stdout, "  store: %d checkpoints kept, %s on disk, %d loose objects\n", w.Kept, snapshot.HumanBytes(w.StoreBytes), w.LooseObjects)
+		fmt.Fprintf(e.stdout, "  store: %d checkpoints kept, %s on disk, %d loose objects\n", w.Kept, ckpt.HumanBytes(w.StoreBytes), w.LooseObjects)
 		if m := w.LastMaintenance; m != nil {
 			fmt.Fprintf(e.stdout, "  last maintenance %s: %s\n", age(time.Since(m.Start)), p(maintenanceOutcome(*m)))
 		}
