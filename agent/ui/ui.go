@@ -16,7 +16,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/restore/ckpt"
@@ -144,27 +143,12 @@ func Layout(l api.List, opts timeline.Options) Timeline {
 		out.Nodes = append(out.Nodes, Node{Node: n, Mark: Mark(n.Kind), Sign: sign(n.Record), Title: title(n.Record), Where: where(n.Record), Usable: n.Usable()})
 	}
 	for _, row := range g.Rows {
-		var b strings.Builder
 		r := Row{Node: row.Node}
-		for c, gl := range row.Glyphs {
-			if gl == timeline.Dot {
-				r.Lanes, r.Sign = b.String(), sign(g.Nodes[row.Node].Record)
-				b.Reset()
-			} else {
-				b.WriteString(gl.String())
-			}
-			if c+1 < len(row.Glyphs) {
-				if row.Joined(c) {
-					b.WriteString("─")
-				} else {
-					b.WriteString(" ")
-				}
-			}
-		}
-		if r.Sign == "" {
-			r.Lanes = b.String()
+		before, after, dot := row.Text()
+		if dot {
+			r.Lanes, r.Sign, r.After = before, sign(g.Nodes[row.Node].Record), after
 		} else {
-			r.After = b.String()
+			r.Lanes = before
 		}
 		out.Rows = append(out.Rows, r)
 	}

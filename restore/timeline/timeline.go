@@ -10,6 +10,7 @@ package timeline
 import (
 	"cmp"
 	"slices"
+	"strings"
 
 	"github.com/cairn-dev/cairn/restore/ckpt"
 )
@@ -79,6 +80,34 @@ func (r Row) Joined(c int) bool {
 		return true
 	}
 	return false
+}
+
+// Text draws the row's lanes as the panel and `cairn log` show them, a gap
+// between columns (─ where a join crosses it): before is everything left of
+// the node's column, after everything right of it, each with its gaps; the
+// renderer puts the node's sign between them. A row of lanes only (no
+// node) is all in before, with dot false.
+func (r Row) Text() (before, after string, dot bool) {
+	var b strings.Builder
+	for c, gl := range r.Glyphs {
+		if gl == Dot {
+			before, dot = b.String(), true
+			b.Reset()
+		} else {
+			b.WriteString(gl.String())
+		}
+		if c+1 < len(r.Glyphs) {
+			if r.Joined(c) {
+				b.WriteString("─")
+			} else {
+				b.WriteString(" ")
+			}
+		}
+	}
+	if !dot {
+		return b.String(), "", false
+	}
+	return before, b.String(), true
 }
 
 // Graph is the laid-out timeline.

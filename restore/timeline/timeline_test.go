@@ -17,19 +17,16 @@ func rec(id, parent string, kind ckpt.Kind) ckpt.Record {
 func pruned(r ckpt.Record) ckpt.Record { r.State = ckpt.StatePruned; return r }
 
 // draw renders g as `cairn log` lays it out, with each node's id after it.
-func draw(g Graph) string {
+func draw(t *testing.T, g Graph) string {
+	t.Helper()
 	var b strings.Builder
 	for _, r := range g.Rows {
-		line := ""
-		for c, gl := range r.Glyphs {
-			line += gl.String()
-			if c+1 < len(r.Glyphs) {
-				if r.Joined(c) {
-					line += "─"
-				} else {
-					line += " "
-				}
-			}
+		line, after, dot := r.Text()
+		if dot != (r.Node >= 0) {
+			t.Fatalf("row %+v: Text says dot %v", r, dot)
+		}
+		if dot {
+			line += Dot.String() + after
 		}
 		if r.Node >= 0 {
 			line += " " + g.Nodes[r.Node].ID
@@ -165,7 +162,7 @@ func TestTimelineLayout(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := Layout(tc.recs, tc.opts)
-			if got, want := draw(g), strings.TrimPrefix(tc.want, "\n"); got != want {
+			if got, want := draw(t, g), strings.TrimPrefix(tc.want, "\n"); got != want {
 				t.Errorf("got\n%s\nwant\n%s", got, want)
 			}
 		})

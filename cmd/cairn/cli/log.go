@@ -159,20 +159,12 @@ func drawLog(w io.Writer, g timeline.Graph, now time.Time, p palette) {
 	}
 	for _, row := range g.Rows {
 		var b strings.Builder
-		for c, gl := range row.Glyphs {
-			if gl == timeline.Dot {
-				r := g.Nodes[row.Node].Record
-				b.WriteString(p.paint(kindColour(r.Kind), nodeSign(r)))
-			} else {
-				b.WriteString(gl.String())
-			}
-			if c+1 < len(row.Glyphs) {
-				if row.Joined(c) {
-					b.WriteString("─")
-				} else {
-					b.WriteString(" ")
-				}
-			}
+		before, after, dot := row.Text()
+		b.WriteString(before)
+		if dot {
+			r := g.Nodes[row.Node].Record
+			b.WriteString(p.paint(kindColour(r.Kind), nodeSign(r)))
+			b.WriteString(after)
 		}
 		if row.Node >= 0 {
 			b.WriteString(" ")
