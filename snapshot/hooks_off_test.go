@@ -3,11 +3,10 @@
 package snapshot
 
 import (
-	"os/exec"
 	"runtime"
-	"runtime/debug"
-	"strings"
 	"testing"
+
+	"github.com/cairn-dev/cairn/platform/testsupport"
 )
 
 // TestHooksUnderFaultTag runs the tests that set this package's test hooks
@@ -19,32 +18,5 @@ func TestHooksUnderFaultTag(t *testing.T) {
 	if runtime.GOOS == "linux" {
 		tests = append(tests, "TestInprocSealSwappedFolder") // beneath_linux_test.go
 	}
-	args := []string{"test", "-tags", "cairnfault", "-count=1", "-v", "-run", "^(" + strings.Join(tests, "|") + ")$"}
-	if raceBuild() {
-		args = append(args, "-race")
-	}
-	out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	for _, name := range tests {
-		if !strings.Contains(string(out), "--- PASS: "+name+" ") {
-			t.Errorf("%s did not pass with -tags cairnfault:\n%s", name, out)
-		}
-	}
-}
-
-// raceBuild reports whether this test binary was built with -race; the
-// tests under the tag are then built with it too.
-func raceBuild() bool {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "-race" {
-			return s.Value == "true"
-		}
-	}
-	return false
+	testsupport.RunTagged(t, "cairnfault", tests...)
 }
