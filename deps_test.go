@@ -43,12 +43,15 @@ var allowed = map[string][]string{
 	"agent/workerproto":     {"agent/api"}, // the supervisor/worker protocol: every message, its bound, its check
 	"agent/checkpoints": {"agent/api", "agent/hankweave", "restore", "restore/ckpt", "snapshot",
 		"snapshot/retain"}, // a workspace's checkpoints as the daemon and the offline CLI act on them
-	"agent": {"agent/api", "agent/autodev", "agent/checkpoints", "agent/hankweave", "agent/replicate", "agent/ui", "agent/workerproto",
-		"platform", "restore", "restore/ckpt", "snapshot", "snapshot/retain", "watcher"},
+	"agent/config": {"agent/replicate", "snapshot", "snapshot/retain"}, // the configuration file
+	"agent/workspace": {"agent/api", "agent/autodev", "agent/checkpoints", "agent/config", "agent/hankweave", "agent/replicate",
+		"platform", "restore", "restore/ckpt", "snapshot", "snapshot/retain", "watcher"}, // one workspace: watch, seal, restore, maintain
+	"agent": {"agent/api", "agent/autodev", "agent/checkpoints", "agent/config", "agent/ui", "agent/workerproto", "agent/workspace",
+		"platform", "restore", "restore/ckpt", "snapshot"}, // the daemon: supervisor, workers, HTTP
 
 	// the shipped command (cairn demo plays its scripted codon run with hwsim)
 	"cmd/cairn": {"cmd/cairn/cli"},
-	"cmd/cairn/cli": {"agent", "agent/api", "agent/autodev", "agent/checkpoints", "agent/client", "agent/hankweave", "agent/workerproto",
+	"cmd/cairn/cli": {"agent", "agent/api", "agent/autodev", "agent/checkpoints", "agent/client", "agent/config", "agent/hankweave", "agent/workerproto", "agent/workspace",
 		"agent/hankweave/hwsim", "agent/replicate", "agent/ui", "platform", "platform/printable",
 		"platform/service", "restore", "restore/ckpt", "restore/timeline", "snapshot", "snapshot/retain"},
 
@@ -57,7 +60,7 @@ var allowed = map[string][]string{
 	"agent/hankweave/hwsim/hwsimtest": {"agent/hankweave/hwsim"},
 	"platform/testsupport":            {}, // the one wait for a condition, small file systems
 	"snapshot/sealbench":              {"restore/ckpt", "snapshot"},
-	"agent/storebench":                {"agent", "restore/ckpt", "snapshot"},
+	"agent/storebench":                {"agent/workspace", "restore/ckpt", "snapshot"},
 	"agent/replbench":                 {"agent/api", "agent/client", "agent/replicate", "restore/ckpt", "snapshot"},
 	"agent/daemonbench": {"agent/api", "agent/client", "agent/hankweave/hwsim", "restore/ckpt", "snapshot",
 		"snapshot/sealbench"},

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"sort"
 	"sync"
@@ -17,6 +16,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/config"
+	"github.com/cairn-dev/cairn/agent/workspace"
 	"github.com/cairn-dev/cairn/platform"
 )
 
@@ -52,18 +53,18 @@ type Daemon struct {
 	started time.Time
 
 	mu         sync.Mutex
-	cfg        *Config
+	cfg        *config.Config
 	configErr  string
-	workspaces map[string]*workspace
-	roots      []WatchRoot
+	workspaces map[string]*workspace.Workspace
+	roots      []config.WatchRoot
 	extra      []string // roots added over the socket (POST /v1/watch)
 
-	runCtx   context.Context        // what workspaces and workers run under
-	discMu   sync.Mutex             // one discovery at a time
-	owners   map[string]placement   // every workspace served, here or in a worker
-	refused  []api.RefusedWorkspace // folders matched and refused, with why
-	workers  map[uint32]*worker     // root: one worker process per owner
-	assigned map[string]Settings    // worker: the workspaces its supervisor gave it
+	runCtx   context.Context            // what workspaces and workers run under
+	discMu   sync.Mutex                 // one discovery at a time
+	owners   map[string]placement       // every workspace served, here or in a worker
+	refused  []api.RefusedWorkspace     // folders matched and refused, with why
+	workers  map[uint32]*worker         // root: one worker process per owner
+	assigned map[string]config.Settings // worker: the workspaces its supervisor gave it
 
 	// refusedBy are the refusals of each uid's folders, for their own status.
 	refusedBy map[uint32][]api.RefusedWorkspace
@@ -76,11 +77,11 @@ type Daemon struct {
 }
 
 // New makes a daemon from a loaded config (nil: defaults).
-func New(cfg *Config, opts Options, log zerolog.Logger) *Daemon {
+func New(cfg *config.Config, opts Options, log zerolog.Logger) *Daemon {
 	if cfg == nil {
-		cfg = &Config{}
+		cfg = &config.Config{}
 	}
-	d := &Daemon{opts: opts, log: log, cfg: cfg, workspaces: map[string]*workspace{}, started: time.Now(), bus: newBus(),
+	d := &Daemon{opts: opts, log: log, cfg: cfg, workspaces: map[string]*workspace.Workspace{}, started: time.Now(), bus: newBus(),
 		runCtx: context.Background(), owners: map[string]placement{}, workers: map[uint32]*worker{}}
 	d.met = newMetrics(d)
 	return d
@@ -128,21 +129,21 @@ func (d *Daemon) SocketPath() string {
 }
 
 // rootsLocked are the config's watch roots plus --watch ones, with settings merged.
-func (d *Daemon) rootsLocked() []WatchRoot {
-	defaults := d.cfg.Defaults.merge(DefaultSettings())
-	var roots []WatchRoot
+func (d *Daemon) rootsLocked() []config.WatchRoot {
+	defaults := d.cfg.Defaults.Merge(config.DefaultSettings())
+	var roots []config.WatchRoot
 	for _, w := range d.cfg.Watch {
-		roots = append(roots, WatchRoot{Path: filepath.Clean(w.Path), CrossMounts: w.CrossMounts, MaxWorkspaces: w.MaxWorkspaces, Settings: w.Settings.merge(defaults)})
+		roots = append(roots, config.WatchRoot{Path: filepath.Clean(w.Path), CrossMounts: w.CrossMounts, MaxWorkspaces: w.MaxWorkspaces, Settings: w.Settings.Merge(defaults)})
 	}
 	for _, p := range d.opts.Watch {
 		abs, err := filepath.Abs(p)
 		if err != nil {
 			continue
 		}
-		roots = append(roots, WatchRoot{Path: abs, Settings: defaults})
+		roots = append(roots, config.WatchRoot{Path: abs, Settings: defaults})
 	}
 	for _, p := range d.extra {
-		roots = append(roots, WatchRoot{Path: p, Settings: defaults})
+		roots = append(roots, config.WatchRoot{Path: p, Settings: defaults})
 	}
 	return roots
 }
@@ -169,14 +170,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// socket is there) must be able to pass through it.
 	if fi, err := os.Lstat(state); err == nil {
 		perm := fi.Mode().Perm() &^ 0o066
-		if selfUID() == 0 {
+		if platform.SelfUID() == 0 {
 			perm |= 0o011
 		}
 		if perm != fi.Mode().Perm() {
 			_ = os.Chmod(state, perm)
 		}
 	}
-	if selfUID() == 0 {
+	if platform.SelfUID() == 0 {
 		// Root's own workspaces keep their stores here: root's alone.
 		if err := mkdirExact(filepath.Join(state, "stores"), 0o700, 0, 0); err != nil {
 			return err
@@ -288,7 +289,7 @@ func (d *Daemon) discover(ctx context.Context) {
 	d.mu.Unlock()
 	var fd findings
 	if d.opts.Worker {
-		self := selfUID()
+		self := platform.SelfUID()
 		fd.want = map[string]placement{}
 		for dir, set := range assigned {
 			fd.want[dir] = placement{set: set, owner: self, act: self}
@@ -301,8 +302,6 @@ func (d *Daemon) discover(ctx context.Context) {
 	}
 	d.apply(fd)
 }
-
-func sameSettings(a, b Settings) bool { return reflect.DeepEqual(a, b) }
 
 func (d *Daemon) stopAll() {
 	d.mu.Lock()
@@ -324,7 +323,7 @@ func (d *Daemon) Reload(ctx context.Context) {
 	if d.opts.ConfigPath == "" {
 		return
 	}
-	cfg, err := LoadConfig(d.opts.ConfigPath)
+	cfg, err := config.Load(d.opts.ConfigPath)
 	d.mu.Lock()
 	if err != nil {
 		d.configErr = err.Error()
@@ -346,7 +345,7 @@ func (d *Daemon) Status() api.Status {
 	for _, r := range d.roots {
 		st.Roots = append(st.Roots, r.Path)
 	}
-	wss := make([]*workspace, 0, len(d.workspaces))
+	wss := make([]*workspace.Workspace, 0, len(d.workspaces))
 	for _, ws := range d.workspaces {
 		wss = append(wss, ws)
 	}
@@ -356,7 +355,7 @@ func (d *Daemon) Status() api.Status {
 	st.Refused = append(st.Refused, d.refused...)
 	d.mu.Unlock()
 	for _, ws := range wss {
-		st.Workspaces = append(st.Workspaces, ws.snapshotStatus())
+		st.Workspaces = append(st.Workspaces, ws.Status())
 	}
 	sort.Slice(st.Workspaces, func(i, j int) bool { return st.Workspaces[i].Dir < st.Workspaces[j].Dir })
 	return st

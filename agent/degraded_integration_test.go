@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/client"
+	"github.com/cairn-dev/cairn/agent/config"
 	"github.com/cairn-dev/cairn/snapshot"
 
 	"github.com/cairn-dev/cairn/restore/ckpt"
@@ -147,18 +147,18 @@ func TestDegradedPeriodicReconcile(t *testing.T) {
 
 // reconcile_interval is the config's key; it reaches every workspace's settings.
 func TestReconcileIntervalConfig(t *testing.T) {
-	c, err := agent.ParseConfig("c.toml", "reconcile_interval = \"3s\"\n[[watch]]\npath = \"/srv/x\"\n")
+	c, err := config.Parse("c.toml", "reconcile_interval = \"3s\"\n[[watch]]\npath = \"/srv/x\"\n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := c.Defaults.ReconcileInterval.Duration; got != 3*time.Second {
 		t.Errorf("defaults reconcile interval = %s, want 3s", got)
 	}
-	if got := agent.DefaultSettings().ReconcileInterval.Duration; got != 10*time.Second {
+	if got := config.DefaultSettings().ReconcileInterval.Duration; got != 10*time.Second {
 		t.Errorf("default reconcile interval = %s, want 10s", got)
 	}
 	for _, bad := range []string{"reconcile_interval = \"1ms\"\n", "[defaults]\nreconcile_interval = \"3s\"\n"} {
-		if _, err := agent.ParseConfig("c.toml", bad); err == nil {
+		if _, err := config.Parse("c.toml", bad); err == nil {
 			t.Errorf("config %q accepted", bad)
 		}
 	}

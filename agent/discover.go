@@ -15,6 +15,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/cairn-dev/cairn/agent/config"
 	"github.com/cairn-dev/cairn/platform"
 )
 
@@ -61,7 +62,7 @@ type walkResult struct {
 }
 
 const (
-	defaultMaxMatches = 1000
+	defaultMaxMatches = config.DefaultMaxWorkspaces
 	defaultMaxDirs    = 100000
 	// maxDiscoverDepth bounds the open descriptors (one per level) a walk holds.
 	maxDiscoverDepth = 128
@@ -356,7 +357,7 @@ func (w *walker) visit(parent *os.File, parentPath string, depth int, e fs.DirEn
 	}
 	f, err := platform.OpenDirAt(parent, name)
 	if err != nil {
-		if skippable(err) { // gone, forbidden, or now a link: not a workspace
+		if platform.WalkSkippable(err) { // gone, forbidden, or now a link: not a workspace
 			return nil
 		}
 		return fmt.Errorf("watch root %s: %w", w.pattern, err)
@@ -389,13 +390,6 @@ func (w *walker) visit(parent *os.File, parentPath string, depth int, e fs.DirEn
 		return nil
 	}
 	return w.walk(f, path, depth+1)
-}
-
-// skippable errors describe the entry, not the walk: it vanished, is not
-// readable, or was swapped for a link or a file since it was listed.
-func skippable(err error) bool {
-	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) ||
-		errors.Is(err, platform.ErrLinkInPath) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ELOOP)
 }
 
 // choice is which of a root's matches it watches.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/agent/workspace"
 	"github.com/rs/zerolog"
 )
 
@@ -15,7 +16,7 @@ import (
 // once instead of a stream that ends at once (a reconnecting client spun on
 // those).
 func TestEventsRefusedWhileStopping(t *testing.T) {
-	d := &Daemon{log: zerolog.Nop(), bus: newBus(), workspaces: map[string]*workspace{}}
+	d := &Daemon{log: zerolog.Nop(), bus: newBus(), workspaces: map[string]*workspace.Workspace{}}
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), peerKey{}, uint32(0)))
 	cancel() // the daemon's base context: stopping
 	req := httptest.NewRequest(http.MethodGet, "/v1/events", nil).WithContext(ctx)

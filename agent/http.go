@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,8 +15,11 @@ import (
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/checkpoints"
+	"github.com/cairn-dev/cairn/agent/config"
 	"github.com/cairn-dev/cairn/agent/ui"
 	"github.com/cairn-dev/cairn/agent/workerproto"
+	"github.com/cairn-dev/cairn/agent/workspace"
+	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/restore"
 	"github.com/cairn-dev/cairn/restore/ckpt"
 	"github.com/cairn-dev/cairn/snapshot"
@@ -70,7 +74,7 @@ func (d *Daemon) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if ws.rolling.Load() {
+	if ws.Busy() {
 		writeBlocked(w, "checkpoint")
 		return
 	}
@@ -82,7 +86,7 @@ func (d *Daemon) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	rec, err := ws.checkpoint(r.Context(), sreq)
+	rec, err := ws.Checkpoint(r.Context(), sreq)
 	if err == nil {
 		writeJSON(w, http.StatusOK, rec)
 		return
@@ -90,9 +94,9 @@ func (d *Daemon) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 	// Every failure answers {code, message}; a seal recorded as failed
 	// carries its record too, so the reason survives the socket.
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		err = notReadyError{err} // the workspace stopped serving under the seal
+		err = workspace.Unserved(err) // the workspace stopped serving under the seal
 	}
-	code, errCode := errorStatus(err, codeSealFailed)
+	code, errCode := errorStatus(err, workspace.CodeSealFailed)
 	e := api.Error{Code: errCode, Message: err.Error()}
 	if rec.ID != "" {
 		ar := rec
@@ -181,16 +185,16 @@ func checkPath(p string) error {
 // workspaceFor finds the workspace a request acts on and checks the peer
 // may; it answers the refusal itself. A workspace that is not watched and
 // one the peer may not act on get the same answer.
-func (d *Daemon) workspaceFor(w http.ResponseWriter, r *http.Request, dir string) (*workspace, *snapshot.Store, bool) {
+func (d *Daemon) workspaceFor(w http.ResponseWriter, r *http.Request, dir string) (*workspace.Workspace, *snapshot.Store, bool) {
 	ws, ok := d.servedFor(w, r, dir)
 	if !ok {
 		return nil, nil, false
 	}
-	if ws.set.Layout == layoutAutodev {
-		answerError(w, errAutodevLayout, codeRestoreFailed)
+	if ws.Settings().Layout == config.LayoutAutodev {
+		answerError(w, workspace.ErrAutodevLayout, workspace.CodeRestoreFailed)
 		return nil, nil, false
 	}
-	st := ws.openStore()
+	st := ws.Store()
 	if st == nil {
 		writeError(w, http.StatusServiceUnavailable, "NOT_READY", "the workspace's store is not open yet; see cairn status")
 		return nil, nil, false
@@ -200,13 +204,13 @@ func (d *Daemon) workspaceFor(w http.ResponseWriter, r *http.Request, dir string
 
 // servedFor is workspaceFor without the store: the checked, authorised
 // workspace this process serves at dir, or the refusal answered.
-func (d *Daemon) servedFor(w http.ResponseWriter, r *http.Request, dir string) (*workspace, bool) {
+func (d *Daemon) servedFor(w http.ResponseWriter, r *http.Request, dir string) (*workspace.Workspace, bool) {
 	if err := checkPath(dir); err != nil {
 		writeError(w, http.StatusBadRequest, "BAD_WORKSPACE", err.Error())
 		return nil, false
 	}
 	ws := d.lookup(dir)
-	if ws == nil || !d.authorize(r, ws.dir) {
+	if ws == nil || !d.authorize(r, ws.Dir()) {
 		writeError(w, http.StatusForbidden, "FORBIDDEN", "not a workspace you may act on: "+dir)
 		return nil, false
 	}
@@ -250,7 +254,7 @@ func (d *Daemon) handleCommand(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return
 		}
-		writeJSON(w, http.StatusOK, api.CommandReply{ID: cmd.ID, Type: cmd.Type, Data: checkpointList(ws, st, list.RunID)})
+		writeJSON(w, http.StatusOK, api.CommandReply{ID: cmd.ID, Type: cmd.Type, Data: ws.CheckpointList(st, list.RunID)})
 		return
 	case api.CmdRollbackToCheckpoint:
 		if data.CheckpointSHA == "" {
@@ -276,9 +280,9 @@ func (d *Daemon) handleCommand(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	op := restore.Op{Target: t, Paths: data.Paths, DryRun: data.DryRun, Continue: true}
-	res, err := d.restoreOn(ws, st, cmd.Type, op, data.AutoRestart)
+	res, err := ws.Restore(st, cmd.Type, op, data.AutoRestart)
 	if err != nil {
-		answerError(w, err, codeRestoreFailed)
+		answerError(w, err, workspace.CodeRestoreFailed)
 		return
 	}
 	writeJSON(w, http.StatusOK, api.CommandReply{ID: cmd.ID, Type: cmd.Type, Data: res})
@@ -301,9 +305,9 @@ func (d *Daemon) handleRestore(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "INVALID_TARGET", err.Error())
 		return
 	}
-	res, err := d.restoreOn(ws, st, "restore", restore.Op{Target: t, Paths: req.Paths, DryRun: req.DryRun, Continue: true}, false)
+	res, err := ws.Restore(st, "restore", restore.Op{Target: t, Paths: req.Paths, DryRun: req.DryRun, Continue: true}, false)
 	if err != nil {
-		answerError(w, err, codeRestoreFailed)
+		answerError(w, err, workspace.CodeRestoreFailed)
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
@@ -321,9 +325,9 @@ func (d *Daemon) handleUndo(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	res, err := d.restoreOn(ws, st, "undo", restore.Op{Paths: req.Paths, DryRun: req.DryRun}, false)
+	res, err := ws.Restore(st, "undo", restore.Op{Paths: req.Paths, DryRun: req.DryRun}, false)
 	if err != nil {
-		answerError(w, err, codeRestoreFailed)
+		answerError(w, err, workspace.CodeRestoreFailed)
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
@@ -345,7 +349,7 @@ func (d *Daemon) handlePin(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := checkpoints.Pin(r.Context(), st, req.Target, r.URL.Path == "/v1/unpin")
 	if err != nil {
-		answerError(w, err, codePinFailed)
+		answerError(w, err, workspace.CodePinFailed)
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
@@ -362,14 +366,14 @@ func (d *Daemon) handlePrune(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	opts := pruneOptions(ws.set)
+	opts := workspace.PruneOptionsFor(ws.Settings())
 	opts.DryRun = req.DryRun
 	if req.MaxStoreSize > 0 {
 		opts.MaxStoreSize = req.MaxStoreSize
 	}
-	res, err := Prune(r.Context(), st, opts, time.Now(), true)
+	res, err := workspace.Prune(r.Context(), st, opts, time.Now(), true)
 	if err != nil {
-		answerError(w, err, codePruneFailed)
+		answerError(w, err, workspace.CodePruneFailed)
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
@@ -383,8 +387,8 @@ func (d *Daemon) handleList(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	recs, pos := ws.ledger(st)
-	out := api.List{Workspace: ws.dir, Position: pos, Head: restore.HeadMarker(recs, pos), Records: []api.Record{}}
+	recs, pos := ws.Ledger(st)
+	out := api.List{Workspace: ws.Dir(), Position: pos, Head: restore.HeadMarker(recs, pos), Records: []api.Record{}}
 	for i := len(recs) - 1; i >= 0; i-- {
 		out.Records = append(out.Records, recs[i])
 	}
@@ -399,14 +403,14 @@ func (d *Daemon) handleDiff(w http.ResponseWriter, r *http.Request) {
 	}
 	a, err := checkpoints.ResolveArg(r.Context(), st, q.Get("a"))
 	if err != nil {
-		answerError(w, err, codeRestoreFailed)
+		answerError(w, err, workspace.CodeRestoreFailed)
 		return
 	}
 	out := api.Diff{A: a.SHA}
 	if b := q.Get("b"); b != "" {
 		rb, err := checkpoints.ResolveArg(r.Context(), st, b)
 		if err != nil {
-			answerError(w, err, codeRestoreFailed)
+			answerError(w, err, workspace.CodeRestoreFailed)
 			return
 		}
 		out.B = rb.SHA
@@ -428,7 +432,7 @@ func (d *Daemon) handleShow(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, err := checkpoints.ResolveArg(r.Context(), st, q.Get("id"))
 	if err != nil {
-		answerError(w, err, codeRestoreFailed)
+		answerError(w, err, workspace.CodeRestoreFailed)
 		return
 	}
 	out, err := checkpoints.ShowWith(r.Context(), st, rec, diffOptions(q))
@@ -447,9 +451,9 @@ func (d *Daemon) handleVerify(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	out, err := checkpoints.Verify(r.Context(), st, q.Get("id"), ws.patterns)
+	out, err := checkpoints.Verify(r.Context(), st, q.Get("id"), ws.Patterns)
 	if err != nil {
-		answerError(w, err, codeVerifyFailed)
+		answerError(w, err, workspace.CodeVerifyFailed)
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -476,7 +480,7 @@ func (d *Daemon) watchChange(w http.ResponseWriter, r *http.Request, add bool) {
 		return
 	}
 	d.mu.Lock()
-	if ws := d.workspaces[dir]; ws != nil && ws.rolling.Load() && !add {
+	if ws := d.workspaces[dir]; ws != nil && ws.Busy() && !add {
 		d.mu.Unlock()
 		writeBlocked(w, "unwatch")
 		return
@@ -567,64 +571,28 @@ func (d *Daemon) handleEvents(w http.ResponseWriter, r *http.Request) {
 }
 
 // Codes of failures that are none of the daemon's typed errors.
-const (
-	codeRestoreFailed = "RESTORE_FAILED"
-	codeSealFailed    = "SEAL_FAILED"
-	codePinFailed     = "PIN_FAILED"
-	codePruneFailed   = "PRUNE_FAILED"
-	codeVerifyFailed  = "VERIFY_FAILED"
-)
+// statusOf is the HTTP status of each class of error (workspace.Classify).
+var statusOf = map[workspace.Class]int{
+	workspace.Failed:   http.StatusInternalServerError,
+	workspace.Invalid:  http.StatusBadRequest,
+	workspace.NotFound: http.StatusNotFound,
+	workspace.Conflict: http.StatusConflict,
+	workspace.Gone:     http.StatusGone,
+	workspace.NotReady: http.StatusServiceUnavailable,
+}
 
-// notReadyError is a failure because the workspace stopped serving (its
-// context ended); its message is the cause's.
-type notReadyError struct{ err error }
-
-func (e notReadyError) Error() string { return e.err.Error() }
-func (e notReadyError) Unwrap() error { return e.err }
-
-// errorStatus is the one mapping of the daemon's errors to an HTTP status
-// and error code; an error it does not know is a 500 with fallback.
+// errorStatus is the HTTP status and error code of err; an error the
+// workspace does not know is a 500 with fallback.
 func errorStatus(err error, fallback string) (int, string) {
-	var busy *busyError
-	var notReady notReadyError
-	var inv *restore.InvalidTargetError
-	var amb *restore.AmbiguousError
-	var unusable *restore.UnusableError
-	var damaged *ckpt.TargetDamagedError
-	if code, errCode, ok := autodevStatus(err); ok {
-		return code, errCode
-	}
-	switch {
-	case errors.As(err, &busy):
-		return http.StatusConflict, restore.CodeRollbackInProgress
-	case errors.Is(err, errWorkspaceGone):
-		return http.StatusGone, "WORKSPACE_GONE"
-	case errors.Is(err, errNotServing), errors.As(err, &notReady):
-		return http.StatusServiceUnavailable, "NOT_READY"
-	case errors.Is(err, restore.ErrCodonRunning):
-		return http.StatusConflict, "CODON_RUNNING"
-	case restore.IsNotFound(err):
-		return http.StatusNotFound, "UNKNOWN_CHECKPOINT"
-	case errors.As(err, &inv):
-		return http.StatusBadRequest, "INVALID_TARGET"
-	case errors.As(err, &amb):
-		return http.StatusConflict, "AMBIGUOUS_CHECKPOINT"
-	case errors.As(err, &unusable):
-		return http.StatusConflict, "UNUSABLE_CHECKPOINT"
-	case errors.Is(err, restore.ErrNothingToUndo):
-		return http.StatusConflict, "NOTHING_TO_UNDO"
-	case errors.As(err, &damaged):
-		return http.StatusConflict, api.CodeTargetDamaged
-	}
-	return http.StatusInternalServerError, fallback
+	class, code := workspace.Classify(err, fallback)
+	return statusOf[class], code
 }
 
 // answerError writes err as {code, message}; a request refused because a
 // rollback runs (other than a rollback) gets the runtime's payload.
 func answerError(w http.ResponseWriter, err error, fallback string) {
-	var busy *busyError
-	if errors.As(err, &busy) && !busy.rollback() {
-		writeBlocked(w, busy.cmdType)
+	if cmdType, ok := workspace.Blocked(err); ok {
+		writeBlocked(w, cmdType)
 		return
 	}
 	code, errCode := errorStatus(err, fallback)
@@ -646,16 +614,16 @@ func (d *Daemon) handleGC(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if ws.rolling.Load() {
+	if ws.Busy() {
 		writeBlocked(w, "gc")
 		return
 	}
-	res, err := ws.gc(r.Context(), req.Full)
+	res, err := ws.GC(r.Context(), req.Full)
 	if err != nil {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errNotServing) {
-			err = notReadyError{err}
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, workspace.ErrNotServing) {
+			err = workspace.Unserved(err)
 		}
-		answerError(w, err, codeGCFailed)
+		answerError(w, err, workspace.CodeGCFailed)
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
@@ -664,6 +632,28 @@ func (d *Daemon) handleGC(w http.ResponseWriter, r *http.Request) {
 // isRefusal answers whether err is a refusal (the asker's to fix, answered
 // 4xx) rather than a failure.
 func isRefusal(err error) bool {
-	code, _ := errorStatus(err, codeRestoreFailed)
+	code, _ := errorStatus(err, workspace.CodeRestoreFailed)
 	return code < http.StatusInternalServerError
+}
+
+// mayWatch answers whether uid may add or remove dir as a watch root: root,
+// or the owner of the folder, read from a descriptor opened without
+// following any link. Missing and forbidden look the same to the caller.
+func (d *Daemon) mayWatch(uid uint32, dir string) bool {
+	f, err := platform.OpenDirNoFollow(dir)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	owner, _, _, _, err := platform.DirInfo(f)
+	if err != nil {
+		return false
+	}
+	return uid == 0 || uid == platform.SelfUID() || owner == uid
+}
+
+// diffOptions reads a diff's options from its query: patch=1, files=1,
+// path=P (repeatable).
+func diffOptions(q url.Values) snapshot.DiffOptions {
+	return snapshot.DiffOptions{Patch: q.Get("patch") != "", Files: q.Get("files") != "", Paths: q["path"]}
 }

@@ -3,13 +3,11 @@ package agent
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/cairn-dev/cairn/agent/config"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
@@ -56,7 +54,7 @@ func (d *Daemon) listenMetrics(ctx context.Context) (stop func()) {
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		// A loopback listener answers loopback names only: a web page that
 		// rebinds its own name to 127.0.0.1 reads nothing.
-		if !remote && !loopbackHost(r.Host) {
+		if !remote && !config.LoopbackHost(r.Host) {
 			writeError(w, http.StatusMisdirectedRequest, "NOT_LOOPBACK", "metrics answer loopback host names only (localhost, 127.0.0.1, [::1])")
 			return
 		}
@@ -78,34 +76,4 @@ func (d *Daemon) listenMetrics(ctx context.Context) (stop func()) {
 		_ = srv.Shutdown(sctx)
 		<-done
 	}
-}
-
-// loopbackHost reports whether a host (with or without a port) is a
-// loopback IP address or localhost.
-func loopbackHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// checkMetricsListen refuses an address that is not host:port, and one that
-// is not loopback unless allowRemote: anyone who reaches it reads the metrics.
-func checkMetricsListen(addr string, allowRemote bool) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("metrics_listen %q: want host:port, e.g. 127.0.0.1:9465", addr)
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return fmt.Errorf("metrics_listen %q: the port must be a number up to 65535", addr)
-	}
-	if allowRemote || (host != "" && loopbackHost(host)) {
-		return nil
-	}
-	return fmt.Errorf("metrics_listen %q is not a loopback address (127.0.0.1, [::1] or localhost); set metrics_allow_remote = true to serve metrics to other hosts", addr)
 }

@@ -18,6 +18,8 @@ import (
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/workerproto"
+	"github.com/cairn-dev/cairn/agent/workspace"
+	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
@@ -61,7 +63,7 @@ var (
 	maintResults   = []string{"ok", "skipped", "failed", "cancelled"}
 	replResults    = []string{"ok", "failed"}
 	// replStates are the states cairn_replication_workspaces always has a series for.
-	replStates = []string{replIdle, replPushing, replFailing, replOff}
+	replStates = []string{workspace.ReplIdle, workspace.ReplPushing, workspace.ReplFailing, workspace.ReplOff}
 	// workspaceStates are the states cairn_workspaces always has a series for.
 	workspaceStates = workerproto.States
 	workerStates    = []string{workerStarting, workerRunning, workerRestarting}
@@ -127,8 +129,8 @@ func newMetrics(d *Daemon) *metrics {
 // The hooks below are where seals, restores and maintenance runs end. A nil
 // *metrics (a workspace made outside a daemon) counts nothing.
 
-// sealed counts a seal that made a record or failed.
-func (m *metrics) sealed(kind ckpt.Kind, rec ckpt.Record, err error, took time.Duration) {
+// Sealed counts a seal that made a record or failed.
+func (m *metrics) Sealed(kind ckpt.Kind, rec ckpt.Record, err error, took time.Duration) {
 	if m == nil || (err == nil && rec.ID == "") {
 		return // nothing changed: no checkpoint
 	}
@@ -140,23 +142,23 @@ func (m *metrics) sealed(kind ckpt.Kind, rec ckpt.Record, err error, took time.D
 	m.sealSeconds.Observe(took.Seconds())
 }
 
-// checkpoint counts a record not sealed by the workspace's seal: adopted
+// Checkpoint counts a record not sealed by the workspace's seal: adopted
 // from the runtime, or made before a restore.
-func (m *metrics) checkpoint(rec ckpt.Record) {
+func (m *metrics) Checkpoint(rec ckpt.Record) {
 	if m != nil {
 		m.checkpoints.WithLabelValues(string(rec.Kind), string(rec.State)).Inc()
 	}
 }
 
-// markerSealed observes the latency of a lifecycle checkpoint written at marked.
-func (m *metrics) markerSealed(marked time.Time) {
+// MarkerSealed observes the latency of a lifecycle checkpoint written at marked.
+func (m *metrics) MarkerSealed(marked time.Time) {
 	if m != nil {
 		m.markerSeconds.Observe(max(time.Since(marked), 0).Seconds())
 	}
 }
 
-// restored counts one restore, undo or rollback (cmdType as restoreOn has it).
-func (m *metrics) restored(cmdType string, took time.Duration, res api.RestoreResult, err error) {
+// Restored counts one restore, undo or rollback (cmdType as restoreOn has it).
+func (m *metrics) Restored(cmdType string, took time.Duration, res api.RestoreResult, err error) {
 	if m == nil {
 		return
 	}
@@ -167,7 +169,7 @@ func (m *metrics) restored(cmdType string, took time.Duration, res api.RestoreRe
 	result := "ok"
 	if err != nil {
 		result = "failed"
-		if isRefusal(err) {
+		if class, _ := workspace.Classify(err, ""); class.Refusal() {
 			result = "refused"
 		}
 	}
@@ -176,12 +178,12 @@ func (m *metrics) restored(cmdType string, took time.Duration, res api.RestoreRe
 		m.restoreSeconds.WithLabelValues(kind).Observe(took.Seconds())
 	}
 	if res.PreRestore != nil {
-		m.checkpoint(*res.PreRestore)
+		m.Checkpoint(*res.PreRestore)
 	}
 }
 
-// maintained counts one maintenance run.
-func (m *metrics) maintained(err error, skipped string) {
+// Maintained counts one maintenance run.
+func (m *metrics) Maintained(err error, skipped string) {
 	if m == nil {
 		return
 	}
@@ -197,16 +199,16 @@ func (m *metrics) maintained(err error, skipped string) {
 	m.maintenance.WithLabelValues(result).Inc()
 }
 
-// overflow counts a watch that lost events.
-func (m *metrics) overflow() {
+// Overflow counts a watch that lost events.
+func (m *metrics) Overflow() {
 	if m != nil {
 		m.overflows.Inc()
 	}
 }
 
-// replicated counts the end of one replication attempt: the git pushes that
+// Replicated counts the end of one replication attempt: the git pushes that
 // succeeded in it, and whether it failed.
-func (m *metrics) replicated(pushes int, failed bool) {
+func (m *metrics) Replicated(pushes int, failed bool) {
 	if m == nil {
 		return
 	}
@@ -257,7 +259,7 @@ func (d *Daemon) servedStatus() []api.WorkspaceStatus {
 	d.mu.Unlock()
 	out := make([]api.WorkspaceStatus, 0, len(wss))
 	for _, ws := range wss {
-		out = append(out, ws.snapshotStatus())
+		out = append(out, ws.Status())
 	}
 	return out
 }
@@ -331,7 +333,7 @@ func (c totalsCollector) Collect(ch chan<- prometheus.Metric) {
 	d.mu.Lock()
 	workers := slices.Collect(maps.Values(d.workers))
 	d.mu.Unlock()
-	if selfUID() != 0 {
+	if platform.SelfUID() != 0 {
 		return // only a root daemon has workers
 	}
 	byState := map[string]int{}
@@ -429,7 +431,7 @@ func (d *Daemon) gatherMetrics(ctx context.Context, perWS bool, visible func(str
 	}
 	fams = mergeFamilies(fams, got...)
 	for _, n := range missing {
-		addGauge(fams, "cairn_workspaces", "state", stateFailed, float64(n))
+		addGauge(fams, "cairn_workspaces", "state", workspace.StateFailed, float64(n))
 	}
 	if perWS {
 		fams = onlyVisible(fams, visible)

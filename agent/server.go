@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/cairn-dev/cairn/agent/workspace"
 )
 
 // server is the daemon's HTTP API on its Unix socket.
@@ -95,7 +97,7 @@ func (s *server) close() {
 }
 
 // lookup finds a workspace this process serves by its exact path.
-func (d *Daemon) lookup(dir string) *workspace {
+func (d *Daemon) lookup(dir string) *workspace.Workspace {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.workspaces[dir]

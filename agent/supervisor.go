@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -15,20 +16,19 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/config"
+	"github.com/cairn-dev/cairn/agent/workspace"
 	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/snapshot"
 )
 
 // placement is where one discovered workspace is served and for whom.
 type placement struct {
-	set    Settings
+	set    config.Settings
 	owner  uint32 // uid owning the workspace folder (read from an open descriptor)
 	act    uint32 // uid its work runs as: the owner, or the configured user
 	actGID uint32
 }
-
-// selfUID is the daemon's effective uid.
-func selfUID() uint32 { return uint32(os.Geteuid()) }
 
 // discoveryLimits bound every root's walk (MaxMatches: a [[watch]] entry's
 // max_workspaces replaces it).
@@ -56,7 +56,7 @@ func (fd *findings) refuse(rf api.RefusedWorkspace, owner uint32, owned bool) {
 // each root's matches are shared among their owners (choose), and a walk
 // cut short looks again at the watched ones it missed (recheck), so
 // another user's folders never release them.
-func (d *Daemon) find(ctx context.Context, roots []WatchRoot, watched map[string]bool) findings {
+func (d *Daemon) find(ctx context.Context, roots []config.WatchRoot, watched map[string]bool) findings {
 	fd := findings{want: map[string]placement{}, byOwner: map[uint32][]api.RefusedWorkspace{}}
 	noted := map[string]bool{}
 	defer func() { d.noted = noted }()
@@ -115,7 +115,7 @@ func (d *Daemon) find(ctx context.Context, roots []WatchRoot, watched map[string
 				continue // an earlier root's
 			}
 			u, ok := users[r.Settings.User]
-			if !ok && r.Settings.User != "" && selfUID() == 0 {
+			if !ok && r.Settings.User != "" && platform.SelfUID() == 0 {
 				u = lookupActUser(r.Settings.User)
 				users[r.Settings.User] = u
 			}
@@ -186,9 +186,9 @@ func lookupActUser(name string) actUser {
 // does everything itself; a root daemon acts as the owner (or the
 // configured user, u: lookupActUser(set.User)), and serves in its own
 // process only what root owns.
-func place(f found, set Settings, u actUser, chk *rootCheck) (placement, string) {
+func place(f found, set config.Settings, u actUser, chk *rootCheck) (placement, string) {
 	p := placement{set: set, owner: f.UID, act: f.UID, actGID: f.GID}
-	self := selfUID()
+	self := platform.SelfUID()
 	if self != 0 {
 		p.act, p.actGID = self, uint32(os.Getegid())
 		return p, ""
@@ -221,11 +221,11 @@ type rootCheck struct {
 // this process's uid here, the others in their owner's worker.
 func (d *Daemon) apply(fd findings) {
 	want := fd.want
-	self := selfUID()
+	self := platform.SelfUID()
 	d.mu.Lock()
-	var stop []*workspace
+	var stop []*workspace.Workspace
 	for dir, ws := range d.workspaces {
-		if p, ok := want[dir]; !ok || p.act != self || !sameSettings(p.set, ws.set) {
+		if p, ok := want[dir]; !ok || p.act != self || !p.set.Equal(ws.Settings()) {
 			stop = append(stop, ws)
 			delete(d.workspaces, dir)
 			d.log.Info().Str("workspace", dir).Msg("workspace released")
@@ -236,12 +236,12 @@ func (d *Daemon) apply(fd findings) {
 	stopEach(stop)
 
 	d.mu.Lock()
-	byUID := map[uint32]map[string]Settings{}
+	byUID := map[uint32]map[string]config.Settings{}
 	gids := map[uint32]uint32{}
 	for dir, p := range want {
 		if p.act != self {
 			if byUID[p.act] == nil {
-				byUID[p.act] = map[string]Settings{}
+				byUID[p.act] = map[string]config.Settings{}
 			}
 			byUID[p.act][dir] = p.set
 			gids[p.act] = p.actGID
@@ -250,10 +250,10 @@ func (d *Daemon) apply(fd findings) {
 		if _, ok := d.workspaces[dir]; ok {
 			continue
 		}
-		ws := newWorkspace(dir, p.set, d.stateDirLocked(), d.log)
-		ws.emit, ws.met = d.bus.publish, d.met
+		ws := workspace.New(dir, p.set, d.stateDirLocked(), d.log)
+		ws.SetHooks(d.bus.publish, d.met)
 		d.workspaces[dir] = ws
-		ws.start(d.runCtx)
+		ws.Start(d.runCtx)
 		d.log.Info().Str("workspace", dir).Msg("workspace watched")
 	}
 	d.owners, d.refused, d.refusedBy = want, fd.refused, fd.byOwner
@@ -284,18 +284,14 @@ func (d *Daemon) apply(fd findings) {
 }
 
 // stopEach stops every workspace or worker at once and waits for them all.
-func stopEach[T interface{ stop() }](xs []T) {
+func stopEach[T interface{ Stop() }](xs []T) {
 	var wg sync.WaitGroup
 	for _, x := range xs {
 		wg.Add(1)
-		go func() { defer wg.Done(); x.stop() }()
+		go func() { defer wg.Done(); x.Stop() }()
 	}
 	wg.Wait()
 }
-
-// migratePrefix names a store handed from the shared stores folder to its
-// owner's folder; the owner's worker moves it into place (adoptStore).
-const migratePrefix = ".cairn-migrated-"
 
 // migrateStores hands plain-layout stores an earlier cairn kept in the shared
 // stores folder to their owner: each is renamed, relative to both open
@@ -303,7 +299,7 @@ const migratePrefix = ".cairn-migrated-"
 // owner plants can redirect it. The worker, as the owner, finishes the move.
 // It runs in the worker's goroutine after prepare, before the process starts.
 func (wk *worker) migrateStores() {
-	if selfUID() != 0 {
+	if platform.SelfUID() != 0 {
 		return
 	}
 	// wk.state is <state>/users/<uid>.
@@ -322,7 +318,7 @@ func (wk *worker) migrateStores() {
 		if fi, err := os.Lstat(filepath.Join(old.Name(), name)); err != nil || !fi.IsDir() {
 			continue
 		}
-		if err := platform.RenameAt(old, name, own, migratePrefix+name); err != nil {
+		if err := platform.RenameAt(old, name, own, workspace.MigratePrefix+name); err != nil {
 			wk.log.Warn().Err(err).Str("store", name).Msg("could not hand a store to its owner")
 			continue
 		}
@@ -333,7 +329,7 @@ func (wk *worker) migrateStores() {
 // mayAct answers whether uid may see and act on the workspace at dir: root,
 // the workspace's owner, or the user its work runs as.
 func (d *Daemon) mayAct(uid uint32, dir string) bool {
-	if uid == 0 || uid == selfUID() {
+	if uid == 0 || uid == platform.SelfUID() {
 		return true
 	}
 	d.mu.Lock()
@@ -347,7 +343,7 @@ func (d *Daemon) workerFor(dir string) *worker {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	p, ok := d.owners[dir]
-	if !ok || p.act == selfUID() {
+	if !ok || p.act == platform.SelfUID() {
 		return nil
 	}
 	return d.workers[p.act]
@@ -379,7 +375,7 @@ func (d *Daemon) statusFor(ctx context.Context, uid uint32) api.Status {
 					why += "; " + ws.Error
 				}
 				for _, dir := range wk.dirs() {
-					got = append(got, api.WorkspaceStatus{Dir: dir, State: stateFailed, Error: why})
+					got = append(got, api.WorkspaceStatus{Dir: dir, State: workspace.StateFailed, Error: why})
 				}
 			}
 			res[i] = got
@@ -392,7 +388,7 @@ func (d *Daemon) statusFor(ctx context.Context, uid uint32) api.Status {
 	}
 	sort.Slice(st.Workspaces, func(i, j int) bool { return st.Workspaces[i].Dir < st.Workspaces[j].Dir })
 	sort.Slice(st.Workers, func(i, j int) bool { return st.Workers[i].UID < st.Workers[j].UID })
-	if uid == 0 || uid == selfUID() {
+	if uid == 0 || uid == platform.SelfUID() {
 		return st
 	}
 	own := st.Workspaces[:0:0]
@@ -435,4 +431,37 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// errForeignAbove refuses a workspace served as root below a folder others
+// can write and rename in (not sticky), as sshd's StrictModes would.
+var errForeignAbove = errors.New("a folder above it is writable by others (and not sticky)")
+
+// rootRefusal is why a root-owned workspace at f may not be served as
+// root: the folder itself, or a folder above it that is not sticky, is
+// writable by someone else. above caches the ancestors' answers for one
+// discovery pass.
+func rootRefusal(f found, acct *platform.Accounts, above map[string]string) string {
+	if why := platform.ForeignWhyOf(f.UID, f.GID, f.Mode, 0, false, acct); why != "" {
+		return fmt.Sprintf("the folder is %s: never served as root; give it to its user, or run: chown root %s; chmod go-w %s", why, f.Path, f.Path)
+	}
+	parent := filepath.Dir(f.Path)
+	why, ok := above[parent]
+	if !ok {
+		anc, err := platform.StatAncestors(f.Path)
+		if err != nil {
+			why = "its folders above could not be checked: " + err.Error()
+		}
+		for _, a := range anc {
+			if y := platform.ForeignWhy(a.Info, 0, true, acct); y != "" {
+				why = fmt.Sprintf("%v: %s is %s; run: chmod go-w (or +t) %s, or chown root %s", errForeignAbove, a.Path, y, a.Path, a.Path)
+				break
+			}
+		}
+		above[parent] = why
+	}
+	if why != "" {
+		return "never served as root: " + why
+	}
+	return ""
 }

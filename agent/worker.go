@@ -24,7 +24,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/config"
 	"github.com/cairn-dev/cairn/agent/workerproto"
+	"github.com/cairn-dev/cairn/agent/workspace"
 	"github.com/cairn-dev/cairn/platform"
 )
 
@@ -39,7 +41,7 @@ var (
 	workerStatusTimeout = 500 * time.Millisecond // a status never waits longer on a worker
 	workerStatusFetch   = 5 * time.Second        // one status request to a worker ends by then
 	workerCheckEvery    = 10 * time.Second       // liveness probe of each worker
-	workerStopGrace     = sealGrace + 3*time.Second
+	workerStopGrace     = workspace.SealGrace + 3*time.Second
 	workerMaxBackoff    = time.Minute
 )
 
@@ -52,7 +54,7 @@ const (
 
 // assignment is the supervisor's list of workspaces for one worker.
 type assignment struct {
-	Workspaces map[string]Settings `json:"workspaces"`
+	Workspaces map[string]config.Settings `json:"workspaces"`
 }
 
 // worker is one owner's worker process, owned by the supervisor: it starts
@@ -71,8 +73,8 @@ type worker struct {
 	client *workerproto.Client
 
 	mu       sync.Mutex
-	want     map[string]Settings // the workspaces it should serve
-	pushed   bool                // want reached the running process
+	want     map[string]config.Settings // the workspaces it should serve
+	pushed   bool                       // want reached the running process
 	status   string
 	err      string
 	pid      int
@@ -128,9 +130,9 @@ func (wk *worker) identify() {
 }
 
 // assign sets the workspaces the worker serves.
-func (wk *worker) assign(want map[string]Settings) {
+func (wk *worker) assign(want map[string]config.Settings) {
 	wk.mu.Lock()
-	if maps.EqualFunc(wk.want, want, sameSettings) && wk.want != nil {
+	if maps.EqualFunc(wk.want, want, config.Settings.Equal) && wk.want != nil {
 		wk.mu.Unlock()
 		return
 	}
@@ -152,7 +154,7 @@ func (wk *worker) start(ctx context.Context) {
 }
 
 // stop ends the worker process (SIGTERM, then SIGKILL after its grace) and waits.
-func (wk *worker) stop() {
+func (wk *worker) Stop() {
 	wk.cancel()
 	<-wk.done
 }
@@ -393,7 +395,7 @@ func (wk *worker) fetchStatus() ([]api.WorkspaceStatus, error) {
 		wk.drop(workerproto.DropStatus, len(dropped), dropped[len(dropped)-1])
 	}
 	for _, dir := range sortedKeys(refused) {
-		kept = append(kept, api.WorkspaceStatus{Dir: dir, State: stateFailed,
+		kept = append(kept, api.WorkspaceStatus{Dir: dir, State: workspace.StateFailed,
 			Error: fmt.Sprintf("the worker for uid %d sent a status row the supervisor refused: %s", wk.uid, refused[dir])})
 	}
 	return kept, nil

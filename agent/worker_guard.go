@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/workerproto"
+	"github.com/cairn-dev/cairn/agent/workspace"
 )
 
 // The supervisor trusts nothing a worker says (docs/worker-protocol.md): its
@@ -135,5 +136,5 @@ type sampleWorkspace struct{}
 func (sampleWorkspace) Describe(chan<- *prometheus.Desc) {}
 
 func (sampleWorkspace) Collect(ch chan<- prometheus.Metric) {
-	collectWorkspace(ch, api.WorkspaceStatus{Dir: "/sample", State: stateWatching, Replication: &api.ReplicationStatus{}})
+	collectWorkspace(ch, api.WorkspaceStatus{Dir: "/sample", State: workspace.StateWatching, Replication: &api.ReplicationStatus{}})
 }

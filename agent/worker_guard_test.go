@@ -22,7 +22,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/config"
 	"github.com/cairn-dev/cairn/agent/workerproto"
+	"github.com/cairn-dev/cairn/agent/workspace"
 	"github.com/cairn-dev/cairn/platform/testsupport"
 )
 
@@ -43,7 +45,7 @@ func fakeWorker(t *testing.T, h http.Handler) (*Daemon, *worker) {
 	state := t.TempDir()
 	d := New(nil, Options{StateDir: state}, zerolog.Nop())
 	wk := d.newWorker(4242, 4242, state)
-	wk.want = map[string]Settings{ownWS: {}, ownWS2: {}}
+	wk.want = map[string]config.Settings{ownWS: {}, ownWS2: {}}
 	d.mu.Lock()
 	d.workers[wk.uid] = wk
 	d.mu.Unlock()
@@ -67,11 +69,11 @@ func row(dir, state string) api.WorkspaceStatus { return api.WorkspaceStatus{Dir
 // and one with negative counts are dropped and counted; the worker's own
 // good row passes, and its refused one shows failed, saying why.
 func TestWorkerStatusRowsChecked(t *testing.T) {
-	neg := row(ownWS2, stateWatching)
+	neg := row(ownWS2, workspace.StateWatching)
 	neg.Seals, neg.StoreBytes = -3, -1
-	forged := row(foreignWS, stateWatching)
+	forged := row(foreignWS, workspace.StateWatching)
 	forged.Error, forged.LastState = "", "sealed"
-	reply := api.Status{Workspaces: []api.WorkspaceStatus{row(ownWS, stateWatching), forged, row(ownWS, stateFailed),
+	reply := api.Status{Workspaces: []api.WorkspaceStatus{row(ownWS, workspace.StateWatching), forged, row(ownWS, workspace.StateFailed),
 		row(foreignWS+"2", "corrupt"), neg}}
 	_, wk := fakeWorker(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(reply)
@@ -87,10 +89,10 @@ func TestWorkerStatusRowsChecked(t *testing.T) {
 		}
 		got[r.Dir] = r
 	}
-	if len(got) != 2 || got[ownWS].State != stateWatching {
+	if len(got) != 2 || got[ownWS].State != workspace.StateWatching {
 		t.Errorf("rows kept: %+v, want %s watching and %s failed only", rows, ownWS, ownWS2)
 	}
-	if r := got[ownWS2]; r.State != stateFailed || !strings.Contains(r.Error, "negative") || r.Seals != 0 {
+	if r := got[ownWS2]; r.State != workspace.StateFailed || !strings.Contains(r.Error, "negative") || r.Seals != 0 {
 		t.Errorf("the row with negative counts: %+v, want failed, saying why", r)
 	}
 	if n := dropsOf(wk)["status"]; n != 4 {
@@ -109,7 +111,7 @@ func TestWorkerStatusBounded(t *testing.T) {
 		if hits.Add(1) > 1 {
 			<-release // after the first: every caller is waiting before the worker answers
 		}
-		big := row(ownWS, stateWatching)
+		big := row(ownWS, workspace.StateWatching)
 		big.Error = strings.Repeat("x", 15_000_000)
 		b, _ := json.Marshal(api.Status{Workspaces: []api.WorkspaceStatus{big}})
 		for len(b) > 0 {
@@ -345,7 +347,7 @@ func TestWorkerMetricsBounded(t *testing.T) {
 	if n > 1000 {
 		t.Errorf("%d series on /metrics after a worker sent 20,000", n)
 	}
-	if v, _ := series(fams, "cairn_workspaces", "state", stateFailed); v != 2 {
+	if v, _ := series(fams, "cairn_workspaces", "state", workspace.StateFailed); v != 2 {
 		t.Errorf("cairn_workspaces{state=failed} = %v, want the worker's 2", v)
 	}
 	if dropsOf(wk)["metric"] < 1000 {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/agent/config"
 )
 
 // installed is where the .deb puts each file; README.md's "From a package"
@@ -57,7 +57,7 @@ func TestDefaultConfigParses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := agent.ParseConfig("packaging/config.toml", string(src)); err != nil {
+	if _, err := config.Parse("packaging/config.toml", string(src)); err != nil {
 		t.Fatalf("as shipped: %v", err)
 	}
 	key := regexp.MustCompile(`^#(\[\[watch\]\]|[a-z_]+ = .*)$`)
@@ -70,11 +70,11 @@ func TestDefaultConfigParses(t *testing.T) {
 		lines = append(lines, l)
 	}
 	on := strings.Join(lines, "\n")
-	c, err := agent.ParseConfig("packaging/config.toml (uncommented)", on)
+	c, err := config.Parse("packaging/config.toml (uncommented)", on)
 	if err != nil {
 		t.Fatalf("with every key on: %v\n%s", err, on)
 	}
-	d := agent.DefaultSettings()
+	d := config.DefaultSettings()
 	if n < 12 || c.StateDir != "/var/lib/cairn" || c.Socket != "/run/cairn/cairn.sock" || c.LogLevel != "info" ||
 		c.Defaults.Layout != d.Layout || c.Defaults.MaxFileSize != d.MaxFileSize ||
 		c.Defaults.AutosaveQuiet != d.AutosaveQuiet || c.Defaults.AutosaveMaxWait != d.AutosaveMaxWait || len(c.Watch) != 2 {
@@ -198,7 +198,7 @@ func TestDebInstallRemove(t *testing.T) {
 	if got := run(t, "/", nil, "/usr/bin/cairn", "version"); !strings.HasPrefix(got, "cairn "+version+" linux/"+runtime.GOARCH) {
 		t.Errorf("cairn version = %q, want the stamped %s", got, version)
 	}
-	if _, err := agent.LoadConfig("/etc/cairn/config.toml"); err != nil {
+	if _, err := config.Load("/etc/cairn/config.toml"); err != nil {
 		t.Errorf("installed config: %v", err)
 	}
 

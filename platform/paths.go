@@ -98,3 +98,6 @@ func DefaultSocket(stateDir string) string {
 	}
 	return filepath.Join(stateDir, "cairn.sock")
 }
+
+// SelfUID is this process's effective uid.
+func SelfUID() uint32 { return uint32(os.Geteuid()) }

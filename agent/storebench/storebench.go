@@ -3,7 +3,7 @@
 // small edits each; every Sample checkpoints it records the store's bytes,
 // loose objects, refs, the seal latency (p50 of the last 100) and the time of
 // a `cairn list` (open + Records); then maintenance, the `git gc` reference
-// (a copy of the store, `git gc --prune=now`), and a budget run (agent.Prune
+// (a copy of the store, `git gc --prune=now`), and a budget run (workspace.Prune
 // with 90 % of the maintained size as max_store_size). It lives under agent/
 // because the budget run is agent's Prune.
 package storebench
@@ -20,7 +20,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/agent/workspace"
 	"github.com/cairn-dev/cairn/restore/ckpt"
 	"github.com/cairn-dev/cairn/snapshot"
 )
@@ -155,18 +155,18 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Result, error) {
 	// so the budget can be met and must be enforced.
 	// Both ends are the budget pass's own estimates, so the budget is one it
 	// can see it must meet.
-	floor, err := agent.Prune(ctx, st, agent.PruneOptions{BudgetOnly: true, MaxStoreSize: 1, DryRun: true}, time.Now(), false)
+	floor, err := workspace.Prune(ctx, st, workspace.PruneOptions{BudgetOnly: true, MaxStoreSize: 1, DryRun: true}, time.Now(), false)
 	if err != nil {
 		return res, fmt.Errorf("budget estimate: %w", err)
 	}
-	now, err := agent.Prune(ctx, st, agent.PruneOptions{BudgetOnly: true, DryRun: true}, time.Now(), false)
+	now, err := workspace.Prune(ctx, st, workspace.PruneOptions{BudgetOnly: true, DryRun: true}, time.Now(), false)
 	if err != nil {
 		return res, fmt.Errorf("budget estimate: %w", err)
 	}
 	res.Budget = floor.Projected + (now.Projected-floor.Projected)/2
 	res.FloorBytes, res.NowBytes = floor.Projected, now.Projected
 	t0 = time.Now()
-	pr, err := agent.Prune(ctx, st, agent.PruneOptions{BudgetOnly: true, MaxStoreSize: res.Budget, PruneGrace: snapshot.PruneNow}, time.Now(), true)
+	pr, err := workspace.Prune(ctx, st, workspace.PruneOptions{BudgetOnly: true, MaxStoreSize: res.Budget, PruneGrace: snapshot.PruneNow}, time.Now(), true)
 	if err != nil {
 		return res, fmt.Errorf("budget prune: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/agent/config"
 	"github.com/cairn-dev/cairn/agent/workerproto"
 	"github.com/cairn-dev/cairn/platform/service"
 	"github.com/cairn-dev/cairn/snapshot"
@@ -46,9 +47,9 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 	if *worker {
 		return runWorker(ctx, e, df.stateDir, df.sock, *maxRuntime, ids)
 	}
-	var cfg *agent.Config
+	var cfg *config.Config
 	if *cfgPath != "" {
-		if cfg, err = agent.LoadConfig(*cfgPath); err != nil {
+		if cfg, err = config.Load(*cfgPath); err != nil {
 			return &exitError{ExitUsage, err}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/agent/config"
 	"github.com/cairn-dev/cairn/agent/hankweave/hwsim"
 	"github.com/cairn-dev/cairn/snapshot"
 )
@@ -46,7 +47,7 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
-	cfg, err := agent.ParseConfig("demo", "[defaults]\nautosave_quiet = \"500ms\"\n")
+	cfg, err := config.Parse("demo", "[defaults]\nautosave_quiet = \"500ms\"\n")
 	if err != nil {
 		return err
 	}

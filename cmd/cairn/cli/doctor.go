@@ -18,9 +18,9 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
-	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/client"
+	"github.com/cairn-dev/cairn/agent/config"
 	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/platform/printable"
 	"github.com/cairn-dev/cairn/snapshot"
@@ -68,7 +68,7 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 	*fsck = *fsck || *repair
 	// Without a daemon to ask, the state and socket are the ones a daemon
 	// started here would use: the flag, else the mode's config, else the default.
-	cfg, _ := agent.LoadConfig(platform.DefaultPaths().Config)
+	cfg, _ := config.Load(platform.DefaultPaths().Config)
 	state := df.stateDir
 	if state == "" && cfg != nil && cfg.StateDir != "" {
 		state = cfg.StateDir
@@ -103,7 +103,7 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 				state = st.StateDir
 			}
 			if st.Config != "" {
-				cfg, _ = agent.LoadConfig(st.Config)
+				cfg, _ = config.Load(st.Config)
 			}
 			need.daemon = true
 			for _, w := range st.Workspaces {
@@ -240,7 +240,7 @@ type inotifyNeed struct {
 	daemon     bool // the counts come with a running daemon's current watches
 }
 
-func (n *inotifyNeed) add(d *doctor, cfg *agent.Config, w api.WorkspaceStatus) {
+func (n *inotifyNeed) add(d *doctor, cfg *config.Config, w api.WorkspaceStatus) {
 	n.workspaces++
 	n.watched += w.Watches
 	if w.State == "degraded" {
@@ -297,7 +297,7 @@ func (d *doctor) checkInotify(n inotifyNeed) {
 // excludesFor are the configured excludes of the workspace dir: those of
 // the first [[watch]] whose path matches it (as discovery takes them), else
 // the defaults'.
-func excludesFor(cfg *agent.Config, dir string) []string {
+func excludesFor(cfg *config.Config, dir string) []string {
 	if cfg == nil {
 		return nil
 	}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/config"
 	"github.com/cairn-dev/cairn/agent/hankweave"
 	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/platform/printable"
@@ -68,7 +68,7 @@ func (b localBackend) gc(ctx context.Context, full bool, grace time.Duration) (a
 	}
 	defer st.Close()
 	if grace == 0 {
-		if cfg, err := agent.LoadConfig(platform.DefaultPaths().Config); err == nil {
+		if cfg, err := config.Load(platform.DefaultPaths().Config); err == nil {
 			grace = cfg.GCPruneGrace.Duration
 		}
 	}

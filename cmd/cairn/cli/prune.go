@@ -7,8 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/config"
+	"github.com/cairn-dev/cairn/agent/workspace"
 	"github.com/cairn-dev/cairn/platform/printable"
 	"github.com/cairn-dev/cairn/restore/ckpt"
 	"github.com/cairn-dev/cairn/snapshot/retain"
@@ -39,7 +40,7 @@ func runPrune(ctx context.Context, e *env, args []string) error {
 	}
 	req := api.PruneRequest{DryRun: *dry}
 	if *maxSize != "" {
-		var sz agent.Size
+		var sz config.Size
 		if err := sz.UnmarshalText([]byte(*maxSize)); err != nil {
 			return usageErr("--max-store-size: %v", err)
 		}
@@ -105,6 +106,6 @@ func (b localBackend) prune(ctx context.Context, req api.PruneRequest) (api.Prun
 		return api.PruneResult{}, err
 	}
 	defer st.Close()
-	opts := agent.PruneOptions{Policies: retain.Defaults(), MaxStoreSize: req.MaxStoreSize, DryRun: req.DryRun}
-	return agent.Prune(ctx, st, opts, time.Now(), true)
+	opts := workspace.PruneOptions{Policies: retain.Defaults(), MaxStoreSize: req.MaxStoreSize, DryRun: req.DryRun}
+	return workspace.Prune(ctx, st, opts, time.Now(), true)
 }

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 
-	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/agent/config"
 	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/platform/service"
 )
@@ -105,7 +105,7 @@ func modeFlag(m platform.Mode) string {
 // ensureConfig writes a starter config if there is none, so the service starts.
 func ensureConfig(path string) error {
 	if _, err := os.Stat(path); err == nil {
-		if _, err := agent.LoadConfig(path); err != nil {
+		if _, err := config.Load(path); err != nil {
 			return &exitError{ExitUsage, err}
 		}
 		return nil
@@ -127,7 +127,7 @@ func serviceStatus(e *env, m *service.Manager) error {
 	fmt.Fprintf(e.stdout, "unit      %s\nbinary    %s\nconfig    %s\n", m.UnitPath(), u.Executable, u.ConfigPath)
 	// State and socket: the config's, else the mode's defaults.
 	paths := platform.PathsFor(runtime.GOOS, u.Mode)
-	if cfg, cerr := agent.LoadConfig(u.ConfigPath); cerr == nil {
+	if cfg, cerr := config.Load(u.ConfigPath); cerr == nil {
 		if cfg.StateDir != "" {
 			paths.State = cfg.StateDir
 		}

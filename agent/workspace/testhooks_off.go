@@ -1,6 +1,6 @@
 //go:build !cairnfault
 
-package agent
+package workspace
 
 // testMaxWatches is 0 (the machine's own limit) in a build without the
 // cairnfault tag: the shipped daemon reads no test variable (testhooks_on.go).

@@ -1,4 +1,4 @@
-package agent
+package workspace
 
 import (
 	"context"
@@ -68,14 +68,14 @@ func (m *maintState) join(full bool, reply chan api.MaintenanceResult) (running 
 	return m.done, true
 }
 
-func (w *workspace) maintenanceInterval() time.Duration {
+func (w *Workspace) maintenanceInterval() time.Duration {
 	if d := w.set.MaintenanceInterval.Duration; d > 0 {
 		return d
 	}
 	return defaultMaintenanceInterval
 }
 
-func (w *workspace) maintenanceIdle() time.Duration {
+func (w *Workspace) maintenanceIdle() time.Duration {
 	if d := w.set.MaintenanceIdle.Duration; d > 0 {
 		return d
 	}
@@ -84,16 +84,16 @@ func (w *workspace) maintenanceIdle() time.Duration {
 
 // maintenanceTick is how often the workspace's goroutine asks whether
 // maintenance is due.
-func (w *workspace) maintenanceTick() time.Duration {
+func (w *Workspace) maintenanceTick() time.Duration {
 	return max(min(w.maintenanceIdle()/4, w.maintenanceInterval()/4, 15*time.Second), 50*time.Millisecond)
 }
 
 // maintenanceBusy says why maintenance must not run now ("" when it may).
-func (w *workspace) maintenanceBusy() string {
+func (w *Workspace) maintenanceBusy() string {
 	if w.rolling.Load() {
 		return "a restore is under way"
 	}
-	if st := w.openStore(); st != nil && st.Layout() == snapshot.LayoutHankweave {
+	if st := w.Store(); st != nil && st.Layout() == snapshot.LayoutHankweave {
 		lk, err := hankweave.ReadLock(w.dir)
 		if err != nil {
 			return "the runtime's lock cannot be read: " + err.Error()
@@ -106,7 +106,7 @@ func (w *workspace) maintenanceBusy() string {
 }
 
 // maintenanceRunning reports whether a run is in progress.
-func (w *workspace) maintenanceRunning() bool {
+func (w *Workspace) maintenanceRunning() bool {
 	w.maint.mu.Lock()
 	defer w.maint.mu.Unlock()
 	return w.maint.done != nil
@@ -115,7 +115,7 @@ func (w *workspace) maintenanceRunning() bool {
 // maybeMaintain starts maintenance when it is due: not run within the
 // interval and idle long enough with nothing pending, or overdue (twice
 // the interval) however busy; nothing in the way.
-func (w *workspace) maybeMaintain(ctx context.Context) {
+func (w *Workspace) maybeMaintain(ctx context.Context) {
 	if w.gone || w.failing != nil || w.maintenanceRunning() {
 		return
 	}
@@ -141,7 +141,7 @@ func (w *workspace) maybeMaintain(ctx context.Context) {
 // startMaintenance applies retention (on the workspace's goroutine, like
 // every change of refs) and starts a maintenance run; reply, if not nil,
 // gets its result. A run in progress answers reply instead of a second one.
-func (w *workspace) startMaintenance(ctx context.Context, full bool, reply chan api.MaintenanceResult) {
+func (w *Workspace) startMaintenance(ctx context.Context, full bool, reply chan api.MaintenanceResult) {
 	if running, joined := w.maint.join(full, reply); joined {
 		return
 	} else if running != nil {
@@ -153,16 +153,16 @@ func (w *workspace) startMaintenance(ctx context.Context, full bool, reply chan 
 			case w.gcs <- gcJob{full: full, reply: reply}:
 			case <-w.done:
 				if reply != nil {
-					reply <- api.MaintenanceResult{Workspace: w.dir, Start: time.Now().UTC(), Error: errNotServing.Error()}
+					reply <- api.MaintenanceResult{Workspace: w.dir, Start: time.Now().UTC(), Error: ErrNotServing.Error()}
 				}
 			}
 		}()
 		return
 	}
-	st := w.openStore()
+	st := w.Store()
 	if st == nil {
 		if reply != nil {
-			reply <- api.MaintenanceResult{Workspace: w.dir, Start: time.Now().UTC(), Error: errNotServing.Error()}
+			reply <- api.MaintenanceResult{Workspace: w.dir, Start: time.Now().UTC(), Error: ErrNotServing.Error()}
 		}
 		return
 	}
@@ -191,7 +191,7 @@ func (w *workspace) startMaintenance(ctx context.Context, full bool, reply chan 
 		defer cancel()
 		res, err := st.Maintain(mctx, opts)
 		ar := maintenanceResult(w.dir, res, err)
-		w.met.maintained(err, ar.Skipped)
+		w.met.Maintained(err, ar.Skipped)
 		// A run that ended without error measured the store last (res.After);
 		// only a failed or cancelled one leaves it to measure again.
 		stats, serr := res.After, error(nil)
@@ -229,7 +229,7 @@ func (w *workspace) startMaintenance(ctx context.Context, full bool, reply chan 
 // stopMaintenance cancels a run in progress and waits for it: before a
 // restore, and when the workspace stops (seals do not: they run between
 // its steps).
-func (w *workspace) stopMaintenance() {
+func (w *Workspace) stopMaintenance() {
 	w.maint.mu.Lock()
 	cancel, done := w.maint.cancel, w.maint.done
 	w.maint.mu.Unlock()
@@ -242,7 +242,7 @@ func (w *workspace) stopMaintenance() {
 
 // noteStore measures the store for status (at open): size, loose objects,
 // checkpoints kept, and the last maintenance any process ran on it.
-func (w *workspace) noteStore(ctx context.Context, st *snapshot.Store) {
+func (w *Workspace) noteStore(ctx context.Context, st *snapshot.Store) {
 	stats, err := st.Stats(ctx)
 	last, ok := st.LastMaintenance()
 	if ok {
@@ -287,16 +287,16 @@ func apiStats(s snapshot.StoreStats) api.StoreStats {
 }
 
 // gc runs maintenance now on the workspace's goroutine's say (POST /v1/gc).
-func (w *workspace) gc(ctx context.Context, full bool) (api.MaintenanceResult, error) {
+func (w *Workspace) GC(ctx context.Context, full bool) (api.MaintenanceResult, error) {
 	job := gcJob{full: full, reply: make(chan api.MaintenanceResult, 1)}
 	select {
 	case w.gcs <- job:
 	case <-ctx.Done():
 		return api.MaintenanceResult{}, ctx.Err()
 	case <-w.done:
-		return api.MaintenanceResult{}, errNotServing
+		return api.MaintenanceResult{}, ErrNotServing
 	case <-time.After(30 * time.Second):
-		return api.MaintenanceResult{}, errNotServing
+		return api.MaintenanceResult{}, ErrNotServing
 	}
 	select {
 	case r := <-job.reply:
@@ -305,5 +305,3 @@ func (w *workspace) gc(ctx context.Context, full bool) (api.MaintenanceResult, e
 		return api.MaintenanceResult{}, ctx.Err()
 	}
 }
-
-const codeGCFailed = "GC_FAILED"

@@ -1,8 +1,7 @@
-package agent
+package workspace
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -37,13 +36,19 @@ type foreignState struct {
 	acct   *platform.Accounts
 }
 
+// maxForeignDepth bounds the open descriptors (one per level) a scan holds.
+const maxForeignDepth = 128
+
+// foreignReadBatch entries are read at a time so a huge folder still sees a cancel.
+const foreignReadBatch = 256
+
 // leavesOut reports whether this process leaves foreign folders out: it
 // serves the workspace as root.
-func leavesOut() bool { return selfUID() == 0 }
+func leavesOut() bool { return platform.SelfUID() == 0 }
 
 // accounts is the group membership read by the last scan, read again when
 // /etc/passwd or /etc/group changed since.
-func (w *workspace) accounts() *platform.Accounts {
+func (w *Workspace) accounts() *platform.Accounts {
 	w.fg.mu.Lock()
 	defer w.fg.mu.Unlock()
 	if w.fg.acct == nil || w.fg.acct.Stale() {
@@ -54,12 +59,12 @@ func (w *workspace) accounts() *platform.Accounts {
 
 // foreignWhy says why a folder inside the workspace (fi from lstat or
 // fstat) is writable by someone other than the uid this process runs as.
-func (w *workspace) foreignWhy(fi os.FileInfo) string {
-	return platform.ForeignWhy(fi, selfUID(), false, w.accounts())
+func (w *Workspace) foreignWhy(fi os.FileInfo) string {
+	return platform.ForeignWhy(fi, platform.SelfUID(), false, w.accounts())
 }
 
 // underForeign reports whether abs is a known foreign folder or under one.
-func (w *workspace) underForeign(abs, root string) bool {
+func (w *Workspace) underForeign(abs, root string) bool {
 	w.fg.mu.Lock()
 	defer w.fg.mu.Unlock()
 	for p := abs; ; p = filepath.Dir(p) {
@@ -74,7 +79,7 @@ func (w *workspace) underForeign(abs, root string) bool {
 
 // noteForeign records what a folder is now (why "" : not foreign) and
 // reports whether that changed what the workspace knew.
-func (w *workspace) noteForeign(abs, why string) bool {
+func (w *Workspace) noteForeign(abs, why string) bool {
 	w.fg.mu.Lock()
 	defer w.fg.mu.Unlock()
 	was, had := w.fg.inside[abs]
@@ -99,7 +104,7 @@ func (w *workspace) noteForeign(abs, why string) bool {
 // first walk, and every folder created or changed since) is checked with
 // one lstat; as root a foreign one is neither watched nor entered, and
 // the store leaves it out at once.
-func (w *workspace) foreignSkip(root string, base func(string, bool) bool) func(string, bool) bool {
+func (w *Workspace) foreignSkip(root string, base func(string, bool) bool) func(string, bool) bool {
 	return func(rel string, isDir bool) bool {
 		if base != nil && base(rel, isDir) {
 			return true
@@ -133,13 +138,13 @@ func (w *workspace) foreignSkip(root string, base func(string, bool) bool) func(
 // the store what it leaves out. It runs before every full reconcile: one
 // readdir and one fstat per folder, through descriptors opened without
 // following a link. A tree it could not check is left out whole.
-func (w *workspace) checkForeign(ctx context.Context) {
+func (w *Workspace) checkForeign(ctx context.Context) {
 	if w.lay == nil {
 		return
 	}
 	root, skip := w.lay.watch()
 	acct := platform.ReadAccounts()
-	uid := selfUID()
+	uid := platform.SelfUID()
 	inside := map[string]string{}
 	err := scanForeign(ctx, root, skip, func(fi os.FileInfo) string { return platform.ForeignWhy(fi, uid, false, acct) }, inside)
 	if ctx.Err() != nil {
@@ -170,7 +175,7 @@ func (w *workspace) checkForeign(ctx context.Context) {
 
 // scanForeign walks the folder root (never a link, never a folder skip
 // names) and records in found every folder why calls foreign, without
-// entering it. Past maxForeignKept, or deeper than maxDiscoverDepth, root
+// entering it. Past maxForeignKept, or deeper than maxForeignDepth, root
 // itself is recorded: the tree is too shared to serve as root.
 func scanForeign(ctx context.Context, root string, skip func(string, bool) bool, why func(os.FileInfo) string, found map[string]string) error {
 	top, err := platform.OpenDirNoFollow(root)
@@ -192,7 +197,7 @@ func scanForeign(ctx context.Context, root string, skip func(string, bool) bool,
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			ents, rerr := dir.ReadDir(readDirBatch)
+			ents, rerr := dir.ReadDir(foreignReadBatch)
 			for _, e := range ents {
 				if !e.IsDir() { // files, and links, which are never opened
 					continue
@@ -207,7 +212,7 @@ func scanForeign(ctx context.Context, root string, skip func(string, bool) bool,
 				abs := filepath.Join(root, filepath.FromSlash(r))
 				sub, err := platform.OpenDirAt(dir, e.Name())
 				if err != nil {
-					if skippable(err) {
+					if platform.WalkSkippable(err) {
 						continue
 					}
 					return err
@@ -216,8 +221,8 @@ func scanForeign(ctx context.Context, root string, skip func(string, bool) bool,
 				if err == nil {
 					if y := why(fi); y != "" {
 						found[abs] = y
-					} else if depth+1 >= maxDiscoverDepth {
-						found[abs] = fmt.Sprintf("more than %d folders deep: not checked", maxDiscoverDepth)
+					} else if depth+1 >= maxForeignDepth {
+						found[abs] = fmt.Sprintf("more than %d folders deep: not checked", maxForeignDepth)
 					} else {
 						err = walk(sub, r, depth+1)
 					}
@@ -243,11 +248,11 @@ func scanForeign(ctx context.Context, root string, skip func(string, bool) bool,
 
 // pushLeftOut hands the store the foreign folders of its work tree (as
 // root; an owner's worker leaves nothing out: the owner chose to share).
-func (w *workspace) pushLeftOut() {
+func (w *Workspace) pushLeftOut() {
 	if !leavesOut() {
 		return
 	}
-	st := w.openStore()
+	st := w.Store()
 	if st == nil {
 		return
 	}
@@ -272,7 +277,7 @@ func (w *workspace) pushLeftOut() {
 
 // foreignStatus is what status names: the folders above, then the ones
 // inside, the first api.ForeignShown of them, and how many more there are.
-func (w *workspace) foreignStatus() ([]api.ForeignFolder, int) {
+func (w *Workspace) foreignStatus() ([]api.ForeignFolder, int) {
 	w.fg.mu.Lock()
 	all := slices.Clone(w.fg.above)
 	inside := make([]api.ForeignFolder, 0, len(w.fg.inside))
@@ -286,37 +291,4 @@ func (w *workspace) foreignStatus() ([]api.ForeignFolder, int) {
 		return all[:api.ForeignShown], len(all) - api.ForeignShown
 	}
 	return all, 0
-}
-
-// errForeignAbove refuses a workspace served as root below a folder others
-// can write and rename in (not sticky), as sshd's StrictModes would.
-var errForeignAbove = errors.New("a folder above it is writable by others (and not sticky)")
-
-// rootRefusal is why a root-owned workspace at f may not be served as
-// root: the folder itself, or a folder above it that is not sticky, is
-// writable by someone else. above caches the ancestors' answers for one
-// discovery pass.
-func rootRefusal(f found, acct *platform.Accounts, above map[string]string) string {
-	if why := platform.ForeignWhyOf(f.UID, f.GID, f.Mode, 0, false, acct); why != "" {
-		return fmt.Sprintf("the folder is %s: never served as root; give it to its user, or run: chown root %s; chmod go-w %s", why, f.Path, f.Path)
-	}
-	parent := filepath.Dir(f.Path)
-	why, ok := above[parent]
-	if !ok {
-		anc, err := platform.StatAncestors(f.Path)
-		if err != nil {
-			why = "its folders above could not be checked: " + err.Error()
-		}
-		for _, a := range anc {
-			if y := platform.ForeignWhy(a.Info, 0, true, acct); y != "" {
-				why = fmt.Sprintf("%v: %s is %s; run: chmod go-w (or +t) %s, or chown root %s", errForeignAbove, a.Path, y, a.Path, a.Path)
-				break
-			}
-		}
-		above[parent] = why
-	}
-	if why != "" {
-		return "never served as root: " + why
-	}
-	return ""
 }

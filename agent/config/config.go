@@ -1,12 +1,14 @@
-// Package agent is the daemon core: configuration, the workspaces it watches,
-// the lifecycle → seal pipeline and autosave.
-package agent
+// Package config reads cairn's configuration file (TOML): the daemon's keys,
+// [defaults] and each [[watch]] root's Settings for the workspaces it finds
+// (README, "Configuration").
+package config
 
 import (
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -55,6 +57,13 @@ type Config struct {
 
 	path string // the file it came from, if any
 }
+
+// LayoutAutodev is the in-repository layout: opted into by a [[watch]]
+// entry, never chosen by auto.
+const LayoutAutodev = "autodev"
+
+// DefaultMaxWorkspaces is a [[watch]] root's max_workspaces when none is set.
+const DefaultMaxWorkspaces = 1000
 
 // Settings apply to a workspace; [defaults] sets them for all, a [[watch]]
 // entry overrides them for the workspaces it finds.
@@ -174,17 +183,21 @@ func DefaultSettings() Settings {
 		Autosave:          &on,
 		AutosaveQuiet:     Duration{2 * time.Second},
 		AutosaveMaxWait:   Duration{60 * time.Second},
-		ReconcileInterval: Duration{defaultReconcileInterval},
+		ReconcileInterval: Duration{DefaultReconcileInterval},
 		Retention:         Retention(retain.Defaults()),
 	}
 }
 
-// defaultReconcileInterval is how often a degraded workspace reconciles
+// DefaultReconcileInterval is how often a degraded workspace reconciles
 // when reconcile_interval is not set.
-const defaultReconcileInterval = 10 * time.Second
+const DefaultReconcileInterval = 10 * time.Second
 
-// merge fills unset fields of s from d.
-func (s Settings) merge(d Settings) Settings {
+// Equal reports whether s and o are the same settings.
+func (s Settings) Equal(o Settings) bool { return reflect.DeepEqual(s, o) }
+
+// Merge fills what s leaves unset from d (a [[watch]] entry's settings
+// over [defaults], [defaults] over DefaultSettings).
+func (s Settings) Merge(d Settings) Settings {
 	if s.Layout == "" {
 		s.Layout = d.Layout
 	}
@@ -224,7 +237,7 @@ func (s Settings) merge(d Settings) Settings {
 	if s.GCPruneGrace.Duration == 0 {
 		s.GCPruneGrace = d.GCPruneGrace
 	}
-	s.Retention = s.Retention.merge(d.Retention)
+	s.Retention = s.Retention.Merge(d.Retention)
 	s.Replicate = s.Replicate.merge(d.Replicate)
 	if s.MaxStoreSize == 0 {
 		s.MaxStoreSize = d.MaxStoreSize
@@ -238,31 +251,31 @@ func (s Settings) merge(d Settings) Settings {
 	return s
 }
 
-// ConfigError is a configuration refused at load: the file, the line and why.
-type ConfigError struct {
+// Error is a configuration refused at load: the file, the line and why.
+type Error struct {
 	File   string
 	Line   int
 	Reason string
 }
 
-func (e *ConfigError) Error() string {
+func (e *Error) Error() string {
 	if e.Line > 0 {
 		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Reason)
 	}
 	return fmt.Sprintf("%s: %s", e.File, e.Reason)
 }
 
-// LoadConfig reads and validates a config file.
-func LoadConfig(path string) (*Config, error) {
+// Load reads and validates a config file.
+func Load(path string) (*Config, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &ConfigError{File: path, Reason: err.Error()}
+		return nil, &Error{File: path, Reason: err.Error()}
 	}
-	return ParseConfig(path, string(src))
+	return Parse(path, string(src))
 }
 
-// ParseConfig parses and validates config text; name is used in errors.
-func ParseConfig(name, src string) (*Config, error) {
+// Parse parses and validates config text; name is used in errors.
+func Parse(name, src string) (*Config, error) {
 	var c Config
 	md, err := toml.Decode(src, &c)
 	if err != nil {
@@ -277,17 +290,17 @@ func ParseConfig(name, src string) (*Config, error) {
 					key = reason[i+1 : i+1+j]
 				}
 			}
-			return nil, &ConfigError{File: name, Line: lineFrom(src, key, pe.Position.Line), Reason: reason}
+			return nil, &Error{File: name, Line: lineFrom(src, key, pe.Position.Line), Reason: reason}
 		}
 		if errors.As(err, &pe) {
-			return nil, &ConfigError{File: name, Line: pe.Position.Line, Reason: pe.Message}
+			return nil, &Error{File: name, Line: pe.Position.Line, Reason: pe.Message}
 		}
 		// A type error from a field's decoder: find the key's line.
-		return nil, &ConfigError{File: name, Line: lineOfError(src, err.Error()), Reason: err.Error()}
+		return nil, &Error{File: name, Line: lineOfError(src, err.Error()), Reason: err.Error()}
 	}
 	if und := md.Undecoded(); len(und) > 0 {
 		k := und[0]
-		return nil, &ConfigError{File: name, Line: lineOf(src, k[len(k)-1]), Reason: fmt.Sprintf("unknown key %q", k.String())}
+		return nil, &Error{File: name, Line: lineOf(src, k[len(k)-1]), Reason: fmt.Sprintf("unknown key %q", k.String())}
 	}
 	c.path = name
 	if err := c.validate(src); err != nil {
@@ -303,11 +316,11 @@ func ParseConfig(name, src string) (*Config, error) {
 
 func (c *Config) validate(src string) error {
 	bad := func(key, format string, a ...any) error {
-		return &ConfigError{File: c.path, Line: lineOf(src, key), Reason: fmt.Sprintf(format, a...)}
+		return &Error{File: c.path, Line: lineOf(src, key), Reason: fmt.Sprintf(format, a...)}
 	}
 	check := func(s Settings) error {
 		switch snapshot.Layout(s.Layout) {
-		case "", snapshot.LayoutAuto, snapshot.LayoutHankweave, snapshot.LayoutPlain, layoutAutodev:
+		case "", snapshot.LayoutAuto, snapshot.LayoutHankweave, snapshot.LayoutPlain, LayoutAutodev:
 		default:
 			return bad("layout", "layout %q: want auto, hankweave, plain or autodev", s.Layout)
 		}
@@ -328,7 +341,7 @@ func (c *Config) validate(src string) error {
 			}
 		}
 		if key, reason := s.Replicate.merge(c.Defaults.Replicate).check(); key != "" {
-			return &ConfigError{File: c.path, Line: lineFrom(src, key, lineOf(src, "replicate")), Reason: reason}
+			return &Error{File: c.path, Line: lineFrom(src, key, lineOf(src, "replicate")), Reason: reason}
 		}
 		if s.AutosaveMaxWait.Duration > 0 && s.AutosaveQuiet.Duration > s.AutosaveMaxWait.Duration {
 			return bad("autosave_quiet", "autosave_quiet (%s) is longer than autosave_max_wait (%s)", s.AutosaveQuiet, s.AutosaveMaxWait)
@@ -346,7 +359,7 @@ func (c *Config) validate(src string) error {
 			return bad(w.Path, "watch path %q must be absolute", w.Path)
 		}
 		if w.MaxWorkspaces < 0 {
-			return bad("max_workspaces", "max_workspaces %d: want a positive count (0 or none: %d)", w.MaxWorkspaces, defaultMaxMatches)
+			return bad("max_workspaces", "max_workspaces %d: want a positive count (0 or none: %d)", w.MaxWorkspaces, DefaultMaxWorkspaces)
 		}
 		if !doublestar.ValidatePattern(filepath.ToSlash(w.Path)) {
 			return bad(w.Path, "watch path %q is not a valid glob", w.Path)
@@ -365,7 +378,7 @@ func (c *Config) validate(src string) error {
 		return bad("gc_prune_grace", "gc_prune_grace %s is too short (at least 1m: a seal's fresh objects must not be pruned)", d)
 	}
 	if c.MetricsListen != "" {
-		if err := checkMetricsListen(c.MetricsListen, c.MetricsAllowRemote); err != nil {
+		if err := CheckMetricsListen(c.MetricsListen, c.MetricsAllowRemote); err != nil {
 			return bad("metrics_listen", "%v", err)
 		}
 	}

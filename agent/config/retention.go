@@ -1,4 +1,4 @@
-package agent
+package config
 
 import (
 	"fmt"
@@ -19,8 +19,8 @@ type Retention retain.Policies
 // Policies is r as the planner takes it.
 func (r Retention) Policies() retain.Policies { return retain.Policies(r) }
 
-// merge fills the groups r leaves unset from d.
-func (r Retention) merge(d Retention) Retention {
+// Merge fills the groups r leaves unset from d.
+func (r Retention) Merge(d Retention) Retention {
 	if r.Autosave.Empty() {
 		r.Autosave = d.Autosave
 	}
@@ -34,7 +34,7 @@ func (r Retention) merge(d Retention) Retention {
 }
 
 // retentionError is a retention table refused at load. The TOML decoder
-// keeps only its message, so ParseConfig knows it by retentionErrPrefix and
+// keeps only its message, so Parse knows it by retentionErrPrefix and
 // finds its line by the first key the reason quotes.
 type retentionError struct{ reason string }
 

@@ -1,8 +1,10 @@
-package agent
+package workspace
 
 import (
 	"context"
 	"time"
+
+	"github.com/cairn-dev/cairn/agent/config"
 
 	"github.com/cairn-dev/cairn/agent/checkpoints"
 	"github.com/cairn-dev/cairn/snapshot/retain"
@@ -15,12 +17,12 @@ import (
 // applyRetention applies the workspace's retention policies to its store.
 // It runs on the workspace's goroutine (the maintenance idle pass calls it),
 // never during a restore, and only logs: a failure is retried at the next pass.
-func (w *workspace) applyRetention(ctx context.Context) {
-	st := w.openStore()
+func (w *Workspace) applyRetention(ctx context.Context) {
+	st := w.Store()
 	if st == nil || w.rolling.Load() || w.gone {
 		return
 	}
-	ps := w.set.Retention.merge(Retention(retain.Defaults())).Policies()
+	ps := w.set.Retention.Merge(config.Retention(retain.Defaults())).Policies()
 	res, err := checkpoints.ApplyRetention(ctx, st, ps, time.Now())
 	for _, sk := range res.Skipped {
 		w.log.Debug().Str("ref", sk.Drop.Ref).Str("reason", sk.Reason).Msg("retention: drop skipped")

@@ -1,4 +1,4 @@
-package agent
+package workspace
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cairn-dev/cairn/agent/config"
+
 	"github.com/rs/zerolog"
 
 	"github.com/cairn-dev/cairn/agent/api"
@@ -25,15 +27,15 @@ import (
 
 // Workspace states in status.
 const (
-	stateStarting = "starting"
-	stateWatching = "watching"
-	stateDegraded = "degraded" // watch limit hit: every seal a full reconcile, plus periodic ones
-	stateFailed   = "failed"   // the store cannot be opened, or the last seal failed (retried)
-	stateGone     = "gone"     // the workspace folder was removed
+	StateStarting = "starting"
+	StateWatching = "watching"
+	StateDegraded = "degraded" // watch limit hit: every seal a full reconcile, plus periodic ones
+	StateFailed   = "failed"   // the store cannot be opened, or the last seal failed (retried)
+	StateGone     = "gone"     // the workspace folder was removed
 )
 
-// sealGrace is how long a seal in progress may finish after shutdown begins.
-const sealGrace = 7 * time.Second
+// SealGrace is how long a seal in progress may finish after shutdown begins.
+const SealGrace = 7 * time.Second
 
 // Timings of a workspace's recovery. A degraded workspace retries a complete
 // watch after rewatchFirst, doubling to rewatchMax; a failed seal is retried
@@ -49,14 +51,18 @@ var (
 	healthEvery  = 5 * time.Second
 )
 
+// MigratePrefix names a store handed from the shared stores folder to its
+// owner's folder; the owner's worker moves it into place (adoptStore).
+const MigratePrefix = ".cairn-migrated-"
+
 // maxSkippedShown bounds the over-size files status names.
 const maxSkippedShown = 50
 
 // workspace watches one execution directory and seals its checkpoints. All
 // of its work runs on one goroutine, so seals of a workspace never overlap.
-type workspace struct {
+type Workspace struct {
 	dir      string
-	set      Settings
+	set      config.Settings
 	stateDir string
 	log      zerolog.Logger
 
@@ -104,10 +110,60 @@ type workspace struct {
 	snap    atomic.Pointer[listSnap] // the ledger as a rollback found it: listings answer from it meanwhile
 	// emit publishes an event (nil: nobody listens).
 	emit func(api.Event)
-	met  *metrics // counts seals and overflows (nil: nothing counts)
+	met  Metrics // counts seals, restores, maintenance and overflows
 
 	cancel context.CancelFunc
 	done   chan struct{}
+}
+
+// Dir is the workspace's folder.
+func (w *Workspace) Dir() string { return w.dir }
+
+// Settings are the settings the workspace was started with.
+func (w *Workspace) Settings() config.Settings { return w.set }
+
+// Busy reports whether a restore or rollback of the workspace is under way:
+// other state-changing requests are refused meanwhile.
+func (w *Workspace) Busy() bool { return w.rolling.Load() }
+
+// Metrics counts what workspaces do (the daemon's /metrics). A workspace
+// made outside a daemon counts nothing.
+type Metrics interface {
+	// Sealed counts a seal that made a record or failed.
+	Sealed(kind ckpt.Kind, rec ckpt.Record, err error, took time.Duration)
+	// Checkpoint counts a record not sealed by the workspace's seal:
+	// adopted from the runtime, or made before a restore.
+	Checkpoint(rec ckpt.Record)
+	// MarkerSealed observes the latency of a lifecycle checkpoint written at marked.
+	MarkerSealed(marked time.Time)
+	// Restored counts one restore, undo or rollback.
+	Restored(cmdType string, took time.Duration, res api.RestoreResult, err error)
+	// Maintained counts one maintenance run.
+	Maintained(err error, skipped string)
+	// Overflow counts a watch that lost events.
+	Overflow()
+	// Replicated counts one replication attempt: its pushes, and whether it failed.
+	Replicated(pushes int, failed bool)
+}
+
+// noMetrics counts nothing.
+type noMetrics struct{}
+
+func (noMetrics) Sealed(ckpt.Kind, ckpt.Record, error, time.Duration)      {}
+func (noMetrics) Checkpoint(ckpt.Record)                                   {}
+func (noMetrics) MarkerSealed(time.Time)                                   {}
+func (noMetrics) Restored(string, time.Duration, api.RestoreResult, error) {}
+func (noMetrics) Maintained(error, string)                                 {}
+func (noMetrics) Overflow()                                                {}
+func (noMetrics) Replicated(int, bool)                                     {}
+
+// SetHooks sets where the workspace publishes its events and what counts
+// its work; call it before Start.
+func (w *Workspace) SetHooks(emit func(api.Event), met Metrics) {
+	w.emit, w.met = emit, met
+	if w.met == nil {
+		w.met = noMetrics{}
+	}
 }
 
 // sealJob is a checkpoint requested from outside the workspace's goroutine.
@@ -120,17 +176,6 @@ type sealResult struct {
 	rec ckpt.Record
 	err error
 }
-
-// errNotServing means the workspace is not watching yet (or failed).
-var errNotServing = errors.New("workspace is not being watched right now; see cairn status")
-
-// errWorkspaceGone refuses seals of a workspace whose folder was removed:
-// git would fail on its missing work tree with a misleading error.
-var errWorkspaceGone = errors.New("the workspace folder is gone")
-
-// errFolderBack ends serve when a removed workspace folder reappears: its
-// watch died with it, so the workspace starts over.
-var errFolderBack = errors.New("the workspace folder is back")
 
 // alarm is a one-shot timer owned by the workspace's goroutine; its channel
 // is nil while it is not set, so a select on it waits forever.
@@ -161,9 +206,9 @@ func (a *alarm) C() <-chan time.Time {
 }
 
 // checkpoint asks the workspace's goroutine to seal req and waits for it.
-func (w *workspace) checkpoint(ctx context.Context, req snapshot.SealRequest) (ckpt.Record, error) {
+func (w *Workspace) Checkpoint(ctx context.Context, req snapshot.SealRequest) (ckpt.Record, error) {
 	w.mu.Lock()
-	gone := w.status.State == stateGone
+	gone := w.status.State == StateGone
 	w.mu.Unlock()
 	if gone {
 		return ckpt.Record{}, errWorkspaceGone
@@ -174,9 +219,9 @@ func (w *workspace) checkpoint(ctx context.Context, req snapshot.SealRequest) (c
 	case <-ctx.Done():
 		return ckpt.Record{}, ctx.Err()
 	case <-w.done:
-		return ckpt.Record{}, errNotServing
+		return ckpt.Record{}, ErrNotServing
 	case <-time.After(30 * time.Second):
-		return ckpt.Record{}, errNotServing
+		return ckpt.Record{}, ErrNotServing
 	}
 	select {
 	case r := <-job.reply:
@@ -186,8 +231,8 @@ func (w *workspace) checkpoint(ctx context.Context, req snapshot.SealRequest) (c
 	}
 }
 
-func newWorkspace(dir string, set Settings, stateDir string, log zerolog.Logger) *workspace {
-	return &workspace{
+func New(dir string, set config.Settings, stateDir string, log zerolog.Logger) *Workspace {
+	return &Workspace{
 		dir: dir, set: set, stateDir: stateDir,
 		log:      log.With().Str("workspace", dir).Logger(),
 		dirty:    map[string]time.Time{},
@@ -196,12 +241,13 @@ func newWorkspace(dir string, set Settings, stateDir string, log zerolog.Logger)
 		jobs:     make(chan sealJob),
 		restores: make(chan restoreJob),
 		gcs:      make(chan gcJob),
-		status:   api.WorkspaceStatus{Dir: dir, Layout: set.Layout, State: stateStarting},
+		status:   api.WorkspaceStatus{Dir: dir, Layout: set.Layout, State: StateStarting},
+		met:      noMetrics{},
 	}
 }
 
 // start runs the workspace until ctx ends or stop is called.
-func (w *workspace) start(ctx context.Context) {
+func (w *Workspace) Start(ctx context.Context) {
 	ctx, w.cancel = context.WithCancel(ctx)
 	w.done = make(chan struct{})
 	go func() {
@@ -211,12 +257,12 @@ func (w *workspace) start(ctx context.Context) {
 }
 
 // stop ends the workspace and waits for it.
-func (w *workspace) stop() {
+func (w *Workspace) Stop() {
 	w.cancel()
 	<-w.done
 }
 
-func (w *workspace) snapshotStatus() api.WorkspaceStatus {
+func (w *Workspace) Status() api.WorkspaceStatus {
 	// The store's modes, as they are now: looked at outside the lock.
 	w.mu.Lock()
 	store := w.store
@@ -241,20 +287,20 @@ func (w *workspace) snapshotStatus() api.WorkspaceStatus {
 	return st
 }
 
-func (w *workspace) setStatus(fn func(s *api.WorkspaceStatus)) {
+func (w *Workspace) setStatus(fn func(s *api.WorkspaceStatus)) {
 	w.mu.Lock()
 	fn(&w.status)
 	w.mu.Unlock()
 }
 
-func (w *workspace) fail(err error) {
+func (w *Workspace) fail(err error) {
 	w.log.Error().Err(err).Msg("workspace failed")
-	w.setStatus(func(s *api.WorkspaceStatus) { s.State, s.Error = stateFailed, err.Error() })
+	w.setStatus(func(s *api.WorkspaceStatus) { s.State, s.Error = StateFailed, err.Error() })
 }
 
 // run opens the store and serves the workspace's events, each retried with
 // backoff while it fails; a removed folder waits (as gone) until it is back.
-func (w *workspace) run(ctx context.Context) {
+func (w *Workspace) run(ctx context.Context) {
 	// Discovery may release a removed workspace before its watch noticed:
 	// the log still says why it went.
 	defer func() {
@@ -302,16 +348,16 @@ func folderMissing(dir string) bool {
 	return err == nil && !fi.IsDir()
 }
 
-func (w *workspace) storeOptions() snapshot.Options {
+func (w *Workspace) storeOptions() snapshot.Options {
 	return snapshot.Options{
 		Layout: snapshot.Layout(w.set.Layout), StateDir: w.stateDir,
-		MaxFileSize: int64(w.set.MaxFileSize), Patterns: w.patterns(w.set.Patterns),
+		MaxFileSize: int64(w.set.MaxFileSize), Patterns: w.Patterns(w.set.Patterns),
 		Engine: w.set.Engine,
 	}
 }
 
-func (w *workspace) open(ctx context.Context) error {
-	if w.set.Layout == layoutAutodev {
+func (w *Workspace) open(ctx context.Context) error {
+	if w.set.Layout == config.LayoutAutodev {
 		return w.openAutodev(ctx)
 	}
 	w.adoptStore()
@@ -332,9 +378,9 @@ func (w *workspace) open(ctx context.Context) error {
 
 // adoptStore moves a store its supervisor handed over (an earlier cairn kept
 // it in the shared stores folder) into this worker's stores folder.
-func (w *workspace) adoptStore() {
+func (w *Workspace) adoptStore() {
 	name := snapshot.PlainStoreName(w.dir)
-	src := filepath.Join(w.stateDir, migratePrefix+name)
+	src := filepath.Join(w.stateDir, MigratePrefix+name)
 	if fi, err := os.Lstat(src); err != nil || !fi.IsDir() {
 		return
 	}
@@ -356,7 +402,7 @@ func (w *workspace) adoptStore() {
 
 // patterns adds the configured excludes (.gitignore lines, translated by
 // snapshot.ExcludeGlob) to a selection.
-func (w *workspace) patterns(base []string) []string {
+func (w *Workspace) Patterns(base []string) []string {
 	out := append([]string(nil), base...)
 	for _, e := range w.set.Excludes {
 		if g := snapshot.ExcludeGlob(e); g != "" {
@@ -369,7 +415,7 @@ func (w *workspace) patterns(base []string) []string {
 // skip keeps the store, .git folders, runtime folders and configured
 // excludes out of the watch; excludes match as the selection reads them
 // (snapshot.ExcludeMatch).
-func (w *workspace) skip(rel string, isDir bool) bool {
+func (w *Workspace) skip(rel string, isDir bool) bool {
 	if snapshot.Excluded(rel) {
 		return true
 	}
@@ -381,8 +427,8 @@ func (w *workspace) skip(rel string, isDir bool) bool {
 	return false
 }
 
-func (w *workspace) serve(ctx context.Context) error {
-	if w.autodevOf() != nil {
+func (w *Workspace) serve(ctx context.Context) error {
+	if w.Autodev() != nil {
 		return w.serveAutodev(ctx)
 	}
 	root, skip := w.lay.watch()
@@ -431,7 +477,7 @@ func (w *workspace) serve(ctx context.Context) error {
 				lifecycleTimer = w.lay.pass(ctx, wt, false)
 			}
 		case <-wt.Overflow():
-			w.met.overflow()
+			w.met.Overflow()
 			w.needFull = true
 			w.watchChanged(wt)
 			if w.checkGone() {
@@ -511,16 +557,16 @@ func (w *workspace) serve(ctx context.Context) error {
 }
 
 // reconcileEvery is the degraded workspace's reconcile interval.
-func (w *workspace) reconcileEvery() time.Duration {
+func (w *Workspace) reconcileEvery() time.Duration {
 	if d := w.set.ReconcileInterval.Duration; d > 0 {
 		return d
 	}
-	return defaultReconcileInterval
+	return config.DefaultReconcileInterval
 }
 
 // incomplete reports whether some part of the tree is unwatched: its changes
 // come with no event, so no seal may trust the dirty set alone.
-func (w *workspace) incomplete() bool {
+func (w *Workspace) incomplete() bool {
 	if w.wt == nil {
 		return false
 	}
@@ -530,7 +576,7 @@ func (w *workspace) incomplete() bool {
 
 // watchChanged takes in the watch's health: entering degraded mode (the
 // watch limit) arms the periodic reconcile and the re-watch attempts.
-func (w *workspace) watchChanged(wt *watcher.Watcher) {
+func (w *Workspace) watchChanged(wt *watcher.Watcher) {
 	ws := wt.Status()
 	switch {
 	case ws.LimitHit && !w.degraded:
@@ -551,7 +597,7 @@ func (w *workspace) watchChanged(wt *watcher.Watcher) {
 
 // refreshStatus derives the state shown in status from what the goroutine
 // knows now: gone, a failing seal, a degraded watch, or watching.
-func (w *workspace) refreshStatus() {
+func (w *Workspace) refreshStatus() {
 	var ws watcher.Status
 	if w.wt != nil {
 		ws = w.wt.Status()
@@ -568,23 +614,23 @@ func (w *workspace) refreshStatus() {
 		s.RetryAt = w.retry.at
 		switch {
 		case w.gone:
-			s.State, s.Error = stateGone, errWorkspaceGone.Error()
+			s.State, s.Error = StateGone, errWorkspaceGone.Error()
 		case w.failing != nil:
-			s.State, s.Error = stateFailed, w.failing.Error()
+			s.State, s.Error = StateFailed, w.failing.Error()
 			if w.retry.armed() {
 				s.Error += fmt.Sprintf(" (changes kept; retrying at %s)", w.retry.at.Format(time.TimeOnly))
 			}
 		case w.degraded:
-			s.State, s.Error = stateDegraded, ws.Err
+			s.State, s.Error = StateDegraded, ws.Err
 		default:
-			s.State, s.Error = stateWatching, ""
+			s.State, s.Error = StateWatching, ""
 		}
 	})
 }
 
 // checkGone notices that the workspace folder was removed: seals stop (with
 // errWorkspaceGone) until it is back or discovery releases the workspace.
-func (w *workspace) checkGone() bool {
+func (w *Workspace) checkGone() bool {
 	if w.gone {
 		return true
 	}
@@ -600,10 +646,10 @@ func (w *workspace) checkGone() bool {
 }
 
 // markGone records, says and publishes once that the folder is gone.
-func (w *workspace) markGone() {
+func (w *Workspace) markGone() {
 	w.mu.Lock()
-	was := w.status.State == stateGone
-	w.status.State, w.status.Error = stateGone, errWorkspaceGone.Error()
+	was := w.status.State == StateGone
+	w.status.State, w.status.Error = StateGone, errWorkspaceGone.Error()
 	w.mu.Unlock()
 	w.gone = true
 	if was {
@@ -613,7 +659,7 @@ func (w *workspace) markGone() {
 	w.publishError("WORKSPACE_GONE", errWorkspaceGone.Error()+": "+w.dir)
 }
 
-func (w *workspace) publishError(code, msg string) {
+func (w *Workspace) publishError(code, msg string) {
 	if w.emit != nil {
 		w.emit(api.Event{Type: api.EvError, Workspace: w.dir, Time: time.Now(), Data: api.ErrorEvent{Code: code, Message: msg}})
 	}
@@ -623,7 +669,7 @@ func (w *workspace) publishError(code, msg string) {
 // would fail on it. The new store begins with a baseline; the history the old
 // one held is lost, and status and the log say so. recreated reports whether
 // it did.
-func (w *workspace) ensureStore(ctx context.Context) (recreated bool, err error) {
+func (w *Workspace) ensureStore(ctx context.Context) (recreated bool, err error) {
 	gitDir := w.store.GitDir()
 	if _, err := os.Lstat(filepath.Join(gitDir, "HEAD")); !errors.Is(err, fs.ErrNotExist) {
 		return false, nil
@@ -663,7 +709,7 @@ func (w *workspace) ensureStore(ctx context.Context) (recreated bool, err error)
 
 // sealFailed keeps the dirty set, shows the failure and arms a retry with
 // backoff: nothing else would seal those changes before the next edit.
-func (w *workspace) sealFailed(err error) {
+func (w *Workspace) sealFailed(err error) {
 	if errors.Is(err, errWorkspaceGone) {
 		return
 	}
@@ -680,7 +726,7 @@ func (w *workspace) sealFailed(err error) {
 
 // retrySeal seals again what a failed seal left: the baseline if there is
 // still none, else an autosave of the kept dirty set.
-func (w *workspace) retrySeal(ctx context.Context, wt *watcher.Watcher) {
+func (w *Workspace) retrySeal(ctx context.Context, wt *watcher.Watcher) {
 	if !w.hasCheckpoint() {
 		w.initialSeal(ctx)
 		return
@@ -691,7 +737,7 @@ func (w *workspace) retrySeal(ctx context.Context, wt *watcher.Watcher) {
 }
 
 // hasCheckpoint reports whether the ledger holds a checkpoint (not only failures).
-func (w *workspace) hasCheckpoint() bool {
+func (w *Workspace) hasCheckpoint() bool {
 	for _, r := range w.store.Records() {
 		if r.SHA != "" {
 			return true
@@ -703,7 +749,7 @@ func (w *workspace) hasCheckpoint() bool {
 // take takes in a change from the watch: a work-tree path becomes dirty for
 // the next seal and nudges the autosave timer; a control change is the
 // layout's.
-func (w *workspace) take(c watcher.Change) (string, changeKind) {
+func (w *Workspace) take(c watcher.Change) (string, changeKind) {
 	rel, k := w.lay.take(c)
 	if k == changeWork {
 		w.dirty[rel] = c.Time
@@ -713,7 +759,7 @@ func (w *workspace) take(c watcher.Change) (string, changeKind) {
 }
 
 // autosaveSoon starts the autosave timer, or keeps it running.
-func (w *workspace) autosaveSoon() {
+func (w *Workspace) autosaveSoon() {
 	if w.deb != nil && w.autosaveOn() {
 		w.deb.Add()
 	}
@@ -721,17 +767,17 @@ func (w *workspace) autosaveSoon() {
 
 // changed is the dirty set's paths, sorted; never nil (nil would say that
 // nothing knows what changed).
-func (w *workspace) changed() []string {
+func (w *Workspace) changed() []string {
 	out := slices.AppendSeq(make([]string, 0, len(w.dirty)), maps.Keys(w.dirty))
 	slices.Sort(out)
 	return out
 }
 
-func (w *workspace) autosaveOn() bool { return w.set.Autosave == nil || *w.set.Autosave }
+func (w *Workspace) autosaveOn() bool { return w.set.Autosave == nil || *w.set.Autosave }
 
 // initialSeal seals a baseline the first time a workspace is watched, and
 // otherwise reconciles what changed while cairn was not watching.
-func (w *workspace) initialSeal(ctx context.Context) {
+func (w *Workspace) initialSeal(ctx context.Context) {
 	req := snapshot.SealRequest{Kind: ckpt.KindAutosave, Label: "changes while cairn was not watching", SkipUnchanged: true}
 	if !w.hasCheckpoint() {
 		req = snapshot.SealRequest{Kind: ckpt.KindBaseline, Label: "first watched"}
@@ -746,7 +792,7 @@ func (w *workspace) initialSeal(ctx context.Context) {
 }
 
 // autosave seals what changed since the last checkpoint, if anything did.
-func (w *workspace) autosave(ctx context.Context, wt *watcher.Watcher) {
+func (w *Workspace) autosave(ctx context.Context, wt *watcher.Watcher) {
 	if w.autosavePaused() {
 		// Disk under the floor (budget.go): the dirty set waits, and the
 		// floor is checked again soon, so the pause ends by itself when
@@ -771,7 +817,7 @@ func (w *workspace) autosave(ctx context.Context, wt *watcher.Watcher) {
 // came after whatever is being sealed for) and whether a control file
 // changed meanwhile. It stops when the queue is empty or, for a barrier, once
 // the barrier's removal is read (at most barrierWait later).
-func (w *workspace) drain(wt *watcher.Watcher, barrier bool) (moved []string, control bool) {
+func (w *Workspace) drain(wt *watcher.Watcher, barrier bool) (moved []string, control bool) {
 	if wt == nil {
 		return nil, false
 	}
@@ -788,7 +834,7 @@ func (w *workspace) drain(wt *watcher.Watcher, barrier bool) (moved []string, co
 			select {
 			case c, open = <-wt.Changes():
 			case <-wt.Overflow():
-				w.met.overflow()
+				w.met.Overflow()
 				w.needFull = true
 				continue
 			case <-timeout:
@@ -798,7 +844,7 @@ func (w *workspace) drain(wt *watcher.Watcher, barrier bool) (moved []string, co
 			select {
 			case c, open = <-wt.Changes():
 			case <-wt.Overflow():
-				w.met.overflow()
+				w.met.Overflow()
 				w.needFull = true
 				continue
 			default:
@@ -828,7 +874,7 @@ func (w *workspace) drain(wt *watcher.Watcher, barrier bool) (moved []string, co
 // make the checkpoint racy: the agent was already writing again. While events
 // were lost or part of the tree is unwatched, it reconciles the whole tree:
 // the dirty set cannot vouch for what it did not see.
-func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.SealRequest, marker bool) (ckpt.Record, error) {
+func (w *Workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.SealRequest, marker bool) (ckpt.Record, error) {
 	// Maintenance runs beside seals in bounded steps (maintenance.go): a
 	// seal waits at most for one short locked step, never cancels it.
 	if w.checkGone() {
@@ -869,7 +915,7 @@ func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 	defer cancel()
 	stopOnCancel := context.AfterFunc(ctx, func() {
 		select {
-		case <-time.After(sealGrace):
+		case <-time.After(SealGrace):
 			cancel()
 		case <-sctx.Done():
 		}
@@ -877,7 +923,7 @@ func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 	defer stopOnCancel()
 	began := time.Now()
 	rec, err := w.store.Seal(sctx, req)
-	w.met.sealed(req.Kind, rec, err, time.Since(began))
+	w.met.Sealed(req.Kind, rec, err, time.Since(began))
 	w.noteRepairs()
 	log := w.log.With().Str("kind", string(req.Kind)).Str("codon", req.CodonID).Str("run", req.RunID).Logger()
 	if err != nil {
@@ -950,7 +996,7 @@ func (w *workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 // noteRepairs shows what the store repaired by itself during a seal (a
 // damaged private index rebuilt, an object another program removed stored
 // again) in status and as an event; the store logged it.
-func (w *workspace) noteRepairs() {
+func (w *Workspace) noteRepairs() {
 	notes := w.store.TakeNotes()
 	if len(notes) == 0 {
 		return
@@ -967,7 +1013,7 @@ func (w *workspace) noteRepairs() {
 // so no event would name them again. A seal that recorded nothing (a retry
 // that found the same paths still unreadable) keeps them; one that holds
 // a path, or a full reconcile that did not name it, lets it go.
-func (w *workspace) keepUnsealed(rec ckpt.Record, req snapshot.SealRequest) int {
+func (w *Workspace) keepUnsealed(rec ckpt.Record, req snapshot.SealRequest) int {
 	if rec.ID != "" {
 		clear(w.unsealed)
 		if rec.State == ckpt.StatePartial {
@@ -990,14 +1036,14 @@ func (w *workspace) keepUnsealed(rec ckpt.Record, req snapshot.SealRequest) int 
 // oversized names the changed paths a seal will leave out for their size
 // (selected regular files over max_file_size). The store names them too, but
 // only in a record, and an autosave that changes nothing else makes none.
-func (w *workspace) oversized(req snapshot.SealRequest, changed []string) map[string]string {
+func (w *Workspace) oversized(req snapshot.SealRequest, changed []string) map[string]string {
 	limit := int64(w.set.MaxFileSize)
 	if limit <= 0 || len(changed) == 0 {
 		return nil
 	}
 	pats := req.Patterns
 	if pats == nil {
-		pats = w.patterns(w.set.Patterns)
+		pats = w.Patterns(w.set.Patterns)
 	}
 	sel, err := snapshot.NewSelector(pats)
 	if err != nil {
@@ -1024,7 +1070,7 @@ func (w *workspace) oversized(req snapshot.SealRequest, changed []string) map[st
 // names each one in the log the first time it is seen. changed are the paths
 // whose size was checked; whole says rec came from a full reconcile, whose
 // record names every file left out.
-func (w *workspace) noteSkipped(changed []string, whole bool, rec ckpt.Record, big map[string]string) {
+func (w *Workspace) noteSkipped(changed []string, whole bool, rec ckpt.Record, big map[string]string) {
 	now := map[string]string{}
 	maps.Copy(now, big)
 	for _, is := range rec.Skipped {

@@ -1,4 +1,4 @@
-package agent
+package workspace
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cairn-dev/cairn/agent/config"
 
 	"github.com/cairn-dev/cairn/restore/ckpt"
 	"github.com/cairn-dev/cairn/snapshot"
@@ -120,41 +122,41 @@ func TestBudgetOrderAndProtected(t *testing.T) {
 func TestDiskFloor(t *testing.T) {
 	defer func(f func(string) (uint64, uint64, error)) { freeSpace = f }(freeSpace)
 	freeSpace = func(string) (uint64, uint64, error) { return 400 << 20, 100 << 30, nil }
-	if why := diskFull(t.TempDir(), DiskFloor{}); !strings.HasPrefix(why, "disk almost full: 400.0 MiB free, floor 1.0 GiB") {
+	if why := diskFull(t.TempDir(), config.DiskFloor{}); !strings.HasPrefix(why, "disk almost full: 400.0 MiB free, floor 1.0 GiB") {
 		t.Fatalf("default floor on 100 GiB: %q", why)
 	}
 	freeSpace = func(string) (uint64, uint64, error) { return 600 << 20, 10 << 30, nil }
-	if why := diskFull(t.TempDir(), DiskFloor{}); why != "" { // 5 % of 10 GiB = 512 MiB
+	if why := diskFull(t.TempDir(), config.DiskFloor{}); why != "" { // 5 % of 10 GiB = 512 MiB
 		t.Fatalf("600 MiB free of 10 GiB paused: %q", why)
 	}
-	if why := diskFull(t.TempDir(), DiskFloor{Percent: 10}); why == "" {
+	if why := diskFull(t.TempDir(), config.DiskFloor{Percent: 10}); why == "" {
 		t.Fatal("10% floor not applied")
 	}
-	c, err := ParseConfig("c.toml", "max_total_size = \"2GiB\"\ndisk_floor = \"2%\"\n[defaults]\nmax_store_size = \"500MiB\"\n[[watch]]\npath = \"/srv/*\"\nmax_store_size = \"1GiB\"\n")
+	c, err := config.Parse("c.toml", "max_total_size = \"2GiB\"\ndisk_floor = \"2%\"\n[defaults]\nmax_store_size = \"500MiB\"\n[[watch]]\npath = \"/srv/*\"\nmax_store_size = \"1GiB\"\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := c.Watch[0].Settings.merge(c.Defaults)
+	s := c.Watch[0].Settings.Merge(c.Defaults)
 	if s.MaxStoreSize != 1<<30 || s.MaxTotalSize != 2<<30 || s.DiskFloor.Percent != 2 {
 		t.Fatalf("settings %+v", s)
 	}
 	raw, _ := json.Marshal(s)
-	var back Settings
+	var back config.Settings
 	if err := json.Unmarshal(raw, &back); err != nil || back.MaxStoreSize != s.MaxStoreSize || back.DiskFloor != s.DiskFloor || back.MaxTotalSize != s.MaxTotalSize {
 		t.Fatalf("round trip %s: %+v %v", raw, back, err)
 	}
-	if _, err := ParseConfig("c.toml", "disk_floor = \"lots\"\n"); err == nil {
+	if _, err := config.Parse("c.toml", "disk_floor = \"lots\"\n"); err == nil {
 		t.Fatal("bad disk_floor accepted")
 	}
 	// "off" never pauses, and survives the trip to a worker.
-	off, err := ParseConfig("c.toml", "disk_floor = \"off\"\n")
-	if err != nil || !off.Defaults.merge(DefaultSettings()).DiskFloor.Off {
+	off, err := config.Parse("c.toml", "disk_floor = \"off\"\n")
+	if err != nil || !off.Defaults.Merge(config.DefaultSettings()).DiskFloor.Off {
 		t.Fatalf("disk_floor off: %+v %v", off, err)
 	}
-	if why := diskFull(t.TempDir(), DiskFloor{Off: true}); why != "" {
+	if why := diskFull(t.TempDir(), config.DiskFloor{Off: true}); why != "" {
 		t.Fatalf("floor off paused: %q", why)
 	}
-	raw, _ = json.Marshal(Settings{DiskFloor: DiskFloor{Off: true}})
+	raw, _ = json.Marshal(config.Settings{DiskFloor: config.DiskFloor{Off: true}})
 	if err := json.Unmarshal(raw, &back); err != nil || !back.DiskFloor.Off {
 		t.Fatalf("off through JSON %s: %+v %v", raw, back, err)
 	}

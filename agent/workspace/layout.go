@@ -1,4 +1,4 @@
-package agent
+package workspace
 
 import (
 	"context"
@@ -49,7 +49,7 @@ const (
 )
 
 // newLayout picks the layout of a store just opened.
-func newLayout(w *workspace, st *snapshot.Store) layout {
+func newLayout(w *Workspace, st *snapshot.Store) layout {
 	if st.Layout() == snapshot.LayoutHankweave {
 		return &hankLayout{w: w, workTree: st.WorkTree(), h: newHankState(w.dir)}
 	}
@@ -59,7 +59,7 @@ func newLayout(w *workspace, st *snapshot.Store) layout {
 // plainLayout watches the work tree alone and has no lifecycle: a
 // checkpoint holds the configured patterns.
 type plainLayout struct {
-	w        *workspace
+	w        *Workspace
 	workTree string
 }
 
@@ -78,7 +78,7 @@ func (l *plainLayout) ownSeals() bool { return false }
 // against the file changes around it. The runtime's plan selects what a
 // checkpoint holds.
 type hankLayout struct {
-	w        *workspace
+	w        *Workspace
 	workTree string // the execution directory itself, or its agentRoot/
 	h        *hankState
 }
@@ -132,7 +132,7 @@ func (l *hankLayout) selection(reread bool) ([]string, bool) {
 		}
 	}
 	pats, ok := l.h.currentPatterns()
-	return l.w.patterns(pats), ok
+	return l.w.Patterns(pats), ok
 }
 
 func (l *hankLayout) pass(ctx context.Context, wt *watcher.Watcher, startup bool) <-chan time.Time {
@@ -151,16 +151,12 @@ func isControl(rel string) bool {
 	return false
 }
 
-// layoutAutodev is the in-repository layout: opted into by a [[watch]]
-// entry, never chosen by auto.
-const layoutAutodev = "autodev"
-
 // autodevLayout keeps checkpoints as commits in the user's own repository
 // (agent/autodev; served by serveAutodev, agent/autodev.go). Autosaves are
 // off, so it watches only the runtime's control files, whose completed
 // codons become checkpoints; git itself finds what changed when one is made.
 type autodevLayout struct {
-	w            *workspace
+	w            *Workspace
 	repo         *autodev.Repo
 	since        time.Time // markers that ended before watching began predate it
 	baselineDue  bool      // no baseline decided yet (the repository was not ready)

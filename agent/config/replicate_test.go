@@ -1,4 +1,4 @@
-package agent
+package config
 
 import (
 	"encoding/json"
@@ -31,18 +31,18 @@ path = "/srv/quiet/*"
 [watch.replicate]
 enabled = false
 `
-	c, err := ParseConfig("cairn.toml", src)
+	c, err := Parse("cairn.toml", src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	def := c.Defaults.merge(DefaultSettings())
-	runs := c.Watch[0].Settings.merge(def)
+	def := c.Defaults.Merge(DefaultSettings())
+	runs := c.Watch[0].Settings.Merge(def)
 	r := runs.Replicate
 	if r.Remote != "ssh://git@fleet.example/cairn.git" || r.Host != "build-7.eu" || r.Every() != 30*time.Second ||
 		r.PushUser != "ci" || r.SSHCommand != "ssh -i /etc/cairn/fleet_key -o BatchMode=yes" || !r.On() {
 		t.Errorf("merged replicate %+v", r)
 	}
-	if q := c.Watch[1].Settings.merge(def).Replicate; q.On() || q.Remote == "" {
+	if q := c.Watch[1].Settings.Merge(def).Replicate; q.On() || q.Remote == "" {
 		t.Errorf("enabled = false: %+v", q)
 	}
 	if d := DefaultSettings().Replicate; d.On() || d.Every() != 10*time.Second {
@@ -59,13 +59,13 @@ enabled = false
 		t.Fatal(err)
 	}
 	var back Settings
-	if err := json.Unmarshal(raw, &back); err != nil || !sameSettings(back, runs) {
+	if err := json.Unmarshal(raw, &back); err != nil || !back.Equal(runs) {
 		t.Errorf("settings through JSON: %s → %+v (%v)", raw, back, err)
 	}
 
 	// A [[watch]] entry may turn it on with the defaults' remote.
 	on := "[defaults.replicate]\nremote = \"file:///srv/fleet.git\"\nenabled = false\n[[watch]]\npath = \"/w/*\"\n[watch.replicate]\nenabled = true\n"
-	if _, err := ParseConfig("cairn.toml", on); err != nil {
+	if _, err := Parse("cairn.toml", on); err != nil {
 		t.Errorf("enabled in a watch with the defaults' remote: %v", err)
 	}
 

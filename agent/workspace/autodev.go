@@ -1,4 +1,4 @@
-package agent
+package workspace
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"time"
+
+	"github.com/cairn-dev/cairn/agent/config"
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/autodev"
@@ -26,13 +28,9 @@ import (
 // that is not one yet, or is busy (a merge, a rebase …), and at its folder.
 var autodevPoll = 2 * time.Second
 
-// errAutodevLayout refuses what only the shadow store has (diff, show, pin,
-// prune, gc, the runtime's rollbacks) for an autodev workspace.
-var errAutodevLayout = errors.New("this workspace is in the autodev layout: its checkpoints are commits in its own repository; use cairn list, checkpoint, restore, undo (or git itself)")
-
 // openAutodev opens the repository side of an autodev workspace: cairn's
 // own index lives under the state directory, private to the owner.
-func (w *workspace) openAutodev(ctx context.Context) error {
+func (w *Workspace) openAutodev(ctx context.Context) error {
 	repo, err := autodev.Open(ctx, w.dir, filepath.Join(w.stateDir, "autodev", snapshot.PlainStoreName(w.dir)))
 	if err != nil {
 		return err
@@ -45,13 +43,13 @@ func (w *workspace) openAutodev(ctx context.Context) error {
 	}
 	w.adRepo.Store(repo)
 	w.lay = &autodevLayout{w: w, repo: repo, since: since, baselineDue: true}
-	w.setStatus(func(s *api.WorkspaceStatus) { s.Layout, s.WorkTree, s.Error = layoutAutodev, w.dir, "" })
+	w.setStatus(func(s *api.WorkspaceStatus) { s.Layout, s.WorkTree, s.Error = config.LayoutAutodev, w.dir, "" })
 	return nil
 }
 
 // serveAutodev is serve for the autodev layout: requests, the runtime's
 // markers, and a poll for the repository's state and the folder.
-func (w *workspace) serveAutodev(ctx context.Context) error {
+func (w *Workspace) serveAutodev(ctx context.Context) error {
 	l := w.lay.(*autodevLayout)
 	root, skip := l.watch()
 	wt, err := watcher.Start(ctx, watcher.Options{Root: root, Skip: skip, MaxWatches: testMaxWatches()})
@@ -111,7 +109,7 @@ func (l *autodevLayout) note(msg string) {
 	}
 	l.noted = msg
 	l.w.setStatus(func(s *api.WorkspaceStatus) {
-		s.State, s.Notice = stateWatching, msg
+		s.State, s.Notice = StateWatching, msg
 		if msg == "" || s.Error == msg {
 			s.Error = ""
 		}
@@ -126,7 +124,7 @@ func (l *autodevLayout) refuse(msg string) {
 		l.w.log.Error().Msg(msg)
 	}
 	l.noted = msg
-	l.w.setStatus(func(s *api.WorkspaceStatus) { s.State, s.Error, s.Notice = stateFailed, msg, "" })
+	l.w.setStatus(func(s *api.WorkspaceStatus) { s.State, s.Error, s.Notice = StateFailed, msg, "" })
 }
 
 // refresh reads the repository's state, and makes the baseline once it can.
@@ -147,7 +145,7 @@ func (l *autodevLayout) refresh(ctx context.Context) {
 	case err != nil:
 		l.note("")
 		l.w.log.Error().Err(err).Msg("repository unusable")
-		l.w.setStatus(func(s *api.WorkspaceStatus) { s.State, s.Error = stateFailed, err.Error() })
+		l.w.setStatus(func(s *api.WorkspaceStatus) { s.State, s.Error = StateFailed, err.Error() })
 		return
 	}
 	if l.baselineDue {
@@ -230,7 +228,7 @@ func (l *autodevLayout) lifecycle(ctx context.Context) {
 
 func (l *autodevLayout) sealed(e autodev.Entry) {
 	rec := e.Record()
-	l.w.met.sealed(rec.Kind, rec, nil, 0)
+	l.w.met.Sealed(rec.Kind, rec, nil, 0)
 	l.w.log.Info().Str("id", e.ID).Str("sha", e.Commit).Str("kind", e.Kind).Str("label", e.Label).Msg("checkpoint committed")
 	if l.w.emit != nil {
 		l.w.emit(api.Event{Type: api.EvCheckpointSealed, Workspace: l.w.dir, Time: time.Now(), Data: rec})
@@ -258,12 +256,12 @@ func (l *autodevLayout) failed(kind string, err error) {
 }
 
 // autodevOf is the repository of an autodev workspace, or nil.
-func (w *workspace) autodevOf() *autodev.Repo { return w.adRepo.Load() }
+func (w *Workspace) Autodev() *autodev.Repo { return w.adRepo.Load() }
 
 // restoreAutodev restores an autodev workspace to target (undoes its last
 // restore when target is empty) on the workspace's goroutine, and counts
 // and logs the result.
-func (d *Daemon) restoreAutodev(ws *workspace, repo *autodev.Repo, target string) (api.RestoreResult, error) {
+func (ws *Workspace) RestoreAutodev(repo *autodev.Repo, target string) (api.RestoreResult, error) {
 	if !ws.rolling.CompareAndSwap(false, true) {
 		return api.RestoreResult{}, &busyError{cmdType: "restore"}
 	}
@@ -282,13 +280,13 @@ func (d *Daemon) restoreAutodev(ws *workspace, repo *autodev.Repo, target string
 	select {
 	case ws.restores <- job:
 	case <-ws.done:
-		return api.RestoreResult{}, errNotServing
+		return api.RestoreResult{}, ErrNotServing
 	}
 	<-job.done
 	if err == nil && !undone {
 		err = restore.ErrNothingToUndo
 	}
-	out := api.RestoreResult{Target: res.Target.Record(), Layout: layoutAutodev, SavedOn: res.SavedOn,
+	out := api.RestoreResult{Target: res.Target.Record(), Layout: config.LayoutAutodev, SavedOn: res.SavedOn,
 		Write: []api.PlanFile{}, Delete: []api.PlanFile{}}
 	if res.PreRestore.ID != "" {
 		pre := res.PreRestore.Record()
@@ -301,11 +299,11 @@ func (d *Daemon) restoreAutodev(ws *workspace, repo *autodev.Repo, target string
 	if target == "" {
 		kind = "undo"
 	}
-	d.met.restored(kind, time.Since(began), out, err)
+	ws.met.Restored(kind, time.Since(began), out, err)
 	if err != nil {
-		d.log.Warn().Err(err).Str("workspace", ws.dir).Str("command", kind).Msg("restore refused or failed")
+		ws.log.Warn().Err(err).Str("command", kind).Msg("restore refused or failed")
 		return out, err
 	}
-	d.log.Info().Str("workspace", ws.dir).Str("command", kind).Str("target", res.Target.ID).Str("saved_on", res.SavedOn).Msg("restored")
+	ws.log.Info().Str("command", kind).Str("target", res.Target.ID).Str("saved_on", res.SavedOn).Msg("restored")
 	return out, nil
 }

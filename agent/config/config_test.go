@@ -1,4 +1,4 @@
-package agent
+package config
 
 import (
 	"encoding/json"
@@ -28,7 +28,7 @@ layout = "hankweave"
 autosave = false
 cross_mounts = true
 `
-	c, err := ParseConfig("cairn.toml", good)
+	c, err := Parse("cairn.toml", good)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ cross_mounts = true
 		c.Watch[0].Layout != "hankweave" || *c.Watch[0].Autosave || !c.Watch[0].CrossMounts || c.MaxRuntimeFile != 8<<20 {
 		t.Fatalf("parsed %+v", c)
 	}
-	merged := c.Watch[0].Settings.merge(c.Defaults.merge(DefaultSettings()))
+	merged := c.Watch[0].Settings.Merge(c.Defaults.Merge(DefaultSettings()))
 	if merged.AutosaveMaxWait.Duration != time.Minute || merged.Excludes[0] != "node_modules" || *merged.Autosave {
 		t.Errorf("merged %+v", merged)
 	}
@@ -47,7 +47,7 @@ cross_mounts = true
 		t.Fatal(err)
 	}
 	var back Settings
-	if err := json.Unmarshal(raw, &back); err != nil || !sameSettings(back, merged) {
+	if err := json.Unmarshal(raw, &back); err != nil || !back.Equal(merged) {
 		t.Errorf("settings through JSON: %s → %+v (%v), want %+v", raw, back, err, merged)
 	}
 
@@ -75,13 +75,13 @@ cross_mounts = true
 }
 
 // wantConfigError checks that parsing src as cairn.toml fails with a
-// ConfigError naming that file, line and (in its message) reason.
+// Error naming that file, line and (in its message) reason.
 func wantConfigError(t *testing.T, src string, line int, reason string) {
 	t.Helper()
-	_, err := ParseConfig("cairn.toml", src)
-	var ce *ConfigError
+	_, err := Parse("cairn.toml", src)
+	var ce *Error
 	if !errors.As(err, &ce) {
-		t.Fatalf("want a ConfigError, got %v", err)
+		t.Fatalf("want a *Error, got %v", err)
 	}
 	if ce.File != "cairn.toml" || ce.Line != line || !strings.Contains(ce.Error(), reason) {
 		t.Errorf("got %q (%s line %d), want line %d mentioning %q", ce.Error(), ce.File, ce.Line, line, reason)
@@ -90,11 +90,11 @@ func wantConfigError(t *testing.T, src string, line int, reason string) {
 
 // TestConfigMaxWorkspaces: a [[watch]] entry's cap is read, a negative one refused with its line.
 func TestConfigMaxWorkspaces(t *testing.T) {
-	c, err := ParseConfig("c.toml", "[[watch]]\npath = \"/srv/runs/*\"\nmax_workspaces = 20\n")
+	c, err := Parse("c.toml", "[[watch]]\npath = \"/srv/runs/*\"\nmax_workspaces = 20\n")
 	if err != nil || c.Watch[0].MaxWorkspaces != 20 {
 		t.Fatalf("%+v %v", c, err)
 	}
-	_, err = ParseConfig("c.toml", "[[watch]]\npath = \"/srv/runs/*\"\nmax_workspaces = -1\n")
+	_, err = Parse("c.toml", "[[watch]]\npath = \"/srv/runs/*\"\nmax_workspaces = -1\n")
 	if err == nil || !strings.Contains(err.Error(), "max_workspaces") || !strings.Contains(err.Error(), ":3") {
 		t.Fatalf("negative cap: %v", err)
 	}

@@ -1,6 +1,6 @@
 //go:build cairnfault
 
-package agent
+package workspace
 
 import (
 	"os"

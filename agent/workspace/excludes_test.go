@@ -1,8 +1,10 @@
-package agent
+package workspace
 
 import (
 	"path"
 	"testing"
+
+	"github.com/cairn-dev/cairn/agent/config"
 
 	"github.com/cairn-dev/cairn/snapshot"
 )
@@ -35,8 +37,8 @@ var excludeSettings = []string{"node_modules", "*.log", "/build", "docs/tmp", "c
 // and the two agree: a file is out of the checkpoint exactly when the watch
 // leaves it (or a folder above it) out.
 func TestExcludesWatchAgreesWithSelection(t *testing.T) {
-	w := &workspace{set: Settings{Excludes: excludeSettings}}
-	sel, err := snapshot.NewSelector(w.patterns([]string{"**"}))
+	w := &Workspace{set: config.Settings{Excludes: excludeSettings}}
+	sel, err := snapshot.NewSelector(w.Patterns([]string{"**"}))
 	if err != nil {
 		t.Fatal(err)
 	}

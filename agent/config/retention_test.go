@@ -1,4 +1,4 @@
-package agent
+package config
 
 import (
 	"encoding/json"
@@ -27,12 +27,12 @@ path = "/srv/runs/*"
 keep_within = "1w"
 keep_monthly = 6
 `
-	c, err := ParseConfig("cairn.toml", src)
+	c, err := Parse("cairn.toml", src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	def := c.Defaults.merge(DefaultSettings())
-	merged := c.Watch[0].Settings.merge(def)
+	def := c.Defaults.Merge(DefaultSettings())
+	merged := c.Watch[0].Settings.Merge(def)
 	want := retain.Policies{
 		Autosave:    retain.Policy{KeepLast: 10, KeepWithin: 48 * time.Hour},
 		PreRestore:  retain.Policy{KeepDaily: 7},
@@ -53,13 +53,13 @@ keep_monthly = 6
 		t.Fatal(err)
 	}
 	var back Settings
-	if err := json.Unmarshal(raw, &back); err != nil || !sameSettings(back, merged) {
+	if err := json.Unmarshal(raw, &back); err != nil || !back.Equal(merged) {
 		t.Errorf("settings through JSON: %s → %+v (%v)", raw, back, err)
 	}
 
 	// The inline form the packaged config shows is the built-in default.
 	inline := "[defaults]\nretention = { keep_within = \"1d\", keep_hourly = 168, keep_daily = 30, pre_restore = { keep_within = \"30d\" }, checkpoints = { keep_within = \"90d\" } }\n"
-	if c, err := ParseConfig("cairn.toml", inline); err != nil || c.Defaults.Retention.Policies() != retain.Defaults() {
+	if c, err := Parse("cairn.toml", inline); err != nil || c.Defaults.Retention.Policies() != retain.Defaults() {
 		t.Errorf("inline retention: %+v %v", c, err)
 	}
 

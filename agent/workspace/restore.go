@@ -1,16 +1,13 @@
-package agent
+package workspace
 
 import (
 	"context"
-	"net/url"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/checkpoints"
 	"github.com/cairn-dev/cairn/agent/hankweave"
-	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/restore"
 	"github.com/cairn-dev/cairn/restore/ckpt"
 	"github.com/cairn-dev/cairn/snapshot"
@@ -45,10 +42,10 @@ type listSnap struct {
 	pos  string
 }
 
-func (w *workspace) cache() *atomic.Pointer[listSnap] { return &w.snap }
+func (w *Workspace) cache() *atomic.Pointer[listSnap] { return &w.snap }
 
 // openStore is the workspace's store once it is open, else nil.
-func (w *workspace) openStore() *snapshot.Store {
+func (w *Workspace) Store() *snapshot.Store {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.status.Store != "" {
@@ -59,7 +56,7 @@ func (w *workspace) openStore() *snapshot.Store {
 
 // ledger is the workspace's records and position; during a rollback, as
 // they were when it began (the store is busy).
-func (w *workspace) ledger(st *snapshot.Store) ([]ckpt.Record, string) {
+func (w *Workspace) Ledger(st *snapshot.Store) ([]ckpt.Record, string) {
 	if w.rolling.Load() {
 		if c := w.cache().Load(); c != nil {
 			return c.recs, c.pos
@@ -68,9 +65,9 @@ func (w *workspace) ledger(st *snapshot.Store) ([]ckpt.Record, string) {
 	return st.Records(), st.Position()
 }
 
-// checkpointList answers checkpoint.list: lifecycle checkpoints, newest first.
-func checkpointList(ws *workspace, st *snapshot.Store, runID string) api.CheckpointList {
-	recs, _ := ws.ledger(st)
+// CheckpointList answers checkpoint.list: lifecycle checkpoints, newest first.
+func (ws *Workspace) CheckpointList(st *snapshot.Store, runID string) api.CheckpointList {
+	recs, _ := ws.Ledger(st)
 	out := api.CheckpointList{RunID: runID, Checkpoints: []api.CheckpointInfo{}}
 	cur := ""
 	if st.Layout() == snapshot.LayoutHankweave {
@@ -107,16 +104,16 @@ func checkpointList(ws *workspace, st *snapshot.Store, runID string) api.Checkpo
 	return out
 }
 
-// restoreOn runs one restore (or rollback, or undo: cmdType "undo") on the
-// workspace's goroutine. It refuses while another runs (*busyError), and
-// answers errNotServing when the workspace stops serving first.
-func (d *Daemon) restoreOn(ws *workspace, st *snapshot.Store, cmdType string, op restore.Op, autoRestart bool) (api.RestoreResult, error) {
+// Restore runs one restore (or rollback, or undo: cmdType "undo") of st on
+// the workspace's goroutine. It refuses while another runs (Blocked), and
+// answers ErrNotServing when the workspace stops serving first.
+func (ws *Workspace) Restore(st *snapshot.Store, cmdType string, op restore.Op, autoRestart bool) (api.RestoreResult, error) {
 	began := time.Now()
-	res, err := d.restoreRun(ws, st, cmdType, op, autoRestart)
+	res, err := ws.restoreRun(st, cmdType, op, autoRestart)
 	if op.DryRun {
 		return res, err
 	}
-	d.met.restored(cmdType, time.Since(began), res, err)
+	ws.met.Restored(cmdType, time.Since(began), res, err)
 	// The pre-restore checkpoint counts too. Not after a refusal because a
 	// restore is under way: that one holds the store, and reading the
 	// ledger here would wait for it.
@@ -127,8 +124,8 @@ func (d *Daemon) restoreOn(ws *workspace, st *snapshot.Store, cmdType string, op
 	return res, err
 }
 
-// restoreRun is restoreOn without the counting.
-func (d *Daemon) restoreRun(ws *workspace, st *snapshot.Store, cmdType string, op restore.Op, autoRestart bool) (api.RestoreResult, error) {
+// restoreRun is Restore without the counting.
+func (ws *Workspace) restoreRun(st *snapshot.Store, cmdType string, op restore.Op, autoRestart bool) (api.RestoreResult, error) {
 	undo := cmdType == "undo"
 	if !op.DryRun {
 		if !ws.rolling.CompareAndSwap(false, true) {
@@ -181,13 +178,13 @@ func (d *Daemon) restoreRun(ws *workspace, st *snapshot.Store, cmdType string, o
 	select {
 	case ws.restores <- job:
 	case <-ws.done:
-		return res, errNotServing
+		return res, ErrNotServing
 	}
 	<-job.done
 	if err != nil {
-		_, errCode := errorStatus(err, codeRestoreFailed)
+		_, errCode := Classify(err, CodeRestoreFailed)
 		emit(api.EvError, api.ErrorEvent{Code: errCode, Message: err.Error()})
-		d.log.Warn().Err(err).Str("workspace", ws.dir).Str("command", cmdType).Msg("restore refused or failed")
+		ws.log.Warn().Err(err).Str("command", cmdType).Msg("restore refused or failed")
 		return res, err
 	}
 	if res.Archive != nil {
@@ -200,47 +197,8 @@ func (d *Daemon) restoreRun(ws *workspace, st *snapshot.Store, cmdType string, o
 		}
 		emit(api.EvRollbackCompleted, api.RollbackCompleted{FromRun: fromRun, ToRun: toRun, Checkpoint: target.SHA,
 			CodonID: target.CodonID, CodonName: target.CodonName, CheckpointType: string(target.Kind), AutoRestart: autoRestart})
-		d.log.Info().Str("workspace", ws.dir).Str("command", cmdType).Str("target", checkpoints.Describe(target)).
+		ws.log.Info().Str("command", cmdType).Str("target", checkpoints.Describe(target)).
 			Int("written", len(res.Write)).Int("deleted", len(res.Delete)).Msg("restored")
 	}
 	return res, nil
 }
-
-// diffOptions reads a diff's options from its query: patch=1, files=1,
-// path=P (repeatable).
-func diffOptions(q url.Values) snapshot.DiffOptions {
-	return snapshot.DiffOptions{Patch: q.Get("patch") != "", Files: q.Get("files") != "", Paths: q["path"]}
-}
-
-// mayWatch answers whether uid may add or remove dir as a watch root: root,
-// or the owner of the folder, read from a descriptor opened without
-// following any link. Missing and forbidden look the same to the caller.
-func (d *Daemon) mayWatch(uid uint32, dir string) bool {
-	f, err := platform.OpenDirNoFollow(dir)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	owner, _, _, _, err := platform.DirInfo(f)
-	if err != nil {
-		return false
-	}
-	return uid == 0 || uid == selfUID() || owner == uid
-}
-
-// busyError refuses a state-changing request while a restore or rollback of
-// the workspace runs: a rollback gets the runtime's "Rollback already in
-// progress", any other request its ROLLBACK_IN_PROGRESS payload.
-type busyError struct{ cmdType string }
-
-func (e *busyError) rollback() bool { return strings.HasPrefix(e.cmdType, "rollback.") }
-
-func (e *busyError) Error() string {
-	if e.rollback() {
-		return restore.MsgRollbackInProgress
-	}
-	b := restore.RollbackBlocked(e.cmdType)
-	return b.Message + " (" + b.Context + ")"
-}
-
-func (e *busyError) Unwrap() error { return restore.ErrRollbackInProgress }

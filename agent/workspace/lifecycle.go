@@ -1,4 +1,4 @@
-package agent
+package workspace
 
 import (
 	"context"
@@ -277,7 +277,7 @@ func (l *hankLayout) selfCheckpointing(ctx context.Context, st *hankweave.State,
 
 // foreignTip reports whether run-<runID>'s tip is a commit cairn did not
 // seal itself: the runtime's own (or one cairn adopted from it).
-func (w *workspace) foreignTip(ctx context.Context, runID string) bool {
+func (w *Workspace) foreignTip(ctx context.Context, runID string) bool {
 	tip, ok := w.store.Resolve(ctx, "refs/heads/run-"+runID)
 	if !ok {
 		return false // no branch yet
@@ -316,21 +316,21 @@ func predates(m hankweave.Marker, since time.Time) bool {
 
 // sealMarker adopts the runtime's own checkpoint when git confirms it, and
 // otherwise seals one.
-func (w *workspace) sealMarker(ctx context.Context, wt *watcher.Watcher, st *hankweave.State, m hankweave.Marker, s *sighting) {
+func (w *Workspace) sealMarker(ctx context.Context, wt *watcher.Watcher, st *hankweave.State, m hankweave.Marker, s *sighting) {
 	kind := m.Kind
 	if m.RecordedSHA != "" {
 		rec, err := w.store.Adopt(ctx, snapshot.AdoptRequest{SHA: m.RecordedSHA, Kind: kind, CodonID: m.CodonID,
 			CodonName: m.CodonName, RunID: m.RunID, Attempt: m.Attempt})
 		if err == nil {
 			w.log.Info().Str("id", rec.ID).Str("sha", rec.SHA).Str("codon", m.CodonID).Msg("adopted the runtime's checkpoint")
-			w.met.checkpoint(rec)
+			w.met.Checkpoint(rec)
 			w.replicateSoon(rec.Kind)
 			return
 		}
 		w.log.Warn().Err(err).Str("codon", m.CodonID).Msg("runtime checkpoint not confirmed by git; sealing one")
 	}
 	req := snapshot.SealRequest{Kind: kind, CodonID: m.CodonID, CodonName: m.CodonName, RunID: m.RunID,
-		Attempt: m.Attempt, Duration: m.Duration(), Patterns: w.patterns(m.Patterns)}
+		Attempt: m.Attempt, Duration: m.Duration(), Patterns: w.Patterns(m.Patterns)}
 	if m.Patterns == nil {
 		req.Patterns = nil
 	}
@@ -349,7 +349,7 @@ func (w *workspace) sealMarker(ctx context.Context, wt *watcher.Watcher, st *han
 		if marked.IsZero() {
 			marked = s.seen
 		}
-		w.met.markerSealed(marked)
+		w.met.MarkerSealed(marked)
 	}
 }
 
@@ -364,7 +364,7 @@ func (w *workspace) sealMarker(ctx context.Context, wt *watcher.Watcher, st *han
 // rig-setup cairn sealed after waiting for the runtime, taken since it was
 // first seen and stamped after that state file. The changes taken while
 // sealing are added by seal.
-func (w *workspace) changedAfter(m hankweave.Marker, s *sighting) []ckpt.PathIssue {
+func (w *Workspace) changedAfter(m hankweave.Marker, s *sighting) []ckpt.PathIssue {
 	var after func(taken, when time.Time) bool
 	switch {
 	case !m.EndTime.IsZero():
@@ -404,7 +404,7 @@ const (
 
 // barrier takes in every change queued before now; it reports whether a
 // control file changed meanwhile.
-func (w *workspace) barrier(wt *watcher.Watcher) (control bool) {
+func (w *Workspace) barrier(wt *watcher.Watcher) (control bool) {
 	if wt == nil {
 		return false
 	}
@@ -440,7 +440,7 @@ func (l *hankLayout) prime(ctx context.Context) {
 	if !ok {
 		return
 	}
-	pats = w.patterns(pats)
+	pats = w.Patterns(pats)
 	key := strings.Join(pats, "\x00")
 	if key == h.primed && w.store == h.primedIn {
 		return

@@ -1,13 +1,13 @@
-package agent
+package workspace
 
 import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/cairn-dev/cairn/agent/config"
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/checkpoints"
@@ -33,78 +33,13 @@ import (
 // are seconds old). Budget drops are the oldest checkpoints.
 const budgetPruneGrace = 15 * time.Minute
 
-// DiskFloor is the free space under which autosaves pause: a percentage of
-// the filesystem ("5%") or a size ("1GiB"). Zero: the default, the smaller
-// of 5 % and 1 GiB (a big disk is not "almost full" with 1 GiB left; a small
-// one is before 1 GiB is left only if that is more than 5 % of it).
-type DiskFloor struct {
-	Percent float64 `json:"percent,omitempty"`
-	Bytes   int64   `json:"bytes,omitempty"`
-	Off     bool    `json:"off,omitempty"` // "off": autosaves never pause for space
-}
-
-func (f DiskFloor) zero() bool { return f.Percent == 0 && f.Bytes == 0 && !f.Off }
-
-// UnmarshalText reads "5%", "0.5%", "1GiB" or a byte count.
-func (f *DiskFloor) UnmarshalText(b []byte) error {
-	t := strings.TrimSpace(string(b))
-	if t == "" {
-		*f = DiskFloor{} // the default (MarshalText writes it so)
-		return nil
-	}
-	if t == "off" {
-		*f = DiskFloor{Off: true}
-		return nil
-	}
-	if p, ok := strings.CutSuffix(t, "%"); ok {
-		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-		if err != nil || v <= 0 || v >= 100 {
-			return fmt.Errorf("bad disk_floor %q (want e.g. 5%% or 1GiB)", t)
-		}
-		*f = DiskFloor{Percent: v}
-		return nil
-	}
-	n, err := parseSize(t)
-	if err != nil {
-		return fmt.Errorf("bad disk_floor %q (want e.g. 5%% or 1GiB)", t)
-	}
-	*f = DiskFloor{Bytes: n}
-	return nil
-}
-
-// MarshalText writes f as UnmarshalText reads it ("" for the default).
-func (f DiskFloor) MarshalText() ([]byte, error) {
-	switch {
-	case f.Off:
-		return []byte("off"), nil
-	case f.Percent > 0:
-		return []byte(strconv.FormatFloat(f.Percent, 'f', -1, 64) + "%"), nil
-	case f.Bytes > 0:
-		return []byte(strconv.FormatInt(f.Bytes, 10)), nil
-	}
-	return []byte{}, nil
-}
-
-// Floor is the floor in bytes on a filesystem of total bytes.
-func (f DiskFloor) Floor(total uint64) uint64 {
-	switch {
-	case f.Off:
-		return 0
-	case f.Percent > 0:
-		return uint64(float64(total) * f.Percent / 100)
-	case f.Bytes > 0:
-		return uint64(f.Bytes)
-	}
-	return min(total/20, 1<<30)
-}
-
 // freeSpace reads the free and total bytes of path's filesystem (a variable
 // for tests).
 var freeSpace = platform.FreeSpace
 
 // diskFull says why autosaves must pause on the filesystem holding dir, ""
 // when they may go on (or the free space cannot be read).
-func diskFull(dir string, f DiskFloor) string {
+func diskFull(dir string, f config.DiskFloor) string {
 	free, total, err := freeSpace(dir)
 	if err != nil || total == 0 {
 		return ""
@@ -119,8 +54,8 @@ func diskFull(dir string, f DiskFloor) string {
 // when the store's filesystem is under the disk floor; status says so
 // (autosavePaused) until an autosave may run again. Lifecycle, manual and
 // pre-restore checkpoints never ask: they seal while they fit.
-func (w *workspace) autosavePaused() bool {
-	st := w.openStore()
+func (w *Workspace) autosavePaused() bool {
+	st := w.Store()
 	if st == nil {
 		return false
 	}
@@ -266,7 +201,7 @@ func noteTotal(gitDir string, n int64) (sum int64) {
 // lowered, when the stores together exceed max_total_size, to this store's
 // share of the excess (in proportion to its size), so the stores together
 // shed the excess once, each in its own fixed order.
-func effectiveBudget(set Settings, gitDir string, size int64) int64 {
+func effectiveBudget(set config.Settings, gitDir string, size int64) int64 {
 	max := int64(set.MaxStoreSize)
 	if set.MaxTotalSize <= 0 {
 		return max
@@ -318,7 +253,7 @@ func Prune(ctx context.Context, st *snapshot.Store, opts PruneOptions, now time.
 	}
 	max := opts.MaxStoreSize
 	if opts.MaxTotalSize > 0 {
-		max = effectiveBudget(Settings{MaxStoreSize: Size(opts.MaxStoreSize), MaxTotalSize: Size(opts.MaxTotalSize)}, st.GitDir(), stats.Bytes)
+		max = effectiveBudget(config.Settings{MaxStoreSize: config.Size(opts.MaxStoreSize), MaxTotalSize: config.Size(opts.MaxTotalSize)}, st.GitDir(), stats.Bytes)
 	}
 	// With no budget drops, bp.Projected is already what retention alone frees.
 	bp, err := planBudget(ctx, st, stats, max, drops)
@@ -362,7 +297,7 @@ func Prune(ctx context.Context, st *snapshot.Store, opts PruneOptions, now time.
 // calls it): it drops what the budget asks and notes the pass in status,
 // where budgetMaintain reads whether the maintenance that follows must
 // collect what it dropped.
-func (w *workspace) applyBudget(ctx context.Context, st *snapshot.Store) {
+func (w *Workspace) applyBudget(ctx context.Context, st *snapshot.Store) {
 	if w.set.MaxStoreSize <= 0 && w.set.MaxTotalSize <= 0 {
 		return
 	}
@@ -390,7 +325,7 @@ func (w *workspace) applyBudget(ctx context.Context, st *snapshot.Store) {
 // budgetMaintain adjusts the maintenance that follows a budget pass that
 // dropped checkpoints: a full one, with the short grace, so what the pass
 // dropped leaves the disk now.
-func (w *workspace) budgetMaintain(opts *snapshot.MaintainOptions) {
+func (w *Workspace) budgetMaintain(opts *snapshot.MaintainOptions) {
 	w.mu.Lock()
 	b := w.status.Budget
 	w.mu.Unlock()
@@ -407,7 +342,7 @@ func (w *workspace) budgetMaintain(opts *snapshot.MaintainOptions) {
 }
 
 // pruneOptions are a workspace's settings as Prune takes them.
-func pruneOptions(set Settings) PruneOptions {
-	return PruneOptions{Policies: set.Retention.merge(Retention(retain.Defaults())).Policies(),
+func PruneOptionsFor(set config.Settings) PruneOptions {
+	return PruneOptions{Policies: set.Retention.Merge(config.Retention(retain.Defaults())).Policies(),
 		MaxStoreSize: int64(set.MaxStoreSize), MaxTotalSize: int64(set.MaxTotalSize), PruneGrace: min(set.GCPruneGrace.Duration, budgetPruneGrace)}
 }

@@ -1,4 +1,4 @@
-package agent
+package workspace
 
 import (
 	"context"
@@ -39,10 +39,10 @@ var (
 
 // Replication states in status.
 const (
-	replIdle    = "idle"
-	replPushing = "pushing"
-	replFailing = "failing"
-	replOff     = "off"
+	ReplIdle    = "idle"
+	ReplPushing = "pushing"
+	ReplFailing = "failing"
+	ReplOff     = "off"
 )
 
 // replState is the workspace's replication: the workspace's goroutine
@@ -58,7 +58,7 @@ type replState struct {
 
 // replicateSoon wakes the replication after a checkpoint of kind k (or a
 // drop, k ""); it never blocks.
-func (w *workspace) replicateSoon(k ckpt.Kind) {
+func (w *Workspace) replicateSoon(k ckpt.Kind) {
 	if w.repl.wake == nil {
 		return
 	}
@@ -72,7 +72,7 @@ func (w *workspace) replicateSoon(k ckpt.Kind) {
 }
 
 // replicationStatus is the status to show, nil when not configured.
-func (w *workspace) replicationStatus() *api.ReplicationStatus {
+func (w *Workspace) replicationStatus() *api.ReplicationStatus {
 	w.repl.mu.Lock()
 	defer w.repl.mu.Unlock()
 	if w.repl.st == nil {
@@ -86,7 +86,7 @@ func (w *workspace) replicationStatus() *api.ReplicationStatus {
 	return &s
 }
 
-func (w *workspace) setRepl(fn func(s *api.ReplicationStatus)) {
+func (w *Workspace) setRepl(fn func(s *api.ReplicationStatus)) {
 	w.repl.mu.Lock()
 	if w.repl.st != nil {
 		fn(w.repl.st)
@@ -97,9 +97,9 @@ func (w *workspace) setRepl(fn func(s *api.ReplicationStatus)) {
 // startReplication starts the workspace's replication if its settings name
 // a remote; the function it returns stops it and waits. It runs on the
 // workspace's goroutine once the store is open.
-func (w *workspace) startReplication(ctx context.Context) (stop func()) {
+func (w *Workspace) startReplication(ctx context.Context) (stop func()) {
 	cfg := w.set.Replicate
-	st := w.openStore()
+	st := w.Store()
 	if !cfg.On() || st == nil {
 		w.repl.mu.Lock()
 		w.repl.st = nil
@@ -112,7 +112,7 @@ func (w *workspace) startReplication(ctx context.Context) (stop func()) {
 		real = w.dir
 	}
 	host, key := cfg.HostName(), replicate.Key(real)
-	status := &api.ReplicationStatus{Remote: replicate.Redact(cfg.Remote), Host: host, Key: key, State: replIdle}
+	status := &api.ReplicationStatus{Remote: replicate.Redact(cfg.Remote), Host: host, Key: key, State: ReplIdle}
 	w.repl.mu.Lock()
 	w.repl.st = status
 	w.repl.mu.Unlock()
@@ -124,7 +124,7 @@ func (w *workspace) startReplication(ctx context.Context) (stop func()) {
 	if err != nil {
 		log.Error().Err(err).Msg("replication off")
 		w.setRepl(func(s *api.ReplicationStatus) {
-			s.State, s.LastError, s.LastErrorTime = replOff, err.Error(), time.Now()
+			s.State, s.LastError, s.LastErrorTime = ReplOff, err.Error(), time.Now()
 		})
 		w.repl.wake = nil
 		return func() {}
@@ -183,7 +183,7 @@ func fingerprintOf(recs []ckpt.Record, position string) fingerprint {
 // replicate is the replication's goroutine: it pushes when something
 // changed, a lifecycle checkpoint at once, the rest at most once per
 // interval, and backs off while the remote fails.
-func (w *workspace) replicate(ctx context.Context, p *replicate.Pusher, every time.Duration, wake <-chan struct{}, log zerolog.Logger) {
+func (w *Workspace) replicate(ctx context.Context, p *replicate.Pusher, every time.Duration, wake <-chan struct{}, log zerolog.Logger) {
 	timer := time.NewTimer(0) // a first sync at start: what was sealed while no daemon pushed
 	defer timer.Stop()
 	var (
@@ -200,7 +200,7 @@ func (w *workspace) replicate(ctx context.Context, p *replicate.Pusher, every ti
 		case <-wake:
 		case <-timer.C:
 		}
-		st := w.openStore()
+		st := w.Store()
 		if st == nil {
 			timer.Reset(every)
 			continue
@@ -249,24 +249,24 @@ func (w *workspace) replicate(ctx context.Context, p *replicate.Pusher, every ti
 // pushReplica pushes what changed once and shows the outcome. A failure is
 // shown with its next retry, retryIn from when it failed (returned), in
 // the same status update: a reader never sees "failing" without it.
-func (w *workspace) pushReplica(ctx context.Context, p *replicate.Pusher, st *snapshot.Store, recs []ckpt.Record, log zerolog.Logger, retryIn time.Duration) (failedAt time.Time, err error) {
+func (w *Workspace) pushReplica(ctx context.Context, p *replicate.Pusher, st *snapshot.Store, recs []ckpt.Record, log zerolog.Logger, retryIn time.Duration) (failedAt time.Time, err error) {
 	m := manifestOf(st, recs, w.dir)
-	w.setRepl(func(s *api.ReplicationStatus) { s.State = replPushing })
+	w.setRepl(func(s *api.ReplicationStatus) { s.State = ReplPushing })
 	began := time.Now()
 	res, err := p.Sync(ctx, m)
 	failedAt = time.Now()
-	w.met.replicated(res.Pushes, err != nil && ctx.Err() == nil)
+	w.met.Replicated(res.Pushes, err != nil && ctx.Err() == nil)
 	conflicts := make([]string, 0, len(res.Conflicts))
 	for _, c := range res.Conflicts {
 		conflicts = append(conflicts, c.String())
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			w.setRepl(func(s *api.ReplicationStatus) { s.State = replIdle })
+			w.setRepl(func(s *api.ReplicationStatus) { s.State = ReplIdle })
 			return failedAt, err
 		}
 		w.setRepl(func(s *api.ReplicationStatus) {
-			s.State, s.Failures, s.LastError, s.LastErrorTime = replFailing, s.Failures+1, err.Error(), failedAt
+			s.State, s.Failures, s.LastError, s.LastErrorTime = ReplFailing, s.Failures+1, err.Error(), failedAt
 			s.NextRetry = failedAt.Add(retryIn)
 			s.Pushes += res.Pushes
 			s.Conflicts = conflicts
@@ -282,7 +282,7 @@ func (w *workspace) pushReplica(ctx context.Context, p *replicate.Pusher, st *sn
 	w.repl.mu.Unlock()
 	now := time.Now()
 	w.setRepl(func(s *api.ReplicationStatus) {
-		s.State, s.NextRetry, s.Refs, s.Conflicts = replIdle, time.Time{}, res.Refs, conflicts
+		s.State, s.NextRetry, s.Refs, s.Conflicts = ReplIdle, time.Time{}, res.Refs, conflicts
 		s.Pushes += res.Pushes
 		if !res.Nothing || s.LastPushedTime.IsZero() {
 			s.LastPushedTime = now
@@ -311,7 +311,7 @@ func (w *workspace) pushReplica(ctx context.Context, p *replicate.Pusher, st *sn
 }
 
 // noteLag counts the checkpoints the last push did not carry.
-func (w *workspace) noteLag(recs []ckpt.Record) {
+func (w *Workspace) noteLag(recs []ckpt.Record) {
 	w.repl.mu.Lock()
 	defer w.repl.mu.Unlock()
 	if w.repl.st == nil {
