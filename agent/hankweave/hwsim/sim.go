@@ -1,5 +1,5 @@
 // Package hwsim plays a Hankweave runtime's behaviour into an execution
-// directory, for tests, cairn demo and the daemon benchmark: state.json rewritten through .bak/.tmp/rename after
+// directory, for tests, cmd/cairn-demo and the daemon benchmark: state.json rewritten through .bak/.tmp/rename after
 // every transition, one journal line per transition, runtime.lock with
 // heartbeats, codons that write, edit and delete files under agentRoot/,
 // retries, loops, failures, skips, clean and interrupted shutdowns, crashes

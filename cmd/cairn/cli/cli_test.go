@@ -87,6 +87,7 @@ func TestCheckpointAndList(t *testing.T) {
 func TestUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"nope"},
+		{"demo"}, // go run ./cmd/cairn-demo: the simulator is not in the shipped binary
 		{"checkpoint"},
 		{"checkpoint", t.TempDir(), "--status", "bogus", "--codon", "a", "--run", "r"},
 		{"checkpoint", t.TempDir(), "--status", "completed"},
