@@ -12,7 +12,7 @@ import (
 
 // A workspace's errors, and the one mapping of them to what a client is
 // answered: a Class (the HTTP layer turns it into a status) and an error
-// code (README, "Errors").
+// code (docs/cairn-formats.md, "Socket API in brief": errors).
 
 // ErrNotServing means the workspace is not watching yet (or failed).
 var ErrNotServing = errors.New("workspace is not being watched right now; see cairn status")

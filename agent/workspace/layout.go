@@ -152,7 +152,7 @@ func isControl(rel string) bool {
 }
 
 // autodevLayout keeps checkpoints as commits in the user's own repository
-// (agent/autodev; served by serveAutodev, agent/autodev.go). Autosaves are
+// (agent/autodev; served by serveAutodev, autodev.go). Autosaves are
 // off, so it watches only the runtime's control files, whose completed
 // codons become checkpoints; git itself finds what changed when one is made.
 type autodevLayout struct {

@@ -68,7 +68,7 @@ type Workspace struct {
 
 	store *snapshot.Store
 	lay   layout // plain or Hankweave, chosen when the store opens; or autodev (no store)
-	// adRepo is the user's repository in the autodev layout (agent/autodev.go).
+	// adRepo is the user's repository in the autodev layout (autodev.go).
 	adRepo atomic.Pointer[autodev.Repo]
 
 	// What the next seal holds: the work-tree paths changed since the last

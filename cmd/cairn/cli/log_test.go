@@ -28,7 +28,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the testdata/ golden files")
 
 // story plays a simulated runtime in an execution directory and seals what
-// the daemon's lifecycle pass seals for it (agent/lifecycle.go), on the real
+// the daemon's lifecycle pass seals for it (agent/workspace/lifecycle.go), on the real
 // store, with real git; restores go through checkpoints.RunRestore and checkpoints.Undo,
 // as the CLI's direct path does.
 type story struct {
