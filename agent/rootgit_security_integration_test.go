@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/platform/testsupport"
 )
 
 // asMember is a command that runs as u with gid among its groups.
@@ -176,7 +177,8 @@ func TestSecurityRootReplicationLocalRemote(t *testing.T) {
 				if r.State != "failing" || !strings.Contains(r.LastError, want) || !strings.Contains(r.LastError, "fix: ") {
 					t.Errorf("%s: replication %s: %q, want it to say %q and the fix", url, r.State, r.LastError, want)
 				}
-				if !strings.Contains(d.log.String(), want) {
+				// The log line reaches the test through the daemon's stderr pipe: poll for it.
+				if !testsupport.Poll(10*time.Second, func() bool { return strings.Contains(d.log.String(), want) }) {
 					t.Errorf("%s: the log does not say %q", url, want)
 				}
 				d.stop(syscall.SIGTERM)

@@ -235,7 +235,6 @@ func (w *Workspace) replicate(ctx context.Context, p *replicate.Pusher, every ti
 		}
 		if err != nil {
 			backoff, retryAt = next, failedAt.Add(next)
-			log.Warn().Err(err).Dur("retry_in", backoff).Msg("replication push failed; local checkpoints are unaffected")
 			timer.Reset(backoff)
 			continue
 		}
@@ -248,7 +247,8 @@ func (w *Workspace) replicate(ctx context.Context, p *replicate.Pusher, every ti
 
 // pushReplica pushes what changed once and shows the outcome. A failure is
 // shown with its next retry, retryIn from when it failed (returned), in
-// the same status update: a reader never sees "failing" without it.
+// the same status update: a reader never sees "failing" without it, nor
+// before the log says why.
 func (w *Workspace) pushReplica(ctx context.Context, p *replicate.Pusher, st *snapshot.Store, recs []ckpt.Record, log zerolog.Logger, retryIn time.Duration) (failedAt time.Time, err error) {
 	m := manifestOf(st, recs, w.dir)
 	w.setRepl(func(s *api.ReplicationStatus) { s.State = ReplPushing })
@@ -265,6 +265,7 @@ func (w *Workspace) pushReplica(ctx context.Context, p *replicate.Pusher, st *sn
 			w.setRepl(func(s *api.ReplicationStatus) { s.State = ReplIdle })
 			return failedAt, err
 		}
+		log.Warn().Err(err).Dur("retry_in", retryIn).Msg("replication push failed; local checkpoints are unaffected")
 		w.setRepl(func(s *api.ReplicationStatus) {
 			s.State, s.Failures, s.LastError, s.LastErrorTime = ReplFailing, s.Failures+1, err.Error(), failedAt
 			s.NextRetry = failedAt.Add(retryIn)
