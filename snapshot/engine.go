@@ -78,16 +78,5 @@ func (s *Store) engineName() string {
 // closeEngines stops the engines' long-running helpers (Close).
 func (s *Store) closeEngines() {
 	s.gitEng.close()
-	if s.eng != nil {
-		s.eng.close()
-	}
-}
-
-// dropEngine stops the in-process engine and forgets its state: the next
-// seal starts it afresh from what is on disk.
-func (s *Store) dropEngine() {
-	if s.eng != nil {
-		s.eng.close()
-		s.eng = nil
-	}
+	s.inproc.close()
 }

@@ -92,7 +92,7 @@ func TestInprocCoarseTimestamps(t *testing.T) {
 			requireFile(t, st, rec.SHA, "a.txt", v)
 		}
 	}
-	if g := st.eng.mgrain.get(); g < 1e9 {
+	if g := st.inproc.eng.mgrain.get(); g < 1e9 {
 		t.Errorf("learned an mtime granularity of %d ns on a 1-second file system", g)
 	}
 }

@@ -22,6 +22,9 @@ import (
 // in-process engine leaves to it. Its state is its use of cairn's index.
 type gitEngine struct {
 	s *Store
+	// index is what the in-process engine knows of cairn's index: told of
+	// every tree git seals, asked whether its objects are stored.
+	index sharedIndex
 	// indexChecked is cairn's index as last found whole (checkIndexFile).
 	indexChecked fileStamp
 }
@@ -89,7 +92,7 @@ func (g *gitEngine) seal(ctx context.Context, j *sealJob) (sealOutcome, error) {
 		return sealOutcome{}, s.damageHint(err)
 	}
 	tree := strings.TrimSpace(string(treeOut))
-	if err := s.vouchGitTree(ctx, tree, pc.tree); errors.As(err, new(*errMissingObject)) {
+	if err := g.vouchTree(ctx, tree, pc.tree); errors.As(err, new(*errMissingObject)) {
 		// The index named an object another program removed; it was
 		// dropped: staged again from the work tree, every file's blob is
 		// stored anew.
@@ -101,7 +104,7 @@ func (g *gitEngine) seal(ctx context.Context, j *sealJob) (sealOutcome, error) {
 			return sealOutcome{}, s.damageHint(err)
 		}
 		tree = strings.TrimSpace(string(treeOut))
-		if err := s.vouchGitTree(ctx, tree, ""); err != nil {
+		if err := g.vouchTree(ctx, tree, ""); err != nil {
 			return sealOutcome{}, err
 		}
 	} else if err != nil {
@@ -115,7 +118,7 @@ func (g *gitEngine) seal(ctx context.Context, j *sealJob) (sealOutcome, error) {
 		}
 		if ok && ptree == tree && s.nothingNew(parent, rec.Issues) {
 			if last, ok := s.lastSealed(); ok {
-				s.recordBase(ctx, tree, last.SHA)
+				g.index.gitSealed(ctx, tree, last.SHA)
 			}
 			return sealOutcome{skipped: true}, nil
 		}
@@ -139,7 +142,7 @@ func (g *gitEngine) seal(ctx context.Context, j *sealJob) (sealOutcome, error) {
 		return sealOutcome{}, err
 	}
 	sha := strings.TrimSpace(string(commitOut))
-	s.recordBase(ctx, tree, sha)
+	g.index.gitSealed(ctx, tree, sha)
 	faultPoint("commit-tree")
 
 	beforeUpdateRef()
@@ -192,6 +195,21 @@ func (g *gitEngine) seal(ctx context.Context, j *sealJob) (sealOutcome, error) {
 		return sealOutcome{}, c.err
 	}
 	return sealOutcome{sha: sha, parent: parent, counts: [3]int{c.added, c.changed, c.removed}}, nil
+}
+
+// vouchTree checks that every object of tree, which git wrote from cairn's
+// index, is stored (sharedIndex.vouchTree). A missing one removes the index
+// (the next staging rebuilds it from the work tree, storing each blob
+// again).
+func (g *gitEngine) vouchTree(ctx context.Context, tree, ptree string) error {
+	err := g.index.vouchTree(ctx, tree, ptree)
+	if errors.As(err, new(*errMissingObject)) {
+		if rerr := g.s.dropIndex(ctx, err.Error()+" (another program removed it, or a pack is damaged); cairn's index was rebuilt from the work tree, storing each file again"); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		return fmt.Errorf("%w; cairn's index was removed, to be rebuilt from the work tree", err)
+	}
+	return err
 }
 
 // sealed has nothing to do: git wrote the index whole.

@@ -1,9 +1,7 @@
 package snapshot
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -21,11 +19,13 @@ import (
 	"github.com/cairn-dev/cairn/snapshot/gitobj"
 )
 
-// inproc is the in-process engine's state for one store, kept between
-// seals: the stat cache, the tree cache, the check-ignore and cat-file
-// processes and the objects known stored (docs/engine.md, "The seam").
+// inproc is the in-process engine for one store, from its start to the
+// store dropping it, with the state it keeps between seals: the stat
+// cache, the tree cache, the check-ignore and cat-file processes and the
+// objects known stored (docs/engine.md, "The seam"). inprocState holds it.
 type inproc struct {
-	s *Store
+	s    *Store
+	home *inprocState // what holds it, and answers for the index it shares with git
 	// broken is set when a pack the seal gathered could not be written:
 	// the store drops the engine once the seal returns, so the next one
 	// starts again from what was saved.
@@ -137,7 +137,7 @@ func (e *inproc) close() {
 // pendingSyncMax pending entries, git's index takes them now.
 func (e *inproc) sealed(ctx context.Context) {
 	if len(e.cache.pending) > pendingSyncMax {
-		if serr := e.s.syncIndex(ctx); serr != nil {
+		if serr := e.home.syncIndex(ctx); serr != nil {
 			zerologCtx(ctx).Warn().Err(serr).Msg("writing the in-process engine's entries into the index failed")
 		}
 	}
@@ -188,91 +188,6 @@ func (e *inproc) ignoreChanged(workTree string, files []string) bool {
 func (s *Store) cfgFiles() [4]string {
 	return [4]string{filepath.Join(s.gitDir, "config"), filepath.Join(s.home, ".gitconfig"),
 		filepath.Join(s.gitDir, "info", "exclude"), filepath.Join(s.home, "git", "ignore")}
-}
-
-// engine returns the in-process engine, (re)reading git's config when its
-// files changed. errFallback when the store's config is one it does not
-// write exactly (another object format or ref backend, core.fileMode off…).
-func (s *Store) engine(ctx context.Context) (*inproc, error) {
-	var stamps [4]fileStamp
-	for i, p := range s.cfgFiles() {
-		stamps[i], _ = stampFile(p)
-	}
-	if s.eng != nil && s.eng.cfg == stamps {
-		if !s.eng.cfgOK {
-			return nil, errFallback
-		}
-		return s.eng, nil
-	}
-	if s.eng != nil {
-		s.eng.close() // check-ignore read the old ignore files
-	}
-	// Remembered from here on with its verdict (cfgOK), unless git could
-	// not answer at all: that is asked again at the next seal.
-	e := &inproc{s: s, cfg: stamps, commits: map[string]string{}}
-	s.eng = e
-	out, err := s.git.Run(ctx, nil, "config", "-l", "-z")
-	if err != nil {
-		s.eng = nil
-		return nil, err
-	}
-	cfg := map[string]string{}
-	for _, kv := range splitNul(out) {
-		k, v, _ := strings.Cut(kv, "\n")
-		cfg[strings.ToLower(k)] = v
-	}
-	isTrue := func(k string, def bool) bool {
-		v, ok := cfg[k]
-		if !ok {
-			return def
-		}
-		switch strings.ToLower(v) {
-		case "true", "yes", "on", "1", "":
-			return true
-		}
-		return false
-	}
-	f, ok := gitobj.FormatByName(cfg["extensions.objectformat"])
-	switch {
-	case !ok,
-		cfg["extensions.refstorage"] != "" && cfg["extensions.refstorage"] != "files",
-		!isTrue("core.filemode", true), isTrue("core.ignorecase", false), isTrue("core.precomposeunicode", false),
-		isTrue("core.bare", false), cfg["core.sharedrepository"] != "", cfg["core.compression"] != "",
-		cfg["core.loosecompression"] != "" && cfg["core.loosecompression"] != "1":
-		return nil, errFallback
-	}
-	e.format, e.db = f, gitobj.NewDB(s.gitDir, f)
-	e.known, e.whole = e.db.Known(), map[string]bool{}
-	e.mgrain, e.cgrain = newGrain(), newGrain()
-	if fi, err := os.Lstat(s.workTree); err == nil {
-		e.mgrain.see(fi.ModTime().UnixNano())
-		e.cgrain.see(platform.ChangeTime(fi))
-	}
-	e.logAll = strings.ToLower(cfg["core.logallrefupdates"])
-	e.empty = f.Hash("tree", nil)
-	varOut, err := s.git.Run(ctx, nil, "var", "GIT_COMMITTER_IDENT")
-	if err != nil && ctx.Err() != nil {
-		s.eng = nil
-		return nil, err
-	} else if err != nil {
-		return nil, errFallback // git could not commit either; let it say so
-	}
-	ident := strings.TrimSpace(string(varOut))
-	if i := strings.LastIndexByte(ident, '>'); i > 0 {
-		ident = ident[:i+1]
-	}
-	aOut, err := s.git.Run(ctx, nil, "var", "GIT_AUTHOR_IDENT")
-	if err != nil && ctx.Err() != nil {
-		s.eng = nil
-		return nil, err
-	}
-	if err != nil || !strings.HasPrefix(strings.TrimSpace(string(aOut)), ident+" ") {
-		return nil, errFallback // author and committer differ: not written by this engine
-	}
-	e.ident = ident
-	e.cache = s.loadStatCache(f.Name)
-	e.cfgOK = true
-	return e, nil
 }
 
 // readObject reads a loose object, else asks git (packed objects).
@@ -691,152 +606,6 @@ func (ip inprocPlan) considerUnignored(ctx context.Context, p *stagePlan, sel *S
 	return nil
 }
 
-// inprocReady reports whether the in-process engine can seal under sel: its
-// base is recorded against the index as it is on disk, and the index was
-// staged under the same selection and size limit.
-func (s *Store) inprocReady(ctx context.Context, sel *Selector) (*inproc, bool) {
-	if s.engineName() != EngineInproc {
-		return nil, false
-	}
-	e, err := s.engine(ctx)
-	if err != nil {
-		return nil, false
-	}
-	if !s.statCacheFresh(e.cache) {
-		e.cache = s.loadStatCache(e.format.Name)
-	}
-	if e.cache.hdr.Base == "" {
-		return nil, false
-	}
-	if st, ok := stampFile(s.git.Index); !ok || st != e.cache.hdr.Index {
-		return nil, false
-	}
-	// The cache must stand for the newest checkpoint sealed: an older one
-	// (a record lost at its end, a copy put back) names an older base.
-	if last, ok := s.lastSealed(); !ok || last.SHA != e.cache.hdr.Commit {
-		return nil, false
-	}
-	var prev indexMeta
-	b, err := readNoFollow(s.git.Index+".json", maxSmallFile)
-	if err != nil || json.Unmarshal(b, &prev) != nil || prev != (indexMeta{Selection: sel.Key(), MaxSize: s.opts.MaxFileSize}) {
-		return nil, false
-	}
-	return e, true
-}
-
-// recordBase notes, after git wrote tree from cairn's index and sealed
-// commit from it, that the index stands for tree: the in-process engine can
-// seal on top of it.
-func (s *Store) recordBase(ctx context.Context, tree, commit string) {
-	if s.engineName() != EngineInproc {
-		return
-	}
-	e, err := s.engine(ctx)
-	if err != nil {
-		return
-	}
-	// git sealed the whole tree, maybe for ignore files the watch did not
-	// report: the checker starts again on the rules as they are now.
-	e.stopIgnore()
-	if !s.statCacheFresh(e.cache) {
-		e.cache = s.loadStatCache(e.format.Name)
-	}
-	st, ok := stampFile(s.git.Index)
-	if !ok || len(e.cache.pending) > 0 { // a sync should have emptied it
-		return
-	}
-	e.cache.hdr.Base, e.cache.hdr.Index, e.cache.hdr.Commit = tree, st, commit
-	if err := s.saveStatCache(e.cache); err != nil {
-		zerologCtx(ctx).Warn().Err(err).Msg("could not record the in-process engine's base")
-	}
-}
-
-// syncIndex writes the in-process engine's pending entries into cairn's
-// index, so git reads what the engine sealed: before every git command that
-// reads the index. The entries carry no stat data: git re-reads those files
-// the next time it compares them with the disk.
-func (s *Store) syncIndex(ctx context.Context) error {
-	var c *statCache
-	switch {
-	case s.eng != nil && s.eng.cache != nil && s.statCacheFresh(s.eng.cache):
-		c = s.eng.cache
-	default:
-		if _, err := os.Lstat(s.statCachePath()); err != nil {
-			return nil
-		}
-		var format string
-		if s.eng != nil && s.eng.cfgOK {
-			format = s.eng.format.Name
-		} else {
-			b, err := readNoFollow(s.statCachePath(), maxStatCache)
-			if err != nil {
-				return nil
-			}
-			dc, err := decodeStatCache(b)
-			if err != nil {
-				os.Remove(s.statCachePath()) // damaged: the base goes with it
-				return nil
-			}
-			format = dc.hdr.Format
-		}
-		c = s.loadStatCache(format)
-		if s.eng != nil && s.eng.cfgOK {
-			s.eng.cache = c
-		}
-	}
-	if len(c.pending) == 0 {
-		return nil
-	}
-	st, ok := stampFile(s.git.Index)
-	if !ok || st != c.hdr.Index {
-		// The index is not the one the entries apply to (gone, or rewritten
-		// without them): rebuild it from the disk.
-		zerologCtx(ctx).Warn().Str("store", s.gitDir).Msg("cairn's index does not match the in-process engine's record; it is rebuilt from the work tree")
-		os.Remove(s.git.Index)
-	} else {
-		var ids bytes.Buffer
-		var in bytes.Buffer
-		keys := make([]string, 0, len(c.pending))
-		for k := range c.pending {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, pass := range []bool{true, false} { // removals first
-			for _, k := range keys {
-				pe := c.pending[k]
-				if (pe.Mode == 0) != pass {
-					continue
-				}
-				id := pe.ID
-				if pe.Mode == 0 {
-					id = strings.Repeat("0", len(c.hdr.Base))
-				} else {
-					ids.WriteString(id + "\n")
-				}
-				fmt.Fprintf(&in, "%o %s\t%s\x00", pe.Mode, id, k)
-			}
-		}
-		// Objects a crash before the flush lost must not enter the index.
-		out, err := s.git.Run(ctx, &ids, "cat-file", "--batch-check")
-		if err != nil {
-			return err
-		}
-		if bytes.Contains(out, []byte(" missing\n")) {
-			zerologCtx(ctx).Warn().Str("store", s.gitDir).Msg("objects the in-process engine wrote are missing; cairn's index is rebuilt from the work tree")
-			os.Remove(s.git.Index)
-		} else if _, _, err := s.git.runMapped(ctx, in.Bytes(), "update-index", "-z", "--index-info"); err != nil {
-			return err
-		}
-	}
-	c.clearPending()
-	if st, ok := stampFile(s.git.Index); ok && c.hdr.Base != "" {
-		c.hdr.Index = st
-	} else {
-		c.hdr.Base, c.hdr.Index = "", fileStamp{}
-	}
-	return s.saveStatCache(c)
-}
-
 // hashed is a file as the in-process engine read it.
 type hashed struct {
 	gone   bool   // missing (or no longer a file) when read
@@ -948,34 +717,6 @@ func (e *inproc) releasePacks() {
 // has reports whether object id is stored, or in the seal's pack.
 func (e *inproc) has(id string) bool {
 	return e.batch != nil && e.batch.Has(id) || e.known.Has(id)
-}
-
-// vouchGitTree checks, after git wrote tree from cairn's index, that every
-// object it names is stored: write-tree reuses the index's cached trees
-// without looking at their blobs. Against the parent's tree (ptree, when
-// known and found whole before), only what differs is looked at. A missing one removes the index (the
-// next seal rebuilds it from the work tree, storing each blob again).
-// Stores whose config the engine cannot read are left to git.
-func (s *Store) vouchGitTree(ctx context.Context, tree, ptree string) error {
-	e, err := s.engine(ctx)
-	if err != nil {
-		return nil
-	}
-	if e.known.Refresh() {
-		clear(e.whole)
-	}
-	err = e.vouch(ctx, s, tree, ptree, "")
-	var missing *errMissingObject
-	if errors.As(err, &missing) {
-		if rerr := s.dropIndex(ctx, err.Error()+" (another program removed it, or a pack is damaged); cairn's index was rebuilt from the work tree, storing each file again"); rerr != nil {
-			return errors.Join(err, rerr)
-		}
-		return fmt.Errorf("%w; cairn's index was removed, to be rebuilt from the work tree", err)
-	}
-	if err != nil {
-		return fmt.Errorf("check the objects of tree %s: %w", tree, err)
-	}
-	return nil
 }
 
 // errMissingObject means an object a seal would name is not stored (a

@@ -202,7 +202,7 @@ func TestStatCacheRacy(t *testing.T) {
 		t.Fatalf("holds %q after a same-size rewrite with the old mtime", got)
 	}
 	// The cache file round-trips.
-	c := st.eng.cache
+	c := st.inproc.eng.cache
 	d, err := decodeStatCache(c.encode())
 	if err != nil || d.hdr.Base != c.hdr.Base || len(d.stats) != len(c.stats) || len(d.pending) != len(c.pending) {
 		t.Fatalf("stat cache round trip: %v", err)
@@ -313,7 +313,7 @@ func TestTreeCacheHoldsNoReplacedTrees(t *testing.T) {
 			live[f[2]] = true
 		}
 	}
-	e, err := st.engine(ctx)
+	e, err := st.inproc.engine(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,10 +362,10 @@ func TestInprocEngineNotStuckAfterCancel(t *testing.T) {
 	_, st := newTestStore(t, Options{})
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := st.engine(cancelled); err == nil {
+	if _, err := st.inproc.engine(cancelled); err == nil {
 		t.Fatal("engine set up with a cancelled context")
 	}
-	if _, err := st.engine(context.Background()); err != nil {
+	if _, err := st.inproc.engine(context.Background()); err != nil {
 		t.Fatalf("engine after a cancelled set-up: %v", err)
 	}
 }

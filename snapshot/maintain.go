@@ -291,7 +291,7 @@ func (s *Store) maintainSteps(opts MaintainOptions, prev LastMaintenance) []main
 				}
 				_, err := s.bgGit().Run(ctx, nil, "repack", "-d", "-q", "--cruft", "--cruft-expiration="+expire)
 				faultPoint("expire")
-				s.releasePacks()
+				s.inproc.releasePacks()
 				return err
 			}})
 		}
@@ -344,7 +344,7 @@ func (s *Store) repackBeside(ctx context.Context, args []string) error {
 	faultPoint("repack")
 	s.yieldToSeals(ctx)
 	return s.withLock(ctx, func() error {
-		defer s.releasePacks()
+		defer s.inproc.releasePacks()
 		return s.dropRedundant(ctx, before)
 	})
 }
@@ -421,14 +421,6 @@ func (s *Store) dropRedundant(ctx context.Context, before map[string]bool) error
 func (s *Store) yieldToSeals(ctx context.Context) {
 	for i := 0; i < 1000 && s.lockWaiters.Load() > 0 && ctx.Err() == nil; i++ {
 		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// releasePacks, under the store lock after a repack, has the in-process
-// engine let go of the packs it read (inproc.releasePacks).
-func (s *Store) releasePacks() {
-	if s.eng != nil {
-		s.eng.releasePacks()
 	}
 }
 

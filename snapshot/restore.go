@@ -220,7 +220,7 @@ func (s *Store) addOverwritten(ctx context.Context, g *Git, target string) error
 // runner: the store's is never swapped, so readers beside a dry run (Diff,
 // the resolver's questions) always see the store's own index.
 func (s *Store) dryTree(ctx context.Context, target string) (string, error) {
-	if err := s.syncIndex(ctx); err != nil {
+	if err := s.inproc.syncIndex(ctx); err != nil {
 		return "", err
 	}
 	tmp := s.git.Index + ".dry-" + strconv.Itoa(os.Getpid())

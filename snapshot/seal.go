@@ -88,17 +88,17 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 	}
 	rec.Ref = ref
 	if req.Changed != nil {
-		if why := s.indexDoubt(); why != "" {
+		if why := s.inproc.indexDoubt(); why != "" {
 			s.note(ctx, why+"; this checkpoint reconciled the whole work tree, and the cache was rebuilt")
 			req.Changed = nil
 		}
 	}
 	job := &sealJob{req: req, rec: &rec, sel: sel, parent: parent, oldTip: oldTip, now: now}
 	if job.req.Changed != nil && job.req.afterStage == nil && job.req.engine != EngineGit {
-		if e, ok := s.inprocReady(ctx, sel); ok {
+		if e, ok := s.inproc.ready(ctx, sel); ok {
 			out, err := e.seal(ctx, job)
 			if e.broken {
-				s.dropEngine() // a pack it gathered could not be written
+				s.inproc.drop() // a pack it gathered could not be written
 			}
 			switch {
 			case errors.Is(err, errFallback):
@@ -106,7 +106,7 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 			case errors.Is(err, ErrDamaged):
 				// The parent checkpoint or its tree is gone: the git engine
 				// finds what to seal on (recoverParent), from the whole tree.
-				s.dropEngine()
+				s.inproc.drop()
 				job.req.Changed = nil
 			case errors.As(err, new(*errMissingObject)):
 				// What cairn knew of the store is wrong: the engine starts
@@ -145,7 +145,7 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 // view of it) so the next staging rebuilds it from the work tree, and notes
 // why (msg) once.
 func (s *Store) dropIndex(ctx context.Context, msg string) error {
-	s.dropEngine()
+	s.inproc.drop()
 	s.note(ctx, msg)
 	if err := os.Remove(s.git.Index); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -242,38 +242,6 @@ func (s *Store) lastSealed() (ckpt.Record, bool) {
 		}
 	}
 	return ckpt.Record{}, false
-}
-
-// indexDoubt says why cairn's index cannot stand for the newest checkpoint
-// sealed ("" when it can): the in-process engine sealed it, and the stat
-// cache holding the entries it did not write into the index is missing,
-// cannot be read whole, or describes an older checkpoint. An incremental
-// seal would then build on an older state; a full reconcile re-reads every
-// file whose stat the index does not vouch for, and is exact.
-func (s *Store) indexDoubt() string {
-	last, ok := s.lastSealed()
-	if !ok || last.Engine != EngineInproc {
-		return "" // git wrote the index whole at that seal
-	}
-	var hdr statHeader
-	if s.eng != nil && s.eng.cache != nil && s.eng.cache.loaded != loadedDamaged && s.statCacheFresh(s.eng.cache) {
-		hdr = s.eng.cache.hdr
-	} else {
-		b, err := readNoFollow(s.statCachePath(), maxStatCache)
-		if errors.Is(err, fs.ErrNotExist) {
-			return "the in-process engine's stat cache is missing"
-		}
-		c, derr := decodeStatCache(b)
-		if err != nil || derr != nil {
-			return "the in-process engine's stat cache cannot be read whole"
-		}
-		hdr = c.hdr
-	}
-	switch {
-	case hdr.Commit != last.SHA:
-		return "the in-process engine's stat cache describes another checkpoint than " + last.ID
-	}
-	return ""
 }
 
 // recordSeal records the checkpoint eng sealed for j in the ledger, then

@@ -27,10 +27,10 @@ func (s *Store) Stage(ctx context.Context, patterns []string, changed []string) 
 		return err
 	}
 	return s.withLock(ctx, func() error {
-		if changed != nil && s.indexDoubt() != "" {
-			changed = nil // the index may stand for an older checkpoint (Store.indexDoubt)
+		if changed != nil && s.inproc.indexDoubt() != "" {
+			changed = nil // the index may stand for an older checkpoint (inprocState.indexDoubt)
 		}
-		if _, ok := s.inprocReady(ctx, sel); ok && changed != nil {
+		if _, ok := s.inproc.ready(ctx, sel); ok && changed != nil {
 			return nil // the in-process engine seals the changes from its base at the marker
 		}
 		_, err := s.stage(ctx, s.git, sel, changed)
@@ -49,7 +49,7 @@ type staged struct {
 func (s *Store) stage(ctx context.Context, g *Git, sel *Selector, changed []string) (staged, error) {
 	meta := indexMeta{Selection: sel.Key(), MaxSize: s.opts.MaxFileSize}
 	// The in-process engine's entries go into the index before git reads it.
-	if err := s.syncIndex(ctx); err != nil {
+	if err := s.inproc.syncIndex(ctx); err != nil {
 		return staged{}, err
 	}
 	var prev indexMeta

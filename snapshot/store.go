@@ -100,10 +100,10 @@ type Store struct {
 	// issued is the highest id this process handed out, so an id whose
 	// record never reached the ledger is not handed out again.
 	issued int
-	// gitEng seals with git's commands; eng is the in-process engine's
-	// state, made at its first seal (engine.go).
+	// gitEng seals with git's commands; inproc holds the in-process
+	// engine's state, the engine made at its first seal (inprocstate.go).
 	gitEng *gitEngine
-	eng    *inproc
+	inproc *inprocState
 	// lastEngine is the engine that sealed the last checkpoint (tests).
 	lastEngine string
 	// notes are what the store repaired by itself, for the workspace's
@@ -148,7 +148,8 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{dir: abs, opts: opts, layout: opts.Layout}
-	s.gitEng = &gitEngine{s: s}
+	s.inproc = &inprocState{s: s}
+	s.gitEng = &gitEngine{s: s, index: s.inproc}
 	if s.layout == "" || s.layout == LayoutAuto {
 		s.layout = LayoutPlain
 		if fi, err := os.Stat(filepath.Join(abs, ".hankweave")); err == nil && fi.IsDir() {
