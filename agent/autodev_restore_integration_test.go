@@ -125,3 +125,46 @@ func TestAutodevRestoreTakesTheSharedPath(t *testing.T) {
 		t.Fatalf("a.txt after the undo: %q", b)
 	}
 }
+
+// TestAutodevRestoreOffline: without a daemon, cairn restore and undo with
+// --layout autodev take the same path (checkpoints.RunAutodev) and print the
+// seed's lines; an unknown id and a dry run are refused as before.
+func TestAutodevRestoreOffline(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, state := filepath.Join(base, "repo"), filepath.Join(base, "state")
+	write(t, filepath.Join(dir, "a.txt"), "one\n")
+	autodevGit(t, dir, "init", "-q")
+	autodevGit(t, dir, "add", "-A")
+	autodevGit(t, dir, "commit", "-q", "-m", "user: first")
+	first := autodevGit(t, dir, "rev-parse", "HEAD")
+	flags := []string{"--layout", "autodev", "--state-dir", state, "--socket", filepath.Join(base, "none.sock")}
+	cairn := func(args ...string) (string, string, int) { return cairnRun(t, append(args, flags...)...) }
+
+	if out, errOut, code := cairn("checkpoint", dir, "--label", "first"); code != 0 {
+		t.Fatalf("checkpoint (%d): %s%s", code, out, errOut)
+	}
+	if _, errOut, code := cairn("restore", dir, "c9"); code != 1 || errOut != "Restore failed: unknown checkpoint: c9\n" {
+		t.Fatalf("unknown id (%d): %q", code, errOut)
+	}
+	if _, errOut, code := cairn("restore", dir, "c1", "--dry-run"); code == 0 || !strings.Contains(errOut, "no --dry-run") {
+		t.Fatalf("dry run (%d): %q", code, errOut)
+	}
+	write(t, filepath.Join(dir, "a.txt"), "work in progress\n")
+	out, errOut, code := cairn("restore", dir, "c1")
+	if code != 0 || !strings.HasPrefix(out, fmt.Sprintf("Restored to %q (%s); saved on autodev/pre-restore-", "first", first[:7])) || !strings.HasSuffix(out, ".\n") {
+		t.Fatalf("restore (%d): %q %s", code, out, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "a.txt")); string(b) != "one\n" {
+		t.Fatalf("a.txt after the restore: %q", b)
+	}
+	out, errOut, code = cairn("undo", dir)
+	if code != 0 || !strings.HasPrefix(out, "Restored to ") || strings.Contains(out, "saved on") {
+		t.Fatalf("undo (%d): %q %s", code, out, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "a.txt")); string(b) != "work in progress\n" {
+		t.Fatalf("a.txt after the undo: %q", b)
+	}
+}
