@@ -36,11 +36,11 @@ var allowed = map[string][]string{
 	"agent/api":         {"restore/ckpt"},
 	"agent/client":      {"agent/api"},
 	"agent/hankweave":   {"platform", "restore/ckpt"},
-	"agent/autodev":     {"agent/hankweave", "platform", "restore/ckpt", "snapshot", "snapshot/gitobj"},
+	"agent/autodev":     {"agent/hankweave", "platform", "restore", "restore/ckpt", "snapshot", "snapshot/gitobj"},
 	"agent/replicate":   {"platform", "snapshot"},
 	"agent/ui":          {"agent/api", "restore/ckpt", "restore/timeline"},
 	"agent/workerproto": {"agent/api"}, // the supervisor/worker protocol: every message, its bound, its check
-	"agent/checkpoints": {"agent/api", "agent/hankweave", "restore", "restore/ckpt", "snapshot",
+	"agent/checkpoints": {"agent/api", "agent/autodev", "agent/hankweave", "restore", "restore/ckpt", "snapshot",
 		"snapshot/retain"}, // a workspace's checkpoints as the daemon and the offline CLI act on them
 	"agent/config": {"agent/replicate", "snapshot", "snapshot/retain"}, // the configuration file
 	"agent/workspace": {"agent/api", "agent/autodev", "agent/checkpoints", "agent/config", "agent/hankweave", "agent/replicate",

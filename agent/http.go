@@ -30,8 +30,8 @@ import (
 // of the daemon's typed errors to a status and an error code (errorStatus).
 // The daemon's logic answers domain results and errors; only the HTTP
 // layer knows HTTP: this file, http_workers.go (forwarding to a worker, a
-// worker's assignment), http_autodev.go (the autodev layout's list and
-// restore), http_metrics.go (GET /metrics, on the socket and on
+// worker's assignment), http_autodev.go (the autodev layout's list; its
+// restores take the same path as every layout's), http_metrics.go (GET /metrics, on the socket and on
 // metrics_listen) and server.go (the socket's server).
 
 // versioned stamps the API version on every answer.
@@ -190,16 +190,42 @@ func (d *Daemon) workspaceFor(w http.ResponseWriter, r *http.Request, dir string
 	if !ok {
 		return nil, nil, false
 	}
+	st, ok := storeOf(w, ws)
+	return ws, st, ok
+}
+
+// restorableFor is workspaceFor for a restore or an undo, which every layout
+// has: in the autodev layout the store is nil, and the restore runs on the
+// user's repository (workspace.Restore).
+func (d *Daemon) restorableFor(w http.ResponseWriter, r *http.Request, dir string) (*workspace.Workspace, *snapshot.Store, bool) {
+	ws, ok := d.servedFor(w, r, dir)
+	if !ok {
+		return nil, nil, false
+	}
+	if ws.Autodev() != nil {
+		return ws, nil, true
+	}
+	if ws.Settings().Layout == config.LayoutAutodev {
+		writeError(w, http.StatusServiceUnavailable, "NOT_READY", "the workspace is not open yet; see cairn status")
+		return nil, nil, false
+	}
+	st, ok := storeOf(w, ws)
+	return ws, st, ok
+}
+
+// storeOf is the open store of ws, or the refusal answered: the autodev
+// layout has none, and a store not open yet is not ready.
+func storeOf(w http.ResponseWriter, ws *workspace.Workspace) (*snapshot.Store, bool) {
 	if ws.Settings().Layout == config.LayoutAutodev {
 		answerError(w, workspace.ErrAutodevLayout, workspace.CodeRestoreFailed)
-		return nil, nil, false
+		return nil, false
 	}
 	st := ws.Store()
 	if st == nil {
 		writeError(w, http.StatusServiceUnavailable, "NOT_READY", "the workspace's store is not open yet; see cairn status")
-		return nil, nil, false
+		return nil, false
 	}
-	return ws, st, true
+	return st, true
 }
 
 // servedFor is workspaceFor without the store: the checked, authorised
@@ -293,10 +319,7 @@ func (d *Daemon) handleRestore(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	if d.autodevRestore(w, r, req.Workspace, req.Target, req.DryRun) {
-		return
-	}
-	ws, st, ok := d.workspaceFor(w, r, req.Workspace)
+	ws, st, ok := d.restorableFor(w, r, req.Workspace)
 	if !ok {
 		return
 	}
@@ -318,10 +341,7 @@ func (d *Daemon) handleUndo(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	if d.autodevRestore(w, r, req.Workspace, "", req.DryRun) {
-		return
-	}
-	ws, st, ok := d.workspaceFor(w, r, req.Workspace)
+	ws, st, ok := d.restorableFor(w, r, req.Workspace)
 	if !ok {
 		return
 	}

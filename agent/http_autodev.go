@@ -44,20 +44,3 @@ func (d *Daemon) autodevList(w http.ResponseWriter, r *http.Request) bool {
 		writeJSON(w, http.StatusOK, out)
 	})
 }
-
-// autodevRestore answers POST /v1/restore and /v1/undo (target empty) for an
-// autodev workspace, on the workspace's goroutine.
-func (d *Daemon) autodevRestore(w http.ResponseWriter, r *http.Request, dir, target string, dry bool) bool {
-	return d.autodevServed(w, r, dir, func(ws *workspace.Workspace, repo *autodev.Repo) {
-		if dry {
-			writeError(w, http.StatusBadRequest, "BAD_REQUEST", "the autodev layout has no dry run: a restore is git reset --hard, after parking a dirty tree")
-			return
-		}
-		out, err := ws.RestoreAutodev(repo, target)
-		if err != nil {
-			answerError(w, err, workspace.CodeRestoreFailed)
-			return
-		}
-		writeJSON(w, http.StatusOK, out)
-	})
-}

@@ -30,6 +30,22 @@ type Store interface {
 	Restore(ctx context.Context, req ckpt.Request) (ckpt.Outcome, error)
 }
 
+// Gate is a Store that decides itself whether a restore may begin, and
+// words the refusals: the autodev layout (agent/autodev), whose checkpoints
+// are commits in the user's own repository and whose refusals are the
+// seed's "Restore failed: <reason>". Run and Undo ask it when the store is one.
+type Gate interface {
+	// Check refuses, before the ledger is read, what no restore of the
+	// store can do (a dry run, a partial restore), and reports the error
+	// reading the ledger met (Records is then empty).
+	Check(op Op) error
+	// Admit refuses a restore that cannot begin now (an agent run is live,
+	// the repository is busy); Run asks it before resolving the target.
+	Admit(ctx context.Context, op Op) error
+	// Unresolved is the answer to a target that did not resolve with err.
+	Unresolved(t Target, err error) error
+}
+
 // Runtime is the agent runtime whose workspace is restored (Hankweave): its
 // running codon, the checkpoints it recorded itself, its archive and its
 // state. A workspace without one (plain layout) passes nil.
@@ -126,8 +142,17 @@ func Run(ctx context.Context, st Store, rt Runtime, op Op) (Result, error) {
 	if rt != nil && !op.DryRun && rt.CodonRunning() {
 		return Result{}, ErrCodonRunning
 	}
+	g, gated := st.(Gate)
+	if gated {
+		if err := g.Admit(ctx, op); err != nil {
+			return Result{}, err
+		}
+	}
 	rec, err := ResolveTarget(ctx, st, rt, op.Target)
 	if err != nil {
+		if gated {
+			err = g.Unresolved(op.Target, err)
+		}
 		return Result{}, err
 	}
 	if op.Resolved != nil {
@@ -161,6 +186,11 @@ func Run(ctx context.Context, st Store, rt Runtime, op Op) (Result, error) {
 // Paths, DryRun, Progress, Resolved and Changed are used; its target is the
 // pre-restore checkpoint, and the runtime's state is never touched.
 func Undo(ctx context.Context, st Store, rt Runtime, op Op) (Result, error) {
+	if g, ok := st.(Gate); ok {
+		if err := g.Check(op); err != nil {
+			return Result{}, err
+		}
+	}
 	recs := st.Records()
 	for i := len(recs) - 1; i >= 0; i-- {
 		r := recs[i]

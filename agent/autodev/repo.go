@@ -32,6 +32,9 @@ const (
 	KindPreRestore = "pre-restore" // the work a restore replaced
 )
 
+// LayoutName is the layout's name in the configuration and in answers.
+const LayoutName = "autodev"
+
 // The seed's words, exact.
 const (
 	MsgNotRepo    = "Not a git repository; checkpoints/rollback disabled (git init to enable recovery snapshots)"

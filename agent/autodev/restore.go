@@ -167,18 +167,3 @@ func (r *Repo) Restore(ctx context.Context, target string) (Restored, error) {
 	}
 	return res, nil
 }
-
-// Undo restores the newest pre-restore checkpoint; ok is false when there is none.
-func (r *Repo) Undo(ctx context.Context) (res Restored, ok bool, err error) {
-	l, err := r.List(ctx)
-	if err != nil {
-		return Restored{}, false, err
-	}
-	for _, e := range l.Entries {
-		if e.Kind == KindPreRestore {
-			res, err = r.Restore(ctx, e.ID)
-			return res, true, err
-		}
-	}
-	return Restored{}, false, nil
-}

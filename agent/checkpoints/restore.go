@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/agent/autodev"
 	"github.com/cairn-dev/cairn/agent/hankweave"
 	"github.com/cairn-dev/cairn/restore"
 	"github.com/cairn-dev/cairn/restore/ckpt"
@@ -133,6 +134,23 @@ func Undo(ctx context.Context, st *snapshot.Store, dir string, op restore.Op) (a
 	return toAPIResult(res), err
 }
 
+// RunAutodev restores an autodev workspace's repository to op.Target (undo:
+// to its newest pre-restore checkpoint) as every layout is restored,
+// restore.Run or restore.Undo over the repository (autodev.Store), answered
+// as the API answers it, with the layout and the seed's line.
+func RunAutodev(ctx context.Context, repo *autodev.Repo, undo bool, op restore.Op) (api.RestoreResult, error) {
+	run := restore.Run
+	if undo {
+		run = restore.Undo
+	}
+	res, err := run(ctx, autodev.NewStore(ctx, repo), nil, op)
+	out := toAPIResult(res)
+	if res.Target.SHA != "" {
+		out.Layout, out.Message = autodev.LayoutName, autodev.Message(res.Target, res.Outcome.SavedOn)
+	}
+	return out, err
+}
+
 // toAPIResult is a restore's result as the API answers it; a restore that
 // never began (refused, or its target unresolved) is the zero result.
 func toAPIResult(res restore.Result) api.RestoreResult {
@@ -143,7 +161,7 @@ func toAPIResult(res restore.Result) api.RestoreResult {
 	conv := func(v []ckpt.PlanFile) []api.PlanFile { return append([]api.PlanFile{}, v...) }
 	oc := res.Outcome
 	out := api.RestoreResult{Target: res.Target, Write: conv(oc.Write), Delete: conv(oc.Delete),
-		Kept: oc.Kept, DryRun: oc.DryRun, Paths: res.Paths, StateNote: res.StateNote}
+		Kept: oc.Kept, DryRun: oc.DryRun, Paths: res.Paths, StateNote: res.StateNote, SavedOn: oc.SavedOn}
 	if oc.PreRestore != nil {
 		r := *oc.PreRestore
 		out.PreRestore = &r

@@ -12,7 +12,6 @@ import (
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/autodev"
 	"github.com/cairn-dev/cairn/agent/hankweave"
-	"github.com/cairn-dev/cairn/restore"
 	"github.com/cairn-dev/cairn/restore/ckpt"
 	"github.com/cairn-dev/cairn/snapshot"
 	"github.com/cairn-dev/cairn/watcher"
@@ -255,55 +254,5 @@ func (l *autodevLayout) failed(kind string, err error) {
 	l.w.setStatus(func(s *api.WorkspaceStatus) { s.Failures++ })
 }
 
-// autodevOf is the repository of an autodev workspace, or nil.
+// Autodev is the repository of an autodev workspace, or nil.
 func (w *Workspace) Autodev() *autodev.Repo { return w.adRepo.Load() }
-
-// restoreAutodev restores an autodev workspace to target (undoes its last
-// restore when target is empty) on the workspace's goroutine, and counts
-// and logs the result.
-func (ws *Workspace) RestoreAutodev(repo *autodev.Repo, target string) (api.RestoreResult, error) {
-	if !ws.rolling.CompareAndSwap(false, true) {
-		return api.RestoreResult{}, &busyError{cmdType: "restore"}
-	}
-	defer ws.rolling.Store(false)
-	began := time.Now()
-	var res autodev.Restored
-	var err error
-	undone := true
-	job := restoreJob{done: make(chan struct{}), fn: func(ctx context.Context, _ []string) {
-		if target == "" {
-			res, undone, err = repo.Undo(ctx)
-		} else {
-			res, err = repo.Restore(ctx, target)
-		}
-	}}
-	select {
-	case ws.restores <- job:
-	case <-ws.done:
-		return api.RestoreResult{}, ErrNotServing
-	}
-	<-job.done
-	if err == nil && !undone {
-		err = restore.ErrNothingToUndo
-	}
-	out := api.RestoreResult{Target: res.Target.Record(), Layout: config.LayoutAutodev, SavedOn: res.SavedOn,
-		Write: []api.PlanFile{}, Delete: []api.PlanFile{}}
-	if res.PreRestore.ID != "" {
-		pre := res.PreRestore.Record()
-		out.PreRestore = &pre
-	}
-	if res.Target.ID != "" {
-		out.Message = res.Message()
-	}
-	kind := "restore"
-	if target == "" {
-		kind = "undo"
-	}
-	ws.met.Restored(kind, time.Since(began), out, err)
-	if err != nil {
-		ws.log.Warn().Err(err).Str("command", kind).Msg("restore refused or failed")
-		return out, err
-	}
-	ws.log.Info().Str("command", kind).Str("target", res.Target.ID).Str("saved_on", res.SavedOn).Msg("restored")
-	return out, nil
-}

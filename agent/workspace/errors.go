@@ -104,6 +104,8 @@ func Classify(err error, fallback string) (Class, string) {
 		return Conflict, "REPOSITORY_BUSY"
 	case errors.As(err, new(*autodev.UntrustedError)):
 		return Conflict, "REPOSITORY_UNTRUSTED"
+	case errors.Is(err, autodev.ErrNoDryRun), errors.Is(err, autodev.ErrNoPaths):
+		return Invalid, "BAD_REQUEST"
 	case errors.Is(err, ErrAutodevLayout):
 		return Conflict, "AUTODEV_LAYOUT"
 	case errors.As(err, &busy):

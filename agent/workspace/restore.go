@@ -15,7 +15,8 @@ import (
 
 // A workspace's restore jobs and listings: restores and rollbacks run on the
 // workspace's goroutine, never beside its seals (the restore itself is
-// checkpoints.RunRestore; its HTTP handlers are in http.go).
+// checkpoints.RunRestore, or checkpoints.RunAutodev in the autodev layout;
+// its HTTP handlers are in the daemon's http.go).
 
 // restoreJob is a restore run on the workspace's goroutine.
 type restoreJob struct {
@@ -105,8 +106,10 @@ func (ws *Workspace) CheckpointList(st *snapshot.Store, runID string) api.Checkp
 }
 
 // Restore runs one restore (or rollback, or undo: cmdType "undo") of st on
-// the workspace's goroutine. It refuses while another runs (Blocked), and
-// answers ErrNotServing when the workspace stops serving first.
+// the workspace's goroutine; st is nil in the autodev layout, whose restores
+// run on the user's repository (checkpoints.RunAutodev), by the same path.
+// It refuses while another runs (Blocked), and answers ErrNotServing when
+// the workspace stops serving first.
 func (ws *Workspace) Restore(st *snapshot.Store, cmdType string, op restore.Op, autoRestart bool) (api.RestoreResult, error) {
 	began := time.Now()
 	res, err := ws.restoreRun(st, cmdType, op, autoRestart)
@@ -117,7 +120,7 @@ func (ws *Workspace) Restore(st *snapshot.Store, cmdType string, op restore.Op, 
 	// The pre-restore checkpoint counts too. Not after a refusal because a
 	// restore is under way: that one holds the store, and reading the
 	// ledger here would wait for it.
-	if _, busy := err.(*busyError); !busy {
+	if _, busy := err.(*busyError); !busy && st != nil {
 		k := kept(st)
 		ws.setStatus(func(s *api.WorkspaceStatus) { s.Kept = k })
 	}
@@ -127,13 +130,19 @@ func (ws *Workspace) Restore(st *snapshot.Store, cmdType string, op restore.Op, 
 // restoreRun is Restore without the counting.
 func (ws *Workspace) restoreRun(st *snapshot.Store, cmdType string, op restore.Op, autoRestart bool) (api.RestoreResult, error) {
 	undo := cmdType == "undo"
+	repo := ws.Autodev()
+	if st == nil && repo == nil {
+		return api.RestoreResult{}, ErrNotServing
+	}
 	if !op.DryRun {
 		if !ws.rolling.CompareAndSwap(false, true) {
 			return api.RestoreResult{}, &busyError{cmdType: cmdType}
 		}
 		defer ws.rolling.Store(false)
-		ws.cache().Store(&listSnap{recs: st.Records(), pos: st.Position()})
-		defer ws.cache().Store(nil)
+		if st != nil {
+			ws.cache().Store(&listSnap{recs: st.Records(), pos: st.Position()})
+			defer ws.cache().Store(nil)
+		}
 	}
 	emit := func(typ string, data any) {
 		if ws.emit != nil && !op.DryRun {
@@ -141,7 +150,7 @@ func (ws *Workspace) restoreRun(st *snapshot.Store, cmdType string, op restore.O
 		}
 	}
 	fromRun, fromCodon := "", ""
-	if st.Layout() == snapshot.LayoutHankweave {
+	if st != nil && st.Layout() == snapshot.LayoutHankweave {
 		if s, err := hankweave.ReadState(ws.dir); err == nil {
 			if run := s.CurrentRun(); run != nil {
 				fromRun = run.RunID
@@ -154,8 +163,12 @@ func (ws *Workspace) restoreRun(st *snapshot.Store, cmdType string, op restore.O
 	var target ckpt.Record
 	op.Resolved = func(c ckpt.Record) {
 		target = c
+		codons := 0 // an autodev task is no codon of the runtime's lifecycle
+		if st != nil {
+			codons = restore.CodonsAfter(st.Records(), c)
+		}
 		emit(api.EvRollbackStarted, api.RollbackStarted{FromRun: fromRun, FromCodon: fromCodon, ToCodon: c.CodonID,
-			ToCheckpoint: c.SHA, CheckpointType: string(c.Kind), CodonsToProcess: restore.CodonsAfter(st.Records(), c)})
+			ToCheckpoint: c.SHA, CheckpointType: string(c.Kind), CodonsToProcess: codons})
 	}
 	op.Progress = func(step, total int, msg string) {
 		emit(api.EvRollbackProgress, api.RollbackProgress{CurrentStep: step, TotalSteps: total, Message: msg})
@@ -164,7 +177,9 @@ func (ws *Workspace) restoreRun(st *snapshot.Store, cmdType string, op restore.O
 	var err error
 	job := restoreJob{done: make(chan struct{}), fn: func(ctx context.Context, changed []string) {
 		op.Changed = changed
-		if undo {
+		if st == nil {
+			res, err = checkpoints.RunAutodev(ctx, repo, undo, op)
+		} else if undo {
 			res, err = checkpoints.Undo(ctx, st, ws.dir, op)
 		} else {
 			res, err = checkpoints.RunRestore(ctx, st, ws.dir, op)
@@ -197,8 +212,11 @@ func (ws *Workspace) restoreRun(st *snapshot.Store, cmdType string, op restore.O
 		}
 		emit(api.EvRollbackCompleted, api.RollbackCompleted{FromRun: fromRun, ToRun: toRun, Checkpoint: target.SHA,
 			CodonID: target.CodonID, CodonName: target.CodonName, CheckpointType: string(target.Kind), AutoRestart: autoRestart})
-		ws.log.Info().Str("command", cmdType).Str("target", checkpoints.Describe(target)).
-			Int("written", len(res.Write)).Int("deleted", len(res.Delete)).Msg("restored")
+		l := ws.log.Info().Str("command", cmdType).Str("target", checkpoints.Describe(target))
+		if res.SavedOn != "" {
+			l = l.Str("saved_on", res.SavedOn)
+		}
+		l.Int("written", len(res.Write)).Int("deleted", len(res.Delete)).Msg("restored")
 	}
 	return res, nil
 }

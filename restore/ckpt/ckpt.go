@@ -221,4 +221,7 @@ type Outcome struct {
 	// LeftOut are the paths the restore left alone because they are in a
 	// folder others can write (a workspace served as root; README, "Security").
 	LeftOut []PathIssue `json:"leftOut,omitempty"`
+	// SavedOn is the branch the work before the restore was kept on, when
+	// the store keeps it on one (the autodev layout parks a dirty tree).
+	SavedOn string `json:"savedOn,omitempty"`
 }

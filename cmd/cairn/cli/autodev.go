@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/autodev"
+	"github.com/cairn-dev/cairn/agent/checkpoints"
 	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/restore"
 	"github.com/cairn-dev/cairn/restore/ckpt"
@@ -83,42 +84,38 @@ func (b autodevBackend) checkpoint(ctx context.Context, req snapshot.SealRequest
 	return e.Record(), err
 }
 
-func (b autodevBackend) restored(res autodev.Restored, err error) (api.RestoreResult, error) {
-	if err != nil {
-		return api.RestoreResult{}, err
+// noPartial refuses, before the repository is opened, what the layout's
+// restores cannot do.
+func noPartial(o restoreOpts) error {
+	if o.dry || len(o.paths) > 0 {
+		return usageErr("the autodev layout restores the whole tree (git reset --hard): no --dry-run, no --path")
 	}
-	out := api.RestoreResult{Target: res.Target.Record(), Layout: layoutAutodev, Message: res.Message(), SavedOn: res.SavedOn}
-	if res.PreRestore.ID != "" {
-		pre := res.PreRestore.Record()
-		out.PreRestore = &pre
-	}
-	return out, nil
+	return nil
 }
 
-func (b autodevBackend) restore(ctx context.Context, raw string, _ restore.Target, o restoreOpts) (api.RestoreResult, error) {
-	if o.dry || len(o.paths) > 0 {
-		return api.RestoreResult{}, usageErr("the autodev layout restores the whole tree (git reset --hard): no --dry-run, no --path")
-	}
-	r, err := b.repo(ctx)
-	if err != nil {
-		return api.RestoreResult{}, err
-	}
-	return b.restored(r.Restore(ctx, raw))
+// restore and undo take the path every layout's restores take
+// (checkpoints.RunAutodev: restore.Run over the repository).
+func (b autodevBackend) restore(ctx context.Context, _ string, t restore.Target, o restoreOpts) (api.RestoreResult, error) {
+	return b.restoring(ctx, false, t, o)
 }
 
 func (b autodevBackend) undo(ctx context.Context, o restoreOpts) (api.RestoreResult, error) {
-	if o.dry || len(o.paths) > 0 {
-		return api.RestoreResult{}, usageErr("the autodev layout restores the whole tree (git reset --hard): no --dry-run, no --path")
+	return b.restoring(ctx, true, restore.Target{}, o)
+}
+
+func (b autodevBackend) restoring(ctx context.Context, undo bool, t restore.Target, o restoreOpts) (api.RestoreResult, error) {
+	if err := noPartial(o); err != nil {
+		return api.RestoreResult{}, err
 	}
 	r, err := b.repo(ctx)
 	if err != nil {
 		return api.RestoreResult{}, err
 	}
-	res, ok, err := r.Undo(ctx)
-	if err == nil && !ok {
-		err = restore.ErrNothingToUndo
+	res, err := checkpoints.RunAutodev(ctx, r, undo, restore.Op{Target: t, Progress: o.progress})
+	if err != nil {
+		return api.RestoreResult{}, err
 	}
-	return b.restored(res, err)
+	return res, nil
 }
 
 func (b autodevBackend) show(context.Context, string) (api.Diff, error) {
