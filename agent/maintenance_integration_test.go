@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -138,4 +139,31 @@ func TestMaintenanceUnderLoad(t *testing.T) {
 	}
 	waitFor(t, 60*time.Second, "autosaves go on after maintenance", func() bool { return autosaves() > before })
 	git(t, w.Store, "fsck", "--no-dangling")
+}
+
+// TestStoreSizeAfterSeal: status shows the store's real size after each
+// seal, not the figure measured when the store opened (or by the last
+// maintenance): 4 MiB that do not compress, autosaved, are in the size
+// without any maintenance run.
+func TestStoreSizeAfterSeal(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	write(t, filepath.Join(ws, "a.txt"), "a\n")
+	cfg := filepath.Join(t.TempDir(), "cairn.toml")
+	write(t, cfg, "maintenance_interval = \"24h\"\n[defaults]\nautosave_quiet = \"100ms\"\nautosave_max_wait = \"1s\"\n")
+	d := startDaemon(t, state, "--config", cfg, "--watch", ws)
+	waitRecord(t, ws, state, "baseline", func(r ckpt.Record) bool { return r.Kind == ckpt.KindBaseline })
+	w, _ := d.workspace(ws)
+	before := w.StoreBytes
+	noise := make([]byte, 4<<20)
+	if _, err := rand.Read(noise); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "noise.bin"), noise, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitRecord(t, ws, state, "autosave", func(r ckpt.Record) bool { return r.Kind == ckpt.KindAutosave })
+	waitFor(t, 20*time.Second, "status to count the 4 MiB sealed", func() bool {
+		w, ok := d.workspace(ws)
+		return ok && w.StoreBytes >= before+4<<20 && w.LastMaintenance == nil
+	})
 }

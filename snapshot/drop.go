@@ -306,9 +306,7 @@ func (s *Store) readPins() ([]string, error) {
 
 // Pins lists the pinned SHAs, sorted.
 func (s *Store) Pins() ([]string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.readPins()
+	return s.readPins() // the file is replaced atomically: no lock to read it
 }
 
 // Pin keeps the commit sha from every retention policy. It must be a full

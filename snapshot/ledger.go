@@ -36,9 +36,19 @@ const (
 
 // Records returns the ledger, oldest first.
 func (s *Store) Records() []ckpt.Record {
+	if v := s.ledgerView.Load(); v != nil {
+		return append([]ckpt.Record(nil), (*v)...)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]ckpt.Record(nil), s.records...)
+}
+
+// publishLedger makes the records as they are now what Records answers
+// without the lock. Callers hold mu.
+func (s *Store) publishLedger() {
+	v := append([]ckpt.Record(nil), s.records...)
+	s.ledgerView.Store(&v)
 }
 
 // Reload re-reads the ledger (another process may have sealed) and

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/platform"
+	"github.com/cairn-dev/cairn/restore/ckpt"
 	"github.com/cairn-dev/cairn/snapshot/gitobj"
 )
 
@@ -56,15 +57,19 @@ func ownRef(ref string) bool { return strings.HasPrefix(ref, "refs/cairn/") }
 
 // position is the checkpoint the work tree was last sealed from or restored
 // to: the parent of a checkpoint outside runs, and `← HEAD` in the listing.
-func (s *Store) position() string {
-	if b, err := readNoFollow(filepath.Join(s.gitDir, cairnSubdir, "position"), maxSmallFile); err == nil {
+func (s *Store) position() string { return positionOf(s.gitDir, s.records) }
+
+// positionOf is the position file of the store at gitDir, or else the
+// newest of recs that has a commit.
+func positionOf(gitDir string, recs []ckpt.Record) string {
+	if b, err := readNoFollow(filepath.Join(gitDir, cairnSubdir, "position"), maxSmallFile); err == nil {
 		if sha := strings.TrimSpace(string(b)); gitobj.IsHex(sha) {
 			return sha
 		}
 	}
-	for i := len(s.records) - 1; i >= 0; i-- {
-		if s.records[i].SHA != "" {
-			return s.records[i].SHA
+	for i := len(recs) - 1; i >= 0; i-- {
+		if recs[i].SHA != "" {
+			return recs[i].SHA
 		}
 	}
 	return ""
@@ -72,6 +77,9 @@ func (s *Store) position() string {
 
 // Position is the checkpoint the work tree was last sealed from or restored to.
 func (s *Store) Position() string {
+	if v := s.ledgerView.Load(); v != nil {
+		return positionOf(s.gitDir, *v) // the file is replaced atomically: no lock to read it
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.position()

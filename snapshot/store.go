@@ -88,8 +88,12 @@ type Store struct {
 	lockWaiters atomic.Int32
 	// repacking is set (under the lock) while a maintenance repack runs
 	// beside seals: the in-process engine does not merge its packs then.
-	repacking  atomic.Bool
-	records    []ckpt.Record // the ledger, plus unwritten
+	repacking atomic.Bool
+	records   []ckpt.Record // the ledger, plus unwritten
+	// ledgerView is records as the last locked operation left them, for
+	// readers that must not wait for the lock (Records: a listing while a
+	// maintenance step holds it for minutes).
+	ledgerView atomic.Pointer[[]ckpt.Record]
 	ledgerSize int64
 	// unwritten are records whose append failed (a full disk): kept in
 	// records and written, in id order, before the next append.
@@ -310,6 +314,7 @@ func (s *Store) withLock(ctx context.Context, fn func() error) error {
 	s.mu.Lock()
 	s.lockWaiters.Add(-1)
 	defer s.mu.Unlock()
+	defer s.publishLedger() // before the unlock: readers never see an older view after a newer one
 	if err := s.checkLinks(); err != nil {
 		return err
 	}

@@ -122,13 +122,7 @@ func (w *Workspace) maybeMaintain(ctx context.Context) {
 	w.mu.Lock()
 	lastSeal := w.status.LastTime
 	w.mu.Unlock()
-	now := time.Now()
-	since := now.Sub(w.maint.lastRun)
-	idle := len(w.dirty) == 0 && now.Sub(lastSeal) >= w.maintenanceIdle()
-	// A busy workspace (never idle that long) is maintained all the same
-	// once it is overdue: its seals run between the steps.
-	overdue := since >= 2*w.maintenanceInterval()
-	if since < w.maintenanceInterval() || !idle && !overdue {
+	if !maintenanceDue(time.Now(), w.maint.lastRun, lastSeal, w.sealEnded, len(w.dirty) > 0, w.maintenanceIdle(), w.maintenanceInterval()) {
 		return
 	}
 	if why := w.maintenanceBusy(); why != "" {
@@ -238,6 +232,53 @@ func (w *Workspace) stopMaintenance() {
 	}
 	cancel()
 	<-done
+}
+
+// maintenanceDue says whether maintenance is due at now: not run since
+// lastRun within interval, and idle for idle with nothing pending, or
+// overdue (twice the interval) however busy. Idle counts from the end of
+// the last seal (sealEnded), not from its record's time (sealBegan: when it
+// began), so a long seal is not idle time.
+func maintenanceDue(now, lastRun, sealBegan, sealEnded time.Time, pending bool, idle, interval time.Duration) bool {
+	last := sealBegan
+	if sealEnded.After(last) {
+		last = sealEnded
+	}
+	since := now.Sub(lastRun)
+	if since < interval {
+		return false
+	}
+	// A busy workspace (never idle that long) is maintained all the same
+	// once it is overdue: its seals run between the steps.
+	return !pending && now.Sub(last) >= idle || since >= 2*interval
+}
+
+// measureSoon measures the store's size for status off the workspace's
+// goroutine, after a seal wrote objects: one measurement at a time, and one
+// more after it if seals came meanwhile, so status is not stale until
+// maintenance and a burst of seals costs at most two. serve waits for it.
+func (w *Workspace) measureSoon(ctx context.Context, st *snapshot.Store) {
+	w.measureAgain.Store(true)
+	if !w.measuring.CompareAndSwap(false, true) {
+		return // the running measurement measures again
+	}
+	w.bg.Add(1)
+	go func() {
+		defer w.bg.Done()
+		for {
+			for w.measureAgain.Swap(false) && ctx.Err() == nil {
+				if stats, err := st.Stats(ctx); err == nil {
+					w.setStatus(func(s *api.WorkspaceStatus) { s.StoreBytes, s.LooseObjects = stats.Bytes, stats.LooseObjects })
+				}
+			}
+			w.measuring.Store(false)
+			// A seal that asked between the last Swap and the Store above
+			// found measuring set: measure for it unless another took over.
+			if !w.measureAgain.Load() || !w.measuring.CompareAndSwap(false, true) {
+				return
+			}
+		}
+	}()
 }
 
 // noteStore measures the store for status (at open): size, loose objects,

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"testing"
+	"time"
 
 	"github.com/cairn-dev/cairn/agent/api"
 )
@@ -28,5 +29,32 @@ func TestGCFullDoesNotJoinLighterRun(t *testing.T) {
 	m.full = true
 	if _, joined := m.join(true, reply); !joined {
 		t.Fatal("a full request did not join a full run")
+	}
+}
+
+// TestMaintenanceIdleCountsFromSealEnd: idle time counts from when the last
+// seal ended, not from its record's time (when it began): a 61 s baseline
+// is not a minute of idleness. The rest of the rule is unchanged.
+func TestMaintenanceIdleCountsFromSealEnd(t *testing.T) {
+	now := time.Now()
+	idle, interval := time.Minute, time.Hour
+	lastRun := now.Add(-90 * time.Minute) // due by the interval, not overdue
+	for _, tc := range []struct {
+		name       string
+		began, end time.Time
+		pending    bool
+		lastRun    time.Time
+		want       bool
+	}{
+		{"a long seal just ended", now.Add(-2 * time.Minute), now.Add(-time.Second), false, lastRun, false},
+		{"idle since the seal ended", now.Add(-3 * time.Minute), now.Add(-2 * time.Minute), false, lastRun, true},
+		{"no seal since start", now.Add(-2 * time.Minute), time.Time{}, false, lastRun, true},
+		{"changes pending", now.Add(-3 * time.Minute), now.Add(-2 * time.Minute), true, lastRun, false},
+		{"run within the interval", now.Add(-3 * time.Minute), now.Add(-2 * time.Minute), false, now.Add(-time.Minute), false},
+		{"overdue however busy", now.Add(-2 * time.Second), now.Add(-time.Second), true, now.Add(-3 * time.Hour), true},
+	} {
+		if got := maintenanceDue(now, tc.lastRun, tc.began, tc.end, tc.pending, idle, interval); got != tc.want {
+			t.Errorf("%s: due = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -82,6 +82,7 @@ type Workspace struct {
 	degraded       bool              // the watch limit was hit: part of the tree is unwatched
 	reconcile      alarm             // degraded, autosave on: the next periodic full reconcile
 	lastReconcile  time.Time         // the last full reconcile that sealed (or found nothing to seal)
+	sealEnded      time.Time         // when the last seal that recorded a checkpoint ended: idle counts from it
 	rewatch        alarm             // degraded: the next attempt at a complete watch
 	rewatchBackoff time.Duration     //
 	retry          alarm             // the last seal failed: the next attempt
@@ -107,7 +108,11 @@ type Workspace struct {
 	// rolling is set while a restore or rollback is under way: other
 	// state-changing requests are refused with ROLLBACK_IN_PROGRESS.
 	rolling atomic.Bool
-	snap    atomic.Pointer[listSnap] // the ledger as a rollback found it: listings answer from it meanwhile
+	// measuring is set while measureSoon measures the store; measureAgain
+	// asks it for one more measurement when it ends.
+	measuring, measureAgain atomic.Bool
+	bg                      sync.WaitGroup           // measureSoon's goroutine: serve waits for it
+	snap                    atomic.Pointer[listSnap] // the ledger as a rollback found it: listings answer from it meanwhile
 	// emit publishes an event (nil: nobody listens).
 	emit func(api.Event)
 	met  Metrics // counts seals, restores, maintenance and overflows
@@ -458,6 +463,7 @@ func (w *Workspace) serve(ctx context.Context) error {
 	maintTick := time.NewTicker(w.maintenanceTick())
 	defer maintTick.Stop()
 	defer w.stopMaintenance() // after ctx ends: cancelled, and waited for
+	defer w.bg.Wait()
 
 	w.watchChanged(wt)
 	w.initialSeal(ctx)
@@ -984,6 +990,8 @@ func (w *Workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 		w.emit(api.Event{Type: api.EvCheckpointSealed, Workspace: w.dir, Time: time.Now(), Data: rec})
 	}
 	w.replicateSoon(rec.Kind)
+	w.sealEnded = time.Now()
+	w.measureSoon(ctx, w.store)
 	k := kept(w.store)
 	w.setStatus(func(s *api.WorkspaceStatus) {
 		s.Seals++
