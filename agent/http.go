@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -435,9 +436,7 @@ func (d *Daemon) handleDiff(w http.ResponseWriter, r *http.Request) {
 		}
 		out.B = rb.SHA
 	}
-	res, err := st.DiffWith(r.Context(), out.A, out.B, diffOptions(q))
-	out.Stat, out.Patch, out.Files = res.Stat, res.Patch, res.Files
-	if err != nil {
+	if err := checkpoints.DiffPage(r.Context(), st, &out, diffOptions(q), pagingOf(q)); err != nil {
 		writeError(w, http.StatusInternalServerError, "DIFF_FAILED", err.Error())
 		return
 	}
@@ -455,7 +454,7 @@ func (d *Daemon) handleShow(w http.ResponseWriter, r *http.Request) {
 		answerError(w, err, workspace.CodeRestoreFailed)
 		return
 	}
-	out, err := checkpoints.ShowWith(r.Context(), st, rec, diffOptions(q))
+	out, err := checkpoints.ShowWith(r.Context(), st, rec, diffOptions(q), pagingOf(q))
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "DIFF_FAILED", err.Error())
 		return
@@ -676,4 +675,17 @@ func (d *Daemon) mayWatch(uid uint32, dir string) bool {
 // path=P (repeatable).
 func diffOptions(q url.Values) snapshot.DiffOptions {
 	return snapshot.DiffOptions{Patch: q.Get("patch") != "", Files: q.Get("files") != "", Paths: q["path"]}
+}
+
+// pagingOf reads a diff's paging from its query: offset=K, limit=N,
+// folders=1, folder=P. Numbers that do not parse are ignored (no paging).
+func pagingOf(q url.Values) checkpoints.Paging {
+	atoi := func(k string) int {
+		n, err := strconv.Atoi(q.Get(k))
+		if err != nil || n < 0 {
+			return 0
+		}
+		return n
+	}
+	return checkpoints.Paging{Offset: atoi("offset"), Limit: atoi("limit"), Folders: q.Get("folders") != "", Folder: q.Get("folder")}
 }

@@ -27,6 +27,9 @@ type DiffOptions struct {
 	Patch bool     // the patch too (binary files are named, never dumped)
 	Files bool     // each file changed, with its status
 	Paths []string // only these files (literal, slash-separated paths)
+	// ShortStat makes Stat git's one-line summary, not a line a file (a
+	// checkpoint of 100,000 files has a diffstat of 100,000 lines).
+	ShortStat bool
 }
 
 // DiffResult is what DiffWith found.
@@ -37,30 +40,48 @@ type DiffResult struct {
 }
 
 // DiffWith is Diff with options: the files changed, and only some paths.
+// Two checkpoints are compared without the store's lock (their objects are
+// reachable: nothing a locked step does removes them), so a diff or a show
+// never waits for maintenance; the work tree side takes the lock for the
+// copy of cairn's index it stages.
 func (s *Store) DiffWith(ctx context.Context, a, b string, o DiffOptions) (DiffResult, error) {
 	var res DiffResult
-	err := s.withLock(ctx, func() error {
-		ta, tb := emptyTreeOf(s), ""
-		if a != "" {
-			t, ok := s.resolve(ctx, a+"^{tree}")
-			if !ok {
-				return fmt.Errorf("unknown checkpoint: %s", a)
-			}
-			ta = t
+	treeOf := func(c string) (string, error) {
+		if c == "" {
+			return emptyTreeOf(s), nil
 		}
-		if b != "" {
-			t, ok := s.resolve(ctx, b+"^{tree}")
-			if !ok {
-				return fmt.Errorf("unknown checkpoint: %s", b)
-			}
-			tb = t
-		} else {
-			t, err := s.dryTree(ctx, ta)
-			if err != nil {
-				return err
-			}
-			tb = t
+		t, ok := s.resolve(ctx, c+"^{tree}")
+		if !ok {
+			return "", fmt.Errorf("unknown checkpoint: %s", c)
 		}
+		return t, nil
+	}
+	ta, err := treeOf(a)
+	if err != nil {
+		return res, err
+	}
+	if b != "" {
+		tb, err := treeOf(b)
+		if err != nil {
+			return res, err
+		}
+		return s.diffTrees(ctx, ta, tb, o)
+	}
+	err = s.withLock(ctx, func() error {
+		tb, err := s.dryTree(ctx, ta)
+		if err != nil {
+			return err
+		}
+		res, err = s.diffTrees(ctx, ta, tb, o)
+		return err
+	})
+	return res, err
+}
+
+// diffTrees compares two trees as DiffWith says.
+func (s *Store) diffTrees(ctx context.Context, ta, tb string, o DiffOptions) (DiffResult, error) {
+	var res DiffResult
+	err := func() error {
 		var spec []string
 		if len(o.Paths) > 0 {
 			spec = append(spec, "--")
@@ -71,7 +92,11 @@ func (s *Store) DiffWith(ctx context.Context, a, b string, o DiffOptions) (DiffR
 		run := func(args ...string) ([]byte, error) {
 			return s.git.Run(ctx, nil, append(append(args, ta, tb), spec...)...)
 		}
-		out, err := run("diff-tree", "-r", "--stat=200", "--no-renames", "--no-color")
+		stat := "--stat=200"
+		if o.ShortStat {
+			stat = "--shortstat"
+		}
+		out, err := run("diff-tree", "-r", stat, "--no-renames", "--no-color")
 		if err != nil {
 			return err
 		}
@@ -97,7 +122,7 @@ func (s *Store) DiffWith(ctx context.Context, a, b string, o DiffOptions) (DiffR
 			res.Patch = w.String()
 		}
 		return nil
-	})
+	}()
 	return res, err
 }
 

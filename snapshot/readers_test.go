@@ -10,8 +10,8 @@ import (
 	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
-// TestReadersDoNotWaitForTheLock: what a listing reads (the ledger, the
-// position, the pins) answers while a long locked operation (a maintenance
+// TestReadersDoNotWaitForTheLock: what a listing or a show reads (the
+// ledger, the position, the pins, a diff of two checkpoints) answers while a long locked operation (a maintenance
 // step: prune, expire) holds the store's lock, and what it answers is the
 // store as the last locked operation left it.
 func TestReadersDoNotWaitForTheLock(t *testing.T) {
@@ -42,14 +42,17 @@ func TestReadersDoNotWaitForTheLock(t *testing.T) {
 	}()
 
 	type answer struct {
-		recs []ckpt.Record
-		pos  string
-		pins []string
+		recs  []ckpt.Record
+		pos   string
+		pins  []string
+		files []ckpt.FileChange
+		err   error
 	}
 	got := make(chan answer, 1)
 	go func() {
 		pins, _ := st.Pins()
-		got <- answer{st.Records(), st.Position(), pins}
+		d, err := st.DiffWith(context.Background(), "", first.SHA, DiffOptions{Files: true})
+		got <- answer{st.Records(), st.Position(), pins, d.Files, err}
 	}()
 	select {
 	case a := <-got:
@@ -62,7 +65,10 @@ func TestReadersDoNotWaitForTheLock(t *testing.T) {
 		if len(a.pins) != 1 || a.pins[0] != first.SHA {
 			t.Errorf("Pins() = %v, want [%s]", a.pins, first.SHA)
 		}
+		if a.err != nil || len(a.files) != 1 || a.files[0].Path != "a.txt" {
+			t.Errorf("DiffWith(empty, first) = %+v, %v; want a.txt added", a.files, a.err)
+		}
 	case <-time.After(30 * time.Second):
-		t.Fatal("Records, Position or Pins waited for the store's lock")
+		t.Fatal("Records, Position, Pins or DiffWith waited for the store's lock")
 	}
 }

@@ -156,9 +156,20 @@ type Diff struct {
 	Stat   string  `json:"stat"`
 	Patch  string  `json:"patch,omitempty"`
 	// Files lists each file changed (query files=1); path=P (repeatable)
-	// narrows the whole answer to those files.
-	Files []FileChange `json:"files,omitempty"`
+	// narrows the whole answer to those files. With limit=N (and offset=K)
+	// Files is one page of them, Total counts them all and Stat is git's
+	// one-line summary instead of a line a file.
+	Files  []FileChange `json:"files,omitempty"`
+	Total  int          `json:"total,omitempty"`
+	Offset int          `json:"offset,omitempty"`
+	// Folders (query folders=1) counts the files changed in each child of
+	// folder P (query folder=P, which also narrows Files to those under P;
+	// the top when none), most first.
+	Folders []FolderCount `json:"folders,omitempty"`
 }
+
+// FolderCount is one folder's share of a diff (restore/ckpt's).
+type FolderCount = ckpt.FolderCount
 
 // FileChange is one file a diff lists (restore/ckpt's).
 type FileChange = ckpt.FileChange

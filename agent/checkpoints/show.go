@@ -20,14 +20,48 @@ func ResolveArg(ctx context.Context, st *snapshot.Store, arg string) (ckpt.Recor
 
 // Show is a record and the files it changed from its parent, with a diffstat.
 func Show(ctx context.Context, st *snapshot.Store, rec ckpt.Record) (api.Diff, error) {
-	return ShowWith(ctx, st, rec, snapshot.DiffOptions{})
+	return ShowWith(ctx, st, rec, snapshot.DiffOptions{}, Paging{})
 }
 
-// ShowWith is Show with the diff's options: the files, a patch, some paths.
-func ShowWith(ctx context.Context, st *snapshot.Store, rec ckpt.Record, o snapshot.DiffOptions) (api.Diff, error) {
+// ShowWith is Show with the diff's options (the files, a patch, some
+// paths) and a page of its files.
+func ShowWith(ctx context.Context, st *snapshot.Store, rec ckpt.Record, o snapshot.DiffOptions, p Paging) (api.Diff, error) {
 	ar := rec
 	out := api.Diff{A: rec.Parent, B: rec.SHA, Record: &ar}
-	res, err := st.DiffWith(ctx, rec.Parent, rec.SHA, o)
-	out.Stat, out.Patch, out.Files = res.Stat, res.Patch, res.Files
+	err := DiffPage(ctx, st, &out, o, p)
 	return out, err
+}
+
+// Paging asks for one page of a diff's files and for counts by folder, so a
+// checkpoint of 100,000 files is answered in pieces.
+type Paging struct {
+	Offset, Limit int    // Limit 0: every file
+	Folders       bool   // count the files by folder
+	Folder        string // only the files under this folder, and its children counted ("": the top)
+}
+
+// On reports whether p asks for anything.
+func (p Paging) On() bool { return p.Limit > 0 || p.Offset > 0 || p.Folders }
+
+// DiffPage fills d (whose A and B are set: B empty is the work tree) with
+// the diff o asks for, its files paged and counted as p asks.
+func DiffPage(ctx context.Context, st *snapshot.Store, d *api.Diff, o snapshot.DiffOptions, p Paging) error {
+	if p.On() {
+		o.Files, o.ShortStat = true, true
+	}
+	res, err := st.DiffWith(ctx, d.A, d.B, o)
+	d.Stat, d.Patch, d.Files = res.Stat, res.Patch, res.Files
+	if err != nil || !p.On() {
+		return err
+	}
+	files := res.Files
+	if p.Folder != "" {
+		files = ckpt.Under(files, p.Folder)
+	}
+	if p.Folders {
+		d.Folders = ckpt.GroupFiles(files, p.Folder)
+	}
+	d.Total, d.Offset = len(files), min(max(p.Offset, 0), len(files))
+	d.Files = ckpt.Page(files, p.Offset, p.Limit)
+	return nil
 }

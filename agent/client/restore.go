@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/cairn-dev/cairn/agent/api"
 )
@@ -66,6 +67,16 @@ func (c *Client) Diff(ctx context.Context, workspace, a, b string, patch bool) (
 func (c *Client) Show(ctx context.Context, workspace, id string) (api.Diff, error) {
 	var d api.Diff
 	return d, c.get(ctx, "show?"+url.Values{"workspace": {workspace}, "id": {id}}.Encode(), &d)
+}
+
+// ShowPage is Show with the files it changed, limit of them from offset
+// (limit 0: all), counted by top folder; Stat is then git's one-line
+// summary (GET /v1/show?files=1&folders=1&offset=K&limit=N).
+func (c *Client) ShowPage(ctx context.Context, workspace, id string, offset, limit int) (api.Diff, error) {
+	q := url.Values{"workspace": {workspace}, "id": {id}, "files": {"1"}, "folders": {"1"},
+		"offset": {strconv.Itoa(offset)}, "limit": {strconv.Itoa(limit)}}
+	var d api.Diff
+	return d, c.get(ctx, "show?"+q.Encode(), &d)
 }
 
 // Verify compares checkpoint id (empty: the newest with a commit) with the

@@ -11,9 +11,18 @@ const S = {
   tl: null,          // its timeline (/ui/timeline)
   sel: '',           // the checkpoint shown
   cmp: 'parent',     // what its files are compared with: parent, worktree, or a ledger id
-  files: [],
   seq: 0,            // the newest showCheckpoint: only it draws
+  // The files of the checkpoint shown, fetched a page at a time and drawn
+  // a screenful at a time (a checkpoint may hold 100,000 files).
+  folder: '',        // the folder browsed ('' the top)
+  total: 0,          // files under it
+  pages: new Map(),  // page index → files
+  picked: new Set(), // paths checked to restore only those
 };
+
+const PAGE = 200;    // files a request asks for
+const ROW = 24;      // px a file's row takes (style.css: #files li)
+const PLAN_LISTED = 200; // a restore plan over this many files is summarised by folder
 
 // shown is text as the panel shows it: C0 controls (newline and tab too),
 // DEL, C1 controls, bidirectional controls and marks and line separators
@@ -211,22 +220,36 @@ async function chooseCheckpoint(id) {
   await showCheckpoint();
 }
 
-async function showCheckpoint() {
-  const id = S.sel, ws = S.ws, seq = ++S.seq;
+// filesQuery is the request for page k of the files under S.folder, as
+// S.cmp compares them.
+function filesQuery(k) {
+  const ws = S.ws, id = S.sel;
+  const p = { files: 1, folders: k === 0 ? 1 : '', folder: S.folder, offset: k * PAGE, limit: PAGE };
+  if (S.cmp === 'parent') return '/v1/show?' + q({ workspace: ws, id, ...p });
+  if (S.cmp === 'worktree') return '/v1/diff?' + q({ workspace: ws, a: id, ...p });
+  return '/v1/diff?' + q({ workspace: ws, a: S.cmp, b: id, ...p });
+}
+
+async function showCheckpoint(folder) {
+  const id = S.sel, seq = ++S.seq;
   const n = node(id);
   if (!n) return;
-  let files = [];
+  if (folder === undefined) {
+    S.folder = '';
+    S.picked = new Set();
+  } else {
+    S.folder = folder;
+  }
+  let first = { files: [], folders: [], total: 0 };
   let err = null;
   try {
-    if (!n.usable) files = [];
-    else if (S.cmp === 'parent') files = (await call('/v1/show?' + q({ workspace: ws, id, files: 1 }))).files || [];
-    else if (S.cmp === 'worktree') files = (await call('/v1/diff?' + q({ workspace: ws, a: id, files: 1 }))).files || [];
-    else files = (await call('/v1/diff?' + q({ workspace: ws, a: S.cmp, b: id, files: 1 }))).files || [];
+    if (n.usable) first = await call(filesQuery(0));
   } catch (e) {
     err = e.message;
   }
   if (seq !== S.seq) return; // a newer choice is on its way
-  S.files = files;
+  S.total = first.total || 0;
+  S.pages = new Map([[0, first.files || []]]);
   S.selKey = JSON.stringify(n);
   const rows = [
     ['kind', el('span', { class: 'k-' + n.kind, text: n.mark + ' ' + n.kind })],
@@ -246,7 +269,9 @@ async function showCheckpoint() {
     el('option', { value: 'worktree', text: 'the work tree now' }),
     others.map((o) => el('option', { value: o.id, text: o.id + ' ' + o.title })));
   cmp.value = S.cmp;
-  fill($('detail'), 
+  const view = el('div', { id: 'files-view', onscroll: drawFiles },
+    el('div', { id: 'files-space' }), el('ul', { id: 'files' }));
+  fill($('detail'),
     el('h2', { text: 'Checkpoint' }),
     el('h3', {}, el('span', { class: 'k-' + n.kind, text: n.mark }), ' ', el('span', { class: 'id', text: n.id }), ' ', n.title,
       n.head ? el('span', { class: 'head', text: '  ← HEAD' }) : null),
@@ -256,17 +281,75 @@ async function showCheckpoint() {
       el('span', { class: 'dim', text: 'files compared with' }), cmp),
     err ? el('p', { class: 'st-failed', text: 'files: ' + err }) : null,
     !n.usable ? el('p', { class: 'dim', text: 'this checkpoint holds no commit a restore may use' }) : null,
-    files.length ? el('p', { class: 'dim', text: 'Check files to restore only those; none checked restores everything.' }) : null,
-    el('ul', { id: 'files' }, files.length || !n.usable || err ? files.map(fileRow) : el('li', { class: 'dim', text: 'no files differ' })));
+    folderBar(first.folders || []),
+    S.total ? el('p', { class: 'dim', text: 'Check files to restore only those; none checked restores everything.' }) : null,
+    S.total || !n.usable || err ? view : el('p', { id: 'no-files', class: 'dim', text: 'no files differ' }));
+  drawFiles();
+}
+
+// folderBar is where the browsed folder is and its children that changed,
+// with how many files each: a click narrows the list to one.
+function folderBar(folders) {
+  const parts = S.folder ? S.folder.split('/') : [];
+  const crumbs = [el('button', { class: 'crumb', onclick: () => showCheckpoint('') }, 'all files')];
+  parts.forEach((p, i) => crumbs.push(' / ', el('button', { class: 'crumb', onclick: () => showCheckpoint(parts.slice(0, i + 1).join('/')) }, p)));
+  const subs = folders.filter((f) => f.folder);
+  return el('div', { id: 'folders' },
+    el('div', { class: 'crumbs' }, crumbs, el('span', { class: 'dim', text: '  ' + S.total.toLocaleString() + ' file' + (S.total === 1 ? '' : 's') })),
+    subs.length ? el('ul', { id: 'subfolders' }, subs.slice(0, 50).map((f) => el('li', {},
+      el('button', { class: 'crumb', 'data-folder': f.path, onclick: () => showCheckpoint(f.path) }, f.path.split('/').pop() + '/'),
+      el('span', { class: 'dim num', text: f.files.toLocaleString() + ' (+' + (f.added || 0) + ' ~' + (f.changed || 0) + ' −' + (f.removed || 0) + ')' })))) : null);
+}
+
+// drawFiles draws the rows in view (and a few around them), fetching the
+// pages they are on; the list's height is every file's.
+function drawFiles() {
+  const view = $('files-view');
+  if (!view) return;
+  $('files-space').style.height = (S.total * ROW) + 'px';
+  const from = Math.max(0, Math.floor(view.scrollTop / ROW) - 10);
+  const to = Math.min(S.total, Math.ceil((view.scrollTop + Math.max(view.clientHeight, 400)) / ROW) + 10);
+  // Rows already drawn for this range stay (a click on one must find it).
+  const key = from + ':' + to + ':' + [...S.pages.keys()].filter((k) => S.pages.get(k)).join(',');
+  if (view.dataset.drawn === key) return;
+  view.dataset.drawn = key;
+  const rows = [];
+  const missing = new Set();
+  for (let i = from; i < to; i++) {
+    const page = S.pages.get(Math.floor(i / PAGE));
+    if (!page) { missing.add(Math.floor(i / PAGE)); continue; }
+    const f = page[i % PAGE];
+    if (f) rows.push(fileRow(f));
+  }
+  const ul = $('files');
+  ul.style.top = (from * ROW) + 'px';
+  fill(ul, rows);
+  for (const k of missing) fetchPage(k);
+}
+
+async function fetchPage(k) {
+  if (S.pages.has(k)) return;
+  S.pages.set(k, null);
+  const seq = S.seq;
+  try {
+    const d = await call(filesQuery(k));
+    if (seq !== S.seq) return;
+    S.pages.set(k, d.files || []);
+    drawFiles();
+  } catch (e) {
+    S.pages.delete(k);
+  }
 }
 
 function fileRow(f) {
   const sign = { added: 'A', changed: 'M', removed: 'D' }[f.status] || '?';
   const counts = f.binary ? 'binary' : '+' + (f.linesAdded || 0) + ' −' + (f.linesRemoved || 0);
-  return el('li', { 'data-path': f.path },
-    el('input', { type: 'checkbox', class: 'pick', title: 'restore only the checked files', 'aria-label': 'restore ' + f.path }),
+  const pick = el('input', { type: 'checkbox', class: 'pick', title: 'restore only the checked files', 'aria-label': 'restore ' + f.path,
+    onchange: (ev) => { if (ev.target.checked) S.picked.add(f.path); else S.picked.delete(f.path); } });
+  pick.checked = S.picked.has(f.path);
+  return el('li', { 'data-path': f.path }, pick,
     el('span', { class: 'fs fs-' + f.status, title: f.status, text: sign }),
-    el('span', { class: 'path', text: f.path }),
+    el('span', { class: 'path', title: f.path, text: f.path }),
     el('span', { class: 'dim num', text: counts }),
     el('button', { class: 'diff-btn', onclick: () => showDiff(f) }, 'diff'));
 }
@@ -302,12 +385,13 @@ async function showDiff(f) {
   if (f.binary) out.push(el('span', { class: 'dim binary-note', text: '(binary file: its content is not shown)\n' }));
   fill($('diff'), ...out);
   $('diff-box').hidden = false;
+  $('diff-box').scrollIntoView({ block: 'nearest' });
 }
 
 // Restore: the dry-run plan first, then the restore, then Undo.
 
 function pickedPaths() {
-  return [...document.querySelectorAll('#files li')].filter((li) => li.querySelector('.pick').checked).map((li) => li.dataset.path);
+  return [...S.picked];
 }
 
 async function planRestore() {
@@ -325,12 +409,36 @@ async function planRestore() {
   const total = (fs) => fs.reduce((s, f) => s + f.size, 0);
   const table = (fs, cls) => el('table', { class: cls }, fs.map((f) =>
     el('tr', {}, el('td', { class: 'mono', text: f.path }), el('td', { class: 'dim', text: f.action }), el('td', { class: 'num', text: bytes(f.size) }))));
+  // Over PLAN_LISTED files, a plan is summarised by top folder, with a way to list every file.
+  const byFolder = (fs, cls) => {
+    const m = new Map();
+    for (const f of fs) {
+      const i = f.path.indexOf('/');
+      const k = i < 0 ? f.path : f.path.slice(0, i + 1);
+      const c = m.get(k) || { n: 0, size: 0 };
+      c.n++; c.size += f.size;
+      m.set(k, c);
+    }
+    const rows = [...m.entries()].sort((x, y) => y[1].n - x[1].n);
+    return el('table', { class: cls + ' by-folder' }, rows.map(([k, c]) =>
+      el('tr', {}, el('td', { class: 'mono', text: k }), el('td', { class: 'dim', text: c.n.toLocaleString() + ' file' + (c.n === 1 ? '' : 's') }), el('td', { class: 'num', text: bytes(c.size) }))));
+  };
+  const big = plan.write.length + plan.delete.length > PLAN_LISTED;
+  const list = big ? byFolder : table;
+  const expand = big ? el('button', { id: 'plan-all', onclick: (ev) => {
+    ev.target.remove();
+    for (const [sel, fs, cls] of [['.plan-write', plan.write, 'plan-write'], ['.plan-delete', plan.delete, 'plan-delete']]) {
+      const t = $('plan').querySelector(sel);
+      if (t) t.replaceWith(table(fs, cls));
+    }
+  } }, 'List every file') : null;
   fill($('plan'), 
     el('h3', { text: 'Restore plan: to ' + id + ' "' + label(n) + '"' + (paths.length ? ', ' + paths.length + ' file(s) only' : '') }),
     el('p', { id: 'plan-summary' }, 'Writes ' + plan.write.length + ' file(s) (' + bytes(total(plan.write)) + '), deletes ' +
       plan.delete.length + ' file(s) (' + bytes(total(plan.delete)) + '); ' + plan.kept + ' file(s) cairn does not track stay as they are.'),
-    plan.write.length ? el('h3', { text: 'Write' }) : null, plan.write.length ? table(plan.write, 'plan-write') : null,
-    plan.delete.length ? el('h3', { text: 'Delete' }) : null, plan.delete.length ? table(plan.delete, 'plan-delete') : null,
+    plan.write.length ? el('h3', { text: 'Write' }) : null, plan.write.length ? list(plan.write, 'plan-write') : null,
+    plan.delete.length ? el('h3', { text: 'Delete' }) : null, plan.delete.length ? list(plan.delete, 'plan-delete') : null,
+    expand,
     el('p', { class: 'dim', text: 'Before anything changes, cairn saves the work tree as a pre-restore checkpoint: Undo brings it back.' }),
     el('div', { class: 'actions' },
       el('button', { id: 'confirm-btn', class: 'danger', onclick: () => doRestore(ws, id, paths) }, 'Restore'),
@@ -394,7 +502,7 @@ function refresh() {
 }
 function showCheckpointIfIdle() {
   // Keep a plan on screen and the files the user checked.
-  if ($('plan').hidden && !document.querySelector('#files .pick:checked')) showCheckpoint();
+  if ($('plan').hidden && !S.picked.size) showCheckpoint();
 }
 
 async function events() {

@@ -118,7 +118,7 @@ func (b autodevBackend) restoring(ctx context.Context, undo bool, t restore.Targ
 	return res, nil
 }
 
-func (b autodevBackend) show(context.Context, string) (api.Diff, error) {
+func (b autodevBackend) show(context.Context, string, int) (api.Diff, error) {
 	return api.Diff{}, errNotAutodev
 }
 

@@ -115,7 +115,7 @@ type ledger struct {
 // lock (localBackend).
 type backend interface {
 	list(ctx context.Context) (ledger, error)
-	show(ctx context.Context, id string) (api.Diff, error)
+	show(ctx context.Context, id string, limit int) (api.Diff, error)
 	// diff compares refs[0] with refs[1], or with the work tree.
 	diff(ctx context.Context, refs []string, patch bool) (api.Diff, error)
 	// verify compares checkpoint id (empty: the newest) with the work tree (verify.go).
@@ -194,8 +194,8 @@ func (b daemonBackend) list(ctx context.Context) (ledger, error) {
 	return ledger{head: l.Head, recs: l.Records, layout: l.Layout, off: l.Off}, nil
 }
 
-func (b daemonBackend) show(ctx context.Context, id string) (api.Diff, error) {
-	return b.c.Show(ctx, b.real, id)
+func (b daemonBackend) show(ctx context.Context, id string, limit int) (api.Diff, error) {
+	return b.c.ShowPage(ctx, b.real, id, 0, limit)
 }
 
 func (b daemonBackend) diff(ctx context.Context, refs []string, patch bool) (api.Diff, error) {
@@ -296,13 +296,13 @@ func (b localBackend) resolve(ctx context.Context, refs ...string) (*snapshot.St
 	return st, recs, nil
 }
 
-func (b localBackend) show(ctx context.Context, id string) (api.Diff, error) {
+func (b localBackend) show(ctx context.Context, id string, limit int) (api.Diff, error) {
 	st, recs, err := b.resolve(ctx, id)
 	if err != nil {
 		return api.Diff{}, err
 	}
 	defer st.Close()
-	return checkpoints.Show(ctx, st, recs[0])
+	return checkpoints.ShowWith(ctx, st, recs[0], snapshot.DiffOptions{}, checkpoints.Paging{Limit: limit, Folders: true})
 }
 
 func (b localBackend) diff(ctx context.Context, refs []string, patch bool) (api.Diff, error) {

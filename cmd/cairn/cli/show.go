@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/platform/printable"
+	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
 func init() {
@@ -17,10 +19,12 @@ func init() {
 }
 
 func runShow(ctx context.Context, e *env, args []string) error {
-	fs := newFlags("show", "show <dir> <id> [--json]", e)
+	fs := newFlags("show", "show <dir> <id> [--files] [--limit N] [--json]", e)
 	var sf storeFlags
 	sf.register(fs, reading)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	all := fs.Bool("files", false, "list every file the checkpoint changed")
+	limit := fs.Int("limit", showLimit, "list at most this many files (with the folders that changed most)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -29,7 +33,11 @@ func runShow(ctx context.Context, e *env, args []string) error {
 		fs.Usage()
 		return usageErr("show takes a workspace directory and a checkpoint")
 	}
-	d, err := via(ctx, &sf, pos[0], true, func(b backend) (api.Diff, error) { return b.show(ctx, pos[1]) })
+	n := max(*limit, 1)
+	if *all {
+		n = 0 // every file
+	}
+	d, err := via(ctx, &sf, pos[0], true, func(b backend) (api.Diff, error) { return b.show(ctx, pos[1], n) })
 	if err != nil {
 		return refusal(err)
 	}
@@ -60,10 +68,60 @@ func runShow(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(e.stdout, "  %s: %q: %s\n", p(string(r.State)), is.Path, p(is.Reason))
 		}
 	}
-	if s := strings.TrimRight(d.Stat, "\n"); s != "" {
+	printFiles(e, d, *all)
+	return nil
+}
+
+// count writes n with thousands separators: 100,000.
+func count(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// showLimit is how many files `cairn show` lists unless told otherwise.
+const showLimit = 20
+
+// showFolders is how many folders `cairn show` names, those that changed most.
+const showFolders = 10
+
+// printFiles prints a show's files: git's one-line summary, the folders
+// that changed most (when the list is cut), and the page of files, saying
+// how many more there are and how to list them.
+func printFiles(e *env, d api.Diff, all bool) {
+	p := printable.String
+	if s := strings.TrimSpace(d.Stat); s != "" {
 		fmt.Fprintln(e.stdout, printable.Lines(s))
 	}
-	return nil
+	cut := d.Total > len(d.Files)
+	if cut && len(d.Folders) > 1 {
+		fmt.Fprintln(e.stdout, "changed most:")
+		for _, f := range d.Folders[:min(len(d.Folders), showFolders)] {
+			name := f.Path
+			if f.Folder {
+				name += "/"
+			}
+			fmt.Fprintf(e.stdout, "  %7s  %s  (+%d ~%d -%d)\n", count(f.Files), p(name), f.Added, f.Changed, f.Removed)
+		}
+	}
+	if cut {
+		fmt.Fprintf(e.stdout, "first %s of %s:\n", count(len(d.Files)), plural(d.Total, "file", ""))
+	}
+	for _, f := range d.Files {
+		mark := "~"
+		switch f.Status {
+		case ckpt.FileAdded:
+			mark = "+"
+		case ckpt.FileRemoved:
+			mark = "-"
+		}
+		fmt.Fprintf(e.stdout, "  %s %s\n", mark, p(f.Path))
+	}
+	if cut && !all {
+		fmt.Fprintf(e.stdout, "… %s more: --files lists them all, --limit N more of them\n", count(d.Total-len(d.Files)))
+	}
 }
 
 func runDiff(ctx context.Context, e *env, args []string) error {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -286,27 +287,7 @@ func TestPanelInBrowser(t *testing.T) {
 		}
 	}
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chrome),
-		chromedp.NoSandbox,
-		chromedp.Headless,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 760),
-	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
-	// The first action starts the browser: no timeout on its context.
-	if err := chromedp.Do(bctx, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatalf("start %s: %v", chrome, err)
-	}
+	bctx := newBrowser(t, chrome)
 	ctx, cancel := context.WithTimeout(bctx, 120*time.Second)
 	defer cancel()
 	fail := func(what string, err error) {
@@ -493,4 +474,107 @@ func TestPanelInBrowser(t *testing.T) {
 		click(`#files li[data-path="src/main.go"] .diff-btn`),
 		until(`!document.getElementById('diff-box').hidden && document.getElementById('diff-title').textContent.startsWith('src/main.go (its parent → c2)')`))
 	shot("timeline.png")
+}
+
+// newBrowser starts headless Chromium at chrome for the test (closed at its
+// end) and returns its context.
+func newBrowser(t *testing.T, chrome string) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chrome),
+		chromedp.NoSandbox,
+		chromedp.Headless,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 760),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(cancelBrowser)
+	// The first action starts the browser: no timeout on its context.
+	if err := chromedp.Do(bctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("start %s: %v", chrome, err)
+	}
+	return bctx
+}
+
+// TestPanelBigCheckpoint opens a checkpoint of many files (10,000;
+// CAIRN_UI_FILES=100000 for the figure the README gives) in headless
+// Chromium: the files are drawn a screenful at a time (the page holds a
+// bounded number of rows however many files there are), the folders are
+// counted and browsable, and scrolling to the end fetches and draws the
+// last file. How long the checkpoint took to draw is logged (a figure, not
+// an assertion).
+func TestPanelBigCheckpoint(t *testing.T) {
+	chrome := browser(t)
+	n := 10000
+	if v, err := strconv.Atoi(os.Getenv("CAIRN_UI_FILES")); err == nil && v > 0 {
+		n = v
+	}
+	ws := t.TempDir()
+	for i := range n {
+		p := filepath.Join(ws, fmt.Sprintf("d%02d", i%50), fmt.Sprintf("f%06d.txt", i))
+		if i < 50 {
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(p, []byte(strconv.Itoa(i)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sock, _ := startDaemon(t, ws) // c1: the baseline, every file added
+	panel := startUI(t, sock)
+	ctx, cancel := context.WithTimeout(newBrowser(t, chrome), 5*time.Minute)
+	defer cancel()
+	poll := func(expr string) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(2*time.Minute))(ctx, tg)
+			return err
+		})
+	}
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			page, _ := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("body")))
+			t.Fatalf("%s: %v\npage:\n%.4000s", what, err, page)
+		}
+	}
+	do("open the panel", chromedp.Navigate(panel), chromedp.WaitVisible(chromedp.CSS(`#timeline .row[data-id="c1"]`)))
+	began := time.Now()
+	do("the baseline's files", chromedp.Click(chromedp.CSS(`#timeline .row[data-id="c1"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#files li[data-path="d00/f000000.txt"]`)))
+	t.Logf("a checkpoint of %d files drawn in %s", n, time.Since(began).Round(time.Millisecond))
+
+	rows, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#files li').length`))
+	if err != nil || rows == 0 || rows > 200 {
+		t.Errorf("%d file rows in the page for %d files (%v): want a screenful", rows, n, err)
+	}
+	folders, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#folders`)))
+	if err != nil || !strings.Contains(folders, fmt.Sprintf("%s files", humanCount(n))) || !strings.Contains(folders, "d00/") {
+		t.Errorf("folders: %q (%v)", folders, err)
+	}
+	last := fmt.Sprintf("d%02d/f%06d.txt", (n-1)%50, n-1)
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { const v = document.getElementById('files-view'); v.scrollTop = v.scrollHeight; return true; })()`)); err != nil {
+		t.Fatal(err)
+	}
+	do("scroll to the last file", poll(fmt.Sprintf(`!!document.querySelector('#files li[data-path=%q]')`, last)))
+	do("one folder", chromedp.Click(chromedp.CSS(`#subfolders button[data-folder="d07"]`)),
+		poll(`document.getElementById('folders').textContent.includes('d07')`),
+		poll(`[...document.querySelectorAll('#files li')].every((li) => li.dataset.path.startsWith('d07/'))`))
+}
+
+// humanCount is n as the panel prints it (toLocaleString in en-US).
+func humanCount(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
