@@ -25,6 +25,7 @@ type indexMeta struct {
 // complete is recorded as failed and its error returned with the record.
 func (s *Store) Seal(ctx context.Context, req SealRequest) (ckpt.Record, error) {
 	var rec ckpt.Record
+	ctx = withProgress(ctx, req.Progress)
 	err := s.withLock(ctx, func() error {
 		if err := s.refreshIfChanged(ctx); err != nil {
 			return err

@@ -545,7 +545,11 @@ func (s *Store) applyPlan(ctx context.Context, g *Git, p *stagePlan) error {
 				return err
 			}
 		}
-		bad, err := s.updateIndex(ctx, g, todo)
+		var told func(Progress)
+		if attempt == 0 { // a retry re-reads few files
+			told = progressOf(ctx)
+		}
+		bad, err := s.updateIndexTold(ctx, g, todo, told)
 		if p.ignored != nil {
 			ig, ierr := p.ignored()
 			p.ignored = nil
@@ -604,6 +608,28 @@ func (s *Store) dropIgnored(ctx context.Context, g *Git, p *stagePlan, ig map[st
 }
 
 type badPath struct{ path, reason string }
+
+// progressBatch is how many paths one update-index reads when a seal tells
+// its progress: a report after each batch.
+const progressBatch = 5000
+
+// updateIndexTold is updateIndex telling progress (when not nil) after
+// every progressBatch paths.
+func (s *Store) updateIndexTold(ctx context.Context, g *Git, paths []string, progress func(Progress)) ([]badPath, error) {
+	if progress == nil || len(paths) <= progressBatch {
+		return s.updateIndex(ctx, g, paths)
+	}
+	var bad []badPath
+	for i := 0; i < len(paths); i += progressBatch {
+		b, err := s.updateIndex(ctx, g, paths[i:min(i+progressBatch, len(paths))])
+		bad = append(bad, b...)
+		if err != nil {
+			return bad, err
+		}
+		progress(Progress{Done: min(i+progressBatch, len(paths)), Total: len(paths)})
+	}
+	return bad, nil
+}
 
 // updateIndex adds or refreshes paths (removing the missing ones). When git
 // refuses the batch because of one file, the batch is split until the

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"context"
 	"time"
 
 	"github.com/cairn-dev/cairn/restore/ckpt"
@@ -48,8 +49,34 @@ type SealRequest struct {
 	// Racy names paths that changed after the lifecycle marker this
 	// checkpoint is for: the record's state becomes racy, listing them.
 	Racy []ckpt.PathIssue
+	// Progress, when set, is told now and then how far a long seal (a full
+	// reconcile, a first seal) has come; it must return quickly.
+	Progress func(Progress)
 
 	subject    string       // replaces the first line (pre-restore: the runtime's wording)
 	afterStage func() error // runs between staging and write-tree (a restore adds files it will overwrite)
 	engine     string       // EngineGit: the git engine whatever the store's (tests compare the two)
+}
+
+// Progress is how far a seal has come: files read of those it reads, and
+// their bytes when the engine knows them.
+type Progress struct {
+	Done, Total int
+	Bytes       int64
+}
+
+type progressKey struct{}
+
+// withProgress carries a seal's Progress to the engine's long loops.
+func withProgress(ctx context.Context, fn func(Progress)) context.Context {
+	if fn == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, progressKey{}, fn)
+}
+
+// progressOf is the seal's Progress carried by ctx, or nil.
+func progressOf(ctx context.Context) func(Progress) {
+	fn, _ := ctx.Value(progressKey{}).(func(Progress))
+	return fn
 }

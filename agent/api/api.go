@@ -122,9 +122,13 @@ type WorkspaceStatus struct {
 	// deleted and recreated, so the checkpoints before it are lost.
 	Notice string `json:"notice,omitempty"`
 
+	// Progress is how far a long seal under way has come (a first seal, a
+	// full reconcile); nil when none runs.
+	Progress *Progress `json:"progress,omitempty"`
 	// The store (README, "Maintenance"): checkpoints kept (usable ledger
 	// records), its bytes on disk and loose objects as last measured (at
-	// open and after each maintenance), and the last maintenance.
+	// open, after each seal and after each maintenance), and the last
+	// maintenance.
 	Kept            int                `json:"kept"`
 	StoreBytes      int64              `json:"storeBytes,omitempty"`
 	LooseObjects    int64              `json:"looseObjects"`
@@ -180,3 +184,23 @@ type (
 	PathIssue = ckpt.PathIssue
 	Record    = ckpt.Record
 )
+
+// Progress is how far a workspace's long operation has come: Op says what
+// it is ("sealing baseline", "reconciling"), Done of Total files read, and
+// their Bytes when known; Since is when it began. Also the data of a
+// "progress" event.
+type Progress struct {
+	Op    string    `json:"op"`
+	Done  int       `json:"done"`
+	Total int       `json:"total"`
+	Bytes int64     `json:"bytes,omitempty"`
+	Since time.Time `json:"since"`
+}
+
+// Percent is Done of Total in whole percent (0 when Total is 0).
+func (p Progress) Percent() int {
+	if p.Total <= 0 {
+		return 0
+	}
+	return min(100, p.Done*100/p.Total)
+}

@@ -202,6 +202,8 @@ const (
 	// EvRollbackArchiveRestore carries ArchiveRestore: files brought back from rigArchive/.
 	EvRollbackArchiveRestore = "rollback.archiveRestore"
 	EvError                  = "error"
+	// EvProgress carries Progress: how far a long seal has come.
+	EvProgress = "progress"
 )
 
 // RollbackStarted is rollback.started's data.

@@ -139,6 +139,9 @@ func negativeCount(r api.WorkspaceStatus) bool {
 	if min(r.Watches, r.Pending, r.Seals, r.Failures, r.Unwatched, r.Kept) < 0 || min(r.StoreBytes, r.LooseObjects) < 0 {
 		return true
 	}
+	if r.Progress != nil && (min(r.Progress.Done, r.Progress.Total) < 0 || r.Progress.Bytes < 0) {
+		return true
+	}
 	return r.Replication != nil && r.Replication.LagCheckpoints < 0
 }
 

@@ -89,7 +89,7 @@ var States = []string{"starting", "watching", "degraded", "failed", "gone"}
 
 // EventTypes are the events a worker publishes.
 var EventTypes = []string{api.EvCheckpointSealed, api.EvRollbackStarted, api.EvRollbackProgress,
-	api.EvRollbackCompleted, api.EvRollbackArchiveRestore, api.EvError}
+	api.EvRollbackCompleted, api.EvRollbackArchiveRestore, api.EvError, api.EvProgress}
 
 // SupervisorOnly are the families only the supervisor reports, never summed
 // from a worker.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/hankweave"
+	"github.com/cairn-dev/cairn/restore/ckpt"
 	"github.com/cairn-dev/cairn/snapshot"
 )
 
@@ -251,6 +252,45 @@ func maintenanceDue(now, lastRun, sealBegan, sealEnded time.Time, pending bool, 
 	// A busy workspace (never idle that long) is maintained all the same
 	// once it is overdue: its seals run between the steps.
 	return !pending && now.Sub(last) >= idle || since >= 2*interval
+}
+
+// progressEvery is how often a long seal's progress reaches status, and
+// progressEventEvery how often it is published as an event.
+const (
+	progressEvery      = 250 * time.Millisecond
+	progressEventEvery = time.Second
+)
+
+// progressOf is a full seal's Progress: status shows how far it has come
+// ("sealing baseline 42 %"), and an event says so now and then. Engines
+// call it from their own goroutines.
+func (w *Workspace) progressOf(kind ckpt.Kind, began time.Time) func(snapshot.Progress) {
+	op := "reconciling"
+	if kind == ckpt.KindBaseline {
+		op = "sealing baseline"
+	}
+	var mu sync.Mutex
+	var shown, published time.Time
+	return func(p snapshot.Progress) {
+		now := time.Now()
+		mu.Lock()
+		last := p.Done >= p.Total
+		if !last && now.Sub(shown) < progressEvery {
+			mu.Unlock()
+			return
+		}
+		shown = now
+		publish := last || now.Sub(published) >= progressEventEvery
+		if publish {
+			published = now
+		}
+		mu.Unlock()
+		pr := api.Progress{Op: op, Done: p.Done, Total: p.Total, Bytes: p.Bytes, Since: began}
+		w.setStatus(func(s *api.WorkspaceStatus) { s.Progress = &pr })
+		if publish && w.emit != nil {
+			w.emit(api.Event{Type: api.EvProgress, Workspace: w.dir, Time: now, Data: pr})
+		}
+	}
 }
 
 // measureSoon measures the store's size for status off the workspace's

@@ -928,6 +928,10 @@ func (w *Workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 	})
 	defer stopOnCancel()
 	began := time.Now()
+	if full {
+		req.Progress = w.progressOf(req.Kind, began)
+		defer w.setStatus(func(s *api.WorkspaceStatus) { s.Progress = nil })
+	}
 	rec, err := w.store.Seal(sctx, req)
 	w.met.Sealed(req.Kind, rec, err, time.Since(began))
 	w.noteRepairs()

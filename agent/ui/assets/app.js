@@ -84,6 +84,13 @@ async function call(path, opts) {
 }
 const q = (o) => new URLSearchParams(o).toString();
 
+// progressText is a long operation's progress as `cairn status` says it.
+function progressText(p) {
+  const pct = p.total > 0 ? Math.min(100, Math.floor(p.done * 100 / p.total)) : 0;
+  return p.op + ' ' + pct + ' % (' + p.done.toLocaleString() + '/' + p.total.toLocaleString() + ' files' +
+    (p.bytes ? ', ' + bytes(p.bytes) : '') + ')';
+}
+
 function age(t) {
   const s = Math.max(0, (Date.now() - new Date(t).getTime()) / 1000);
   if (s < 60) return Math.floor(s) + 's ago';
@@ -130,6 +137,9 @@ async function loadWorkspaces() {
         el('span', { class: 'ws-count', text: w.kept + ' checkpoint' + (w.kept === 1 ? '' : 's') }),
         ' · ' + bytes(w.storeBytes),
         w.lastCheckpoint ? ' · last ' + w.lastCheckpoint + ' ' + age(w.lastTime) : ''),
+      w.progress ? el('div', { class: 'ws-progress ws-facts' },
+        el('progress', { max: Math.max(w.progress.total, 1), value: w.progress.done }),
+        ' ' + progressText(w.progress)) : null,
       w.error ? el('div', { class: 'st-failed ws-facts', text: w.error }) : null);
   }));
   if (!S.ws) {

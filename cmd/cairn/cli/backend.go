@@ -206,10 +206,41 @@ func (b daemonBackend) diff(ctx context.Context, refs []string, patch bool) (api
 	return b.c.Diff(ctx, b.real, refs[0], second, patch)
 }
 
+// watchProgress reads the workspace's progress from the daemon's status
+// twice a second and tells it, until stop.
+func (b daemonBackend) watchProgress(ctx context.Context, dir string, tell func(snapshot.Progress), stop <-chan struct{}) {
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		st, err := b.c.Status(ctx)
+		if err != nil {
+			continue
+		}
+		for _, w := range st.Workspaces {
+			if w.Dir == dir && w.Progress != nil {
+				tell(snapshot.Progress{Done: w.Progress.Done, Total: w.Progress.Total, Bytes: w.Progress.Bytes})
+			}
+		}
+	}
+}
+
 func (b daemonBackend) checkpoint(ctx context.Context, req snapshot.SealRequest) (ckpt.Record, error) {
 	abs, err := filepath.Abs(b.dir)
 	if err != nil {
 		return ckpt.Record{}, err
+	}
+	if req.Progress != nil {
+		// The daemon seals; how far it has come is in its status.
+		stop := make(chan struct{})
+		defer close(stop)
+		go b.watchProgress(ctx, abs, req.Progress, stop)
 	}
 	ar, err := b.c.Checkpoint(ctx, api.CheckpointRequest{Workspace: abs, Label: req.Label, Status: statusOf(req),
 		CodonID: req.CodonID, CodonName: req.CodonName, RunID: req.RunID})

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
+	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/autodev"
 	"github.com/cairn-dev/cairn/platform/printable"
 	"github.com/cairn-dev/cairn/snapshot"
@@ -65,6 +67,13 @@ func runCheckpoint(ctx context.Context, e *env, args []string) error {
 	}
 	if len(paths) > 0 {
 		req.Changed = paths
+	}
+	if pl := newProgress(e, *asJSON); pl != nil && req.Changed == nil {
+		began := time.Now()
+		req.Progress = func(p snapshot.Progress) {
+			pl.show(api.Progress{Op: "sealing", Done: p.Done, Total: p.Total, Bytes: p.Bytes, Since: began})
+		}
+		defer pl.done()
 	}
 	// Selections are the daemon's own: with one, the store seals directly.
 	rec, err := via(ctx, &sf, pos[0], req.Patterns == nil && req.Changed == nil, func(b backend) (ckpt.Record, error) {

@@ -59,6 +59,9 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		if w.Last != "" {
 			fmt.Fprintf(e.stdout, "  last checkpoint %s (%s) %s\n", p(w.Last), p(w.LastState), age(time.Since(w.LastTime)))
 		}
+		if pr := w.Progress; pr != nil {
+			fmt.Fprintf(e.stdout, "  %s\n", progressLine(*pr))
+		}
 		if w.Error != "" {
 			bad = true
 			fmt.Fprintf(e.stdout, "  error: %s\n", p(w.Error))
@@ -195,4 +198,14 @@ func printForeign(e *env, w api.WorkspaceStatus) {
 	if w.ForeignMore > 0 {
 		fmt.Fprintf(e.stdout, "  and %d more folders others can write\n", w.ForeignMore)
 	}
+}
+
+// progressLine says how far a long operation has come: "sealing baseline
+// 42 % (42,000/100,000 files, 120.0 MiB) for 31s".
+func progressLine(pr api.Progress) string {
+	what := fmt.Sprintf("%s/%s files", count(pr.Done), count(pr.Total))
+	if pr.Bytes > 0 {
+		what += ", " + ckpt.HumanBytes(pr.Bytes)
+	}
+	return fmt.Sprintf("%s %d %% (%s) for %s", printable.String(pr.Op), pr.Percent(), what, time.Since(pr.Since).Round(time.Second))
 }

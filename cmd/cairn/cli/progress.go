@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/mattn/go-isatty"
+
+	"github.com/cairn-dev/cairn/agent/api"
+)
+
+// progressLines draws how far a long operation has come on stderr: one
+// line redrawn in place on a terminal, a JSON line a report with --json,
+// nothing on a pipe otherwise.
+type progressLines struct {
+	e          *env
+	json, tty  bool
+	mu         sync.Mutex
+	drawn      bool
+	last       time.Time
+	lastDone   int
+	lastOpText string
+}
+
+// newProgress is the progress drawer for a command (asJSON: --json given);
+// nil when nothing would be drawn.
+func newProgress(e *env, asJSON bool) *progressLines {
+	p := &progressLines{e: e, json: asJSON}
+	if f, ok := e.stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		p.tty = true
+	}
+	if !p.tty && !p.json {
+		return nil
+	}
+	return p
+}
+
+// show reports pr: redrawn at most ten times a second on a terminal.
+func (p *progressLines) show(pr api.Progress) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if pr.Done == p.lastDone && pr.Op == p.lastOpText || p.tty && !p.json && now.Sub(p.last) < 100*time.Millisecond && pr.Done < pr.Total {
+		return
+	}
+	p.last, p.lastDone, p.lastOpText = now, pr.Done, pr.Op
+	if p.json {
+		b, _ := json.Marshal(struct {
+			Progress api.Progress `json:"progress"`
+		}{pr})
+		fmt.Fprintln(p.e.stderr, string(b))
+		return
+	}
+	fmt.Fprintf(p.e.stderr, "\r%s\x1b[K", progressLine(pr))
+	p.drawn = true
+}
+
+// done clears the line a terminal shows.
+func (p *progressLines) done() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.drawn {
+		fmt.Fprint(p.e.stderr, "\r\x1b[K")
+		p.drawn = false
+	}
+}
