@@ -54,6 +54,9 @@ type MaintainOptions struct {
 	// objects (checkpoints retention dropped) past the grace period; its cost
 	// grows with the store, so the daemon runs it rarely (FullEvery).
 	Full bool
+	// Step, when set, is told before each step runs: its number (from 1),
+	// how many the run has, and its name.
+	Step func(i, n int, name string)
 }
 
 // FullEvery is how often the daemon's maintenance is a full one.
@@ -172,9 +175,13 @@ func (s *Store) Maintain(ctx context.Context, opts MaintainOptions) (res Maintai
 	}
 
 	prev, _ := s.LastMaintenance()
-	for _, st := range s.maintainSteps(opts, prev) {
+	steps := s.maintainSteps(opts, prev)
+	for i, st := range steps {
 		if busy() {
 			break
+		}
+		if opts.Step != nil {
+			opts.Step(i+1, len(steps), st.name)
 		}
 		run := func() error { return st.run(ctx) }
 		if st.locked {

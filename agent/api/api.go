@@ -186,15 +186,24 @@ type (
 )
 
 // Progress is how far a workspace's long operation has come: Op says what
-// it is ("sealing baseline", "reconciling"), Done of Total files read, and
-// their Bytes when known; Since is when it began. Also the data of a
-// "progress" event.
+// it is ("sealing baseline", "reconciling", "maintenance: prune"), Done of
+// Total files read (Unit "steps": maintenance steps begun), and their Bytes
+// when known; Since is when it began. Also the data of a "progress" event.
 type Progress struct {
 	Op    string    `json:"op"`
 	Done  int       `json:"done"`
 	Total int       `json:"total"`
+	Unit  string    `json:"unit,omitempty"` // "" is files
 	Bytes int64     `json:"bytes,omitempty"`
 	Since time.Time `json:"since"`
+}
+
+// Units is what Done and Total count: "files" unless Unit says.
+func (p Progress) Units() string {
+	if p.Unit == "" {
+		return "files"
+	}
+	return p.Unit
 }
 
 // Percent is Done of Total in whole percent (0 when Total is 0).

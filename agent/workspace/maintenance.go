@@ -179,12 +179,24 @@ func (w *Workspace) startMaintenance(ctx context.Context, full bool, reply chan 
 		w.maint.waiters = append(w.maint.waiters, reply)
 	}
 	w.maint.mu.Unlock()
-	opts := snapshot.MaintainOptions{PruneGrace: w.set.GCPruneGrace.Duration, Busy: w.maintenanceBusy, Full: full}
+	opts := snapshot.MaintainOptions{PruneGrace: w.set.GCPruneGrace.Duration, Busy: w.maintenanceBusy, Full: full,
+		Step: func(i, n int, name string) {
+			pr := api.Progress{Op: "maintenance: " + name, Done: i - 1, Total: n, Unit: "steps", Since: now}
+			w.setStatus(func(s *api.WorkspaceStatus) { s.Progress = &pr })
+			if w.emit != nil {
+				w.emit(api.Event{Type: api.EvProgress, Workspace: w.dir, Time: time.Now(), Data: pr})
+			}
+		}}
 	w.budgetMaintain(&opts) // budget.go: collect what a budget pass dropped now
 	go func() {
 		defer close(done)
 		defer cancel()
 		res, err := st.Maintain(mctx, opts)
+		w.setStatus(func(s *api.WorkspaceStatus) {
+			if s.Progress != nil && s.Progress.Unit == "steps" {
+				s.Progress = nil
+			}
+		})
 		ar := maintenanceResult(w.dir, res, err)
 		w.met.Maintained(err, ar.Skipped)
 		// A run that ended without error measured the store last (res.After);

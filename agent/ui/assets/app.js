@@ -87,7 +87,7 @@ const q = (o) => new URLSearchParams(o).toString();
 // progressText is a long operation's progress as `cairn status` says it.
 function progressText(p) {
   const pct = p.total > 0 ? Math.min(100, Math.floor(p.done * 100 / p.total)) : 0;
-  return p.op + ' ' + pct + ' % (' + p.done.toLocaleString() + '/' + p.total.toLocaleString() + ' files' +
+  return p.op + ' ' + pct + ' % (' + p.done.toLocaleString() + '/' + p.total.toLocaleString() + ' ' + (p.unit || 'files') +
     (p.bytes ? ', ' + bytes(p.bytes) : '') + ')';
 }
 

@@ -206,29 +206,40 @@ func (b daemonBackend) diff(ctx context.Context, refs []string, patch bool) (api
 	return b.c.Diff(ctx, b.real, refs[0], second, patch)
 }
 
-// watchProgress reads the workspace's progress from the daemon's status
-// twice a second and tells it, until stop.
-func (b daemonBackend) watchProgress(ctx context.Context, dir string, tell func(snapshot.Progress), stop <-chan struct{}) {
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		st, err := b.c.Status(ctx)
-		if err != nil {
-			continue
-		}
-		for _, w := range st.Workspaces {
-			if w.Dir == dir && w.Progress != nil {
-				tell(snapshot.Progress{Done: w.Progress.Done, Total: w.Progress.Total, Bytes: w.Progress.Bytes})
+// watchProgress draws the workspace's progress, read from the daemon's
+// status twice a second, while a request runs (when the command draws
+// progress: withProgress); the function it returns stops it.
+func (b daemonBackend) watchProgress(ctx context.Context, dir string) (stop func()) {
+	pl := progressOf(ctx)
+	if pl == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			st, err := b.c.Status(ctx)
+			if err != nil {
+				continue
+			}
+			for _, w := range st.Workspaces {
+				if w.Dir == dir && w.Progress != nil {
+					pl.show(*w.Progress)
+				}
 			}
 		}
-	}
+	}()
+	return func() { close(done); <-ended; pl.done() }
 }
 
 func (b daemonBackend) checkpoint(ctx context.Context, req snapshot.SealRequest) (ckpt.Record, error) {
@@ -236,12 +247,7 @@ func (b daemonBackend) checkpoint(ctx context.Context, req snapshot.SealRequest)
 	if err != nil {
 		return ckpt.Record{}, err
 	}
-	if req.Progress != nil {
-		// The daemon seals; how far it has come is in its status.
-		stop := make(chan struct{})
-		defer close(stop)
-		go b.watchProgress(ctx, abs, req.Progress, stop)
-	}
+	defer b.watchProgress(ctx, abs)()
 	ar, err := b.c.Checkpoint(ctx, api.CheckpointRequest{Workspace: abs, Label: req.Label, Status: statusOf(req),
 		CodonID: req.CodonID, CodonName: req.CodonName, RunID: req.RunID})
 	var ce *client.Error

@@ -70,10 +70,11 @@ func runCheckpoint(ctx context.Context, e *env, args []string) error {
 	}
 	if pl := newProgress(e, *asJSON); pl != nil && req.Changed == nil {
 		began := time.Now()
-		req.Progress = func(p snapshot.Progress) {
+		req.Progress = func(p snapshot.Progress) { // sealed here, without the daemon
 			pl.show(api.Progress{Op: "sealing", Done: p.Done, Total: p.Total, Bytes: p.Bytes, Since: began})
 		}
 		defer pl.done()
+		ctx = withProgress(ctx, pl) // sealed by the daemon
 	}
 	// Selections are the daemon's own: with one, the store seals directly.
 	rec, err := via(ctx, &sf, pos[0], req.Patterns == nil && req.Changed == nil, func(b backend) (ckpt.Record, error) {

@@ -39,6 +39,7 @@ func runGC(ctx context.Context, e *env, args []string) error {
 		return usageErr("--prune-grace %s is too short (at least 1m)", *grace)
 	}
 	// A --prune-grace is the direct path's alone: the daemon uses its own.
+	ctx = withProgress(ctx, newProgress(e, *asJSON))
 	res, err := via(ctx, &sf, pos[0], *grace == 0, func(b backend) (api.MaintenanceResult, error) { return b.gc(ctx, *full, *grace) })
 	if err != nil {
 		return err
@@ -56,6 +57,7 @@ func runGC(ctx context.Context, e *env, args []string) error {
 }
 
 func (b daemonBackend) gc(ctx context.Context, full bool, _ time.Duration) (api.MaintenanceResult, error) {
+	defer b.watchProgress(ctx, b.real)()
 	return b.c.GC(ctx, api.GCRequest{Workspace: b.real, Full: full})
 }
 
@@ -85,7 +87,15 @@ func (b localBackend) gc(ctx context.Context, full bool, grace time.Duration) (a
 		}
 		return ""
 	}
-	res, err := st.Maintain(ctx, snapshot.MaintainOptions{PruneGrace: grace, Full: full, Busy: busy})
+	opts := snapshot.MaintainOptions{PruneGrace: grace, Full: full, Busy: busy}
+	if pl := progressOf(ctx); pl != nil {
+		began := time.Now()
+		opts.Step = func(i, n int, name string) {
+			pl.show(api.Progress{Op: "maintenance: " + name, Done: i - 1, Total: n, Unit: "steps", Since: began})
+		}
+		defer pl.done()
+	}
+	res, err := st.Maintain(ctx, opts)
 	if err != nil {
 		return api.MaintenanceResult{}, err
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -72,4 +73,21 @@ func (p *progressLines) done() {
 		fmt.Fprint(p.e.stderr, "\r\x1b[K")
 		p.drawn = false
 	}
+}
+
+type progressKey struct{}
+
+// withProgress carries the command's progress drawer to its backend (a
+// daemon backend reads the workspace's progress from status meanwhile).
+func withProgress(ctx context.Context, p *progressLines) context.Context {
+	if p == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, progressKey{}, p)
+}
+
+// progressOf is the drawer ctx carries, or nil.
+func progressOf(ctx context.Context) *progressLines {
+	p, _ := ctx.Value(progressKey{}).(*progressLines)
+	return p
 }

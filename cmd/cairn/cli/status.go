@@ -203,7 +203,7 @@ func printForeign(e *env, w api.WorkspaceStatus) {
 // progressLine says how far a long operation has come: "sealing baseline
 // 42 % (42,000/100,000 files, 120.0 MiB) for 31s".
 func progressLine(pr api.Progress) string {
-	what := fmt.Sprintf("%s/%s files", count(pr.Done), count(pr.Total))
+	what := fmt.Sprintf("%s/%s %s", count(pr.Done), count(pr.Total), pr.Units())
 	if pr.Bytes > 0 {
 		what += ", " + ckpt.HumanBytes(pr.Bytes)
 	}
