@@ -8,7 +8,8 @@
 #
 # Targets: linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
 # (windows only as a build check: cairn does not run there). Static binaries
-# (CGO_ENABLED=0), -trimpath, the version stamped into `cairn version`.
+# (CGO_ENABLED=0), -trimpath, the version and build date stamped into `cairn version`
+# (the commit comes from go's own VCS stamp).
 # VERSION defaults to `git describe --tags --always --dirty`, a leading "v"
 # dropped; the packages need a semantic version, so one that is not (no tag
 # yet) is packaged as 0.0.0-dev+g<describe>.
@@ -33,6 +34,10 @@ else
 	PKG_VERSION="0.0.0-dev+g$(echo "$VERSION" | tr -c 'A-Za-z0-9.\n' '.')"
 fi
 
+# The build date `cairn version` prints: SOURCE_DATE_EPOCH's (reproducible
+# builds), else now.
+BUILD_DATE="$(date -u -d "@${SOURCE_DATE_EPOCH:-$(date +%s)}" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u +%Y-%m-%dT%H:%M:%SZ)"
+
 mkdir -p "$DIST"
 for t in $targets; do
 	os="${t%/*}" arch="${t#*/}"
@@ -41,7 +46,7 @@ for t in $targets; do
 	[ "$os" = windows ] && out="$out.exe"
 	echo "== $t -> ${out#"$root"/}"
 	CGO_ENABLED=0 GOOS="$os" GOARCH="$arch" go build -trimpath \
-		-ldflags "-s -w -X github.com/cairn-dev/cairn/cmd/cairn/cli.Version=$VERSION" \
+		-ldflags "-s -w -X github.com/cairn-dev/cairn/cmd/cairn/cli.Version=$VERSION -X github.com/cairn-dev/cairn/cmd/cairn/cli.BuildDate=$BUILD_DATE" \
 		-o "$out" ./cmd/cairn
 done
 

@@ -18,7 +18,7 @@ import (
 )
 
 func init() {
-	register("fleet", "read a replication remote: list its hosts and workspaces, fetch one into a local store", runFleet)
+	register("fleet", "read a replication remote: list its hosts and workspaces, fetch one into a local store", runFleet).subs = []string{"list", "fetch"}
 }
 
 const fleetUsage = "usage: cairn fleet list --remote R [--json]\n       cairn fleet fetch --remote R --from <host>/<workspace> <dir> [--json]\n"
