@@ -24,7 +24,7 @@ const (
 	ExitUsage      = 2 // bad command line
 	ExitNoGit      = 3 // git missing or too old: checkpoints disabled
 	ExitIncomplete = 4 // a checkpoint was sealed but is partial or racy (a restore, verify: the work tree differs from the checkpoint)
-	ExitRefused    = 5 // refused: a codon is running, a rollback is in progress, an ambiguous or unusable target
+	ExitRefused    = 5 // refused: no such checkpoint or path, a codon is running, a rollback is in progress, an ambiguous or unusable target
 	ExitDoctor     = 6 // cairn doctor found problems; each is printed with its fix
 )
 

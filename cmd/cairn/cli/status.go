@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -37,6 +38,9 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	if *asJSON {
 		b, _ := json.MarshalIndent(st, "", "  ")
 		fmt.Fprintln(e.stdout, string(printable.JSON(b)))
+		if statusBad(st) {
+			return errWorkspaceErrors
+		}
 		return nil
 	}
 	// Every string a daemon sends is printed escaped (platform/printable):
@@ -105,9 +109,31 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if bad {
-		fmt.Fprintln(e.stderr, "some workspaces report errors")
+		return errWorkspaceErrors
 	}
 	return nil
+}
+
+// errWorkspaceErrors is status's exit (ExitFailure) when anything it shows
+// is an error: a scripted `cairn status` sees it without parsing.
+var errWorkspaceErrors = errors.New("some workspaces report errors")
+
+// statusBad reports whether a status holds an error status prints as one.
+func statusBad(st api.Status) bool {
+	for _, w := range st.Workspaces {
+		if w.Error != "" || w.StoreExposed != "" {
+			return true
+		}
+		if r := w.Replication; r != nil && (r.State == "failing" || r.State == "off") {
+			return true
+		}
+	}
+	for _, w := range st.Workers {
+		if w.Error != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // printDegraded says what is unwatched and how stale cairn's view of it may be.
