@@ -20,8 +20,8 @@ func TestConfigCheck(t *testing.T) {
 		t.Errorf("good config: exit %d, %q %q", code, out, errOut)
 	}
 	for file, want := range map[string]string{
-		bad:      bad + ":5: unknown key \"watch.bogus\"\n",
-		badValue: badValue + ":2: ",
+		bad:                             bad + ":5: unknown key \"watch.bogus\"\n",
+		badValue:                        badValue + ":2: ",
 		filepath.Join(dir, "none.toml"): filepath.Join(dir, "none.toml") + ": open ",
 	} {
 		out, errOut, code := run("config", "check", file)
