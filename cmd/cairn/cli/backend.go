@@ -110,6 +110,8 @@ type ledger struct {
 	// layout is "autodev" for the in-repository layout; off then says why
 	// checkpoints are off (no repository).
 	layout, off string
+	// pins are the pinned SHAs (cairn pin).
+	pins []string
 }
 
 // backend does one command's work on one workspace: through a running daemon
@@ -193,7 +195,7 @@ func (b daemonBackend) list(ctx context.Context) (ledger, error) {
 	if err != nil {
 		return ledger{}, err
 	}
-	return ledger{head: l.Head, recs: l.Records, layout: l.Layout, off: l.Off}, nil
+	return ledger{head: l.Head, recs: l.Records, layout: l.Layout, off: l.Off, pins: l.Pins}, nil
 }
 
 func (b daemonBackend) show(ctx context.Context, id string) (api.Diff, error) {
@@ -272,7 +274,11 @@ func (b localBackend) list(ctx context.Context) (ledger, error) {
 	recs := st.Records()
 	head := restore.HeadMarker(recs, st.Position())
 	slices.Reverse(recs)
-	return ledger{recs: recs, head: head}, nil
+	pins, err := st.Pins()
+	if err != nil {
+		return ledger{}, err
+	}
+	return ledger{recs: recs, head: head, pins: pins}, nil
 }
 
 // resolve opens the store for reading and finds each ref's record.

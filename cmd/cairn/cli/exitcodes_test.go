@@ -116,3 +116,32 @@ func TestStatusExitsNonZeroOnErrors(t *testing.T) {
 		}
 	}
 }
+
+// diff colours only when asked or on a terminal (never on a pipe, never
+// with NO_COLOR); list shows pins; counts are plural only when not one.
+func TestDiffColourListPinsPlurals(t *testing.T) {
+	ws, env := t.TempDir(), cliEnv(t)
+	lay(t, ws, map[string]string{"a.txt": "one\n"})
+	mustCairn(t, env, "checkpoint", ws)
+	// A size change: a same-size rewrite within the checkpoint's second is
+	// not what this test is about.
+	lay(t, ws, map[string]string{"a.txt": "two, longer\n"})
+	if out := mustCairn(t, env, "diff", ws, "c1"); strings.Contains(out, "\x1b[") || !strings.Contains(out, "+two") {
+		t.Errorf("diff through a pipe:\n%q", out)
+	}
+	if out := mustCairn(t, env, "diff", ws, "c1", "--color", "always"); !strings.Contains(out, "\x1b[32m+two, longer\x1b[0m") || !strings.Contains(out, "\x1b[31m-one\x1b[0m") {
+		t.Errorf("diff --color always:\n%q", out)
+	}
+	if out := mustCairn(t, append(env, "NO_COLOR=1"), "diff", ws, "c1", "--color", "auto"); strings.Contains(out, "\x1b[") {
+		t.Errorf("diff with NO_COLOR:\n%q", out)
+	}
+	mustCairn(t, env, "checkpoint", ws)
+	mustCairn(t, env, "pin", ws, "c1")
+	lines := strings.Split(strings.TrimSpace(mustCairn(t, env, "list", ws)), "\n")
+	if len(lines) != 2 || strings.Contains(lines[0], "pinned") || !strings.Contains(lines[1], " · pinned") {
+		t.Errorf("list does not show c1's pin:\n%s", strings.Join(lines, "\n"))
+	}
+	if out := mustCairn(t, env, "prune", ws, "--dry-run"); strings.Contains(out, "1 checkpoints") {
+		t.Errorf("prune: %q", out)
+	}
+}

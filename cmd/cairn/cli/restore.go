@@ -163,7 +163,7 @@ func printRestore(e *env, dir string, res api.RestoreResult, asJSON bool) error 
 		for _, d := range res.Diff {
 			fmt.Fprintf(e.stderr, "  differs: %q: %s\n", d.Path, printable.String(d.Reason))
 		}
-		return &exitError{ExitIncomplete, fmt.Errorf("the work tree differs from the target in %d paths", len(res.Diff))}
+		return &exitError{ExitIncomplete, fmt.Errorf("the work tree differs from the target in %s", plural(len(res.Diff), "path", ""))}
 	}
 	return nil
 }
