@@ -8,8 +8,8 @@
 #
 # Targets: linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
 # (windows only as a build check: cairn does not run there). Static binaries
-# (CGO_ENABLED=0), -trimpath, the version and build date stamped into `cairn version`
-# (the commit comes from go's own VCS stamp).
+# (CGO_ENABLED=0), -trimpath, the version, build date and commit stamped into
+# `cairn version`.
 # VERSION defaults to `git describe --tags --always --dirty`, a leading "v"
 # dropped; the packages need a semantic version, so one that is not (no tag
 # yet) is packaged as 0.0.0-dev+g<describe>.
@@ -39,6 +39,14 @@ fi
 # builds), else now.
 BUILD_DATE="$(date -u -d "@${SOURCE_DATE_EPOCH:-$(date +%s)}" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u +%Y-%m-%dT%H:%M:%SZ)"
 
+# The commit, for `cairn version` where go's own VCS stamp is missing (a git
+# worktree, GOFLAGS=-buildvcs=false); "-dirty" marks uncommitted changes.
+COMMIT="$(git rev-parse HEAD 2>/dev/null || true)"
+if [ -n "$COMMIT" ] && [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+	COMMIT="$COMMIT-dirty"
+fi
+LDX="-X github.com/cairn-dev/cairn/cmd/cairn/cli.Version=$VERSION -X github.com/cairn-dev/cairn/cmd/cairn/cli.BuildDate=$BUILD_DATE -X github.com/cairn-dev/cairn/cmd/cairn/cli.Commit=$COMMIT"
+
 mkdir -p "$DIST"
 for t in $targets; do
 	os="${t%/*}" arch="${t#*/}"
@@ -47,7 +55,7 @@ for t in $targets; do
 	[ "$os" = windows ] && out="$out.exe"
 	echo "== $t -> ${out#"$root"/}"
 	CGO_ENABLED=0 GOOS="$os" GOARCH="$arch" go build -trimpath \
-		-ldflags "-s -w -X github.com/cairn-dev/cairn/cmd/cairn/cli.Version=$VERSION -X github.com/cairn-dev/cairn/cmd/cairn/cli.BuildDate=$BUILD_DATE" \
+		-ldflags "-s -w $LDX" \
 		-o "$out" ./cmd/cairn
 done
 

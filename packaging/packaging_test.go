@@ -277,8 +277,8 @@ func debCycle(t *testing.T, deb, deb2, version, version2 string, checkConfig fun
 	if fi, err := os.Stat("/var/lib/cairn"); err != nil || !fi.IsDir() {
 		t.Fatalf("postinstall did not create /var/lib/cairn: %v", err)
 	}
-	if got := run(t, "/", nil, "/usr/bin/cairn", "version"); !strings.HasPrefix(got, "cairn "+version+" linux/"+runtime.GOARCH) || !strings.Contains(got, "\nbuilt  ") {
-		t.Errorf("cairn version = %q, want the stamped %s and a build date", got, version)
+	if got := run(t, "/", nil, "/usr/bin/cairn", "version"); !strings.HasPrefix(got, "cairn "+version+" linux/"+runtime.GOARCH) || !strings.Contains(got, "\nbuilt  ") || !strings.Contains(got, "\ncommit ") {
+		t.Errorf("cairn version = %q, want the stamped %s, commit and build date", got, version)
 	}
 	run(t, "/", nil, "/usr/bin/cairn", "config", "check", etcConfig)
 	if man := run(t, "/", nil, "sh", "-c", "gzip -dc /usr/share/man/man1/cairn.1.gz"); !strings.HasPrefix(man, ".TH CAIRN 1 \"\" \"cairn "+strings.ReplaceAll(version, "-", `\-`)+"\"") {

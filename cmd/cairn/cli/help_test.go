@@ -132,6 +132,14 @@ func TestVersion(t *testing.T) {
 	if got := b.String(); !strings.HasPrefix(got, "cairn 1.2.3 ") || !strings.HasSuffix(got, "\nbuilt  2026-02-03T04:05:06Z\n") {
 		t.Errorf("release build:\n%s", got)
 	}
+	// A release build in a git worktree: go stamped no VCS, build.sh the commit.
+	defer func(c string) { Commit = c }(Commit)
+	b.Reset()
+	Commit = "0123abcd-dirty"
+	printVersion(&b, versionOf(&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}))
+	if got := b.String(); !strings.Contains(got, "\ncommit 0123abcd-dirty\n") {
+		t.Errorf("stamped commit:\n%s", got)
+	}
 	for _, args := range [][]string{{"--version"}, {"version"}} {
 		if out, _, code := run(args...); code != 0 || !strings.HasPrefix(out, "cairn 1.2.3 ") {
 			t.Errorf("cairn %v: exit %d, %q", args, code, out)

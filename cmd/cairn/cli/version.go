@@ -17,6 +17,10 @@ var Version = "dev"
 // build has none and reports its commit's time instead.
 var BuildDate = ""
 
+// Commit is stamped by the release build (packaging/build.sh) from git, for
+// builds where go's own VCS stamp is missing (a git worktree, -buildvcs=false).
+var Commit = ""
+
 func init() {
 	register("version", "print cairn's version, commit and build date (also: cairn --version)", func(ctx context.Context, e *env, args []string) error {
 		fs := newFlags("version", "version", e)
@@ -43,6 +47,7 @@ type buildVersion struct {
 func versionOf(bi *debug.BuildInfo) buildVersion {
 	v := buildVersion{version: Version, built: BuildDate, goVersion: runtime.Version(), goos: runtime.GOOS, goarch: runtime.GOARCH}
 	if bi == nil {
+		v.revision = Commit
 		if v.version == "dev" {
 			v.version = "(devel)"
 		}
@@ -57,6 +62,9 @@ func versionOf(bi *debug.BuildInfo) buildVersion {
 		case "vcs.modified":
 			v.modified = s.Value == "true"
 		}
+	}
+	if v.revision == "" {
+		v.revision = Commit
 	}
 	if v.version == "dev" {
 		// A build in a checkout (VCS settings present) is a development
