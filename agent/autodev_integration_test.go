@@ -106,7 +106,7 @@ func TestAutodevDaemonEndToEnd(t *testing.T) {
 
 	// An unknown id, then a live run: refused with the seed's words, nothing moves.
 	_, errOut, code = cairnRun(t, append([]string{"restore", dir, "c9"}, sock...)...)
-	if code != 1 || errOut != "Restore failed: unknown checkpoint: c9\n" {
+	if code != 5 || errOut != "Restore failed: unknown checkpoint: c9\n" { // refused, as every unknown checkpoint (README, "Exit codes")
 		t.Fatalf("unknown id (%d): %q", code, errOut)
 	}
 	lock := filepath.Join(dir, ".hankweave", "runtime.lock")

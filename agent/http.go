@@ -413,6 +413,11 @@ func (d *Daemon) handleList(w http.ResponseWriter, r *http.Request) {
 	for i := len(recs) - 1; i >= 0; i-- {
 		out.Records = append(out.Records, recs[i])
 	}
+	if pins, err := st.Pins(); err != nil {
+		d.log.Warn().Err(err).Str("workspace", ws.Dir()).Msg("list: pins unreadable; the list shows none")
+	} else {
+		out.Pins = pins
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -20,11 +20,19 @@ import (
 // section must name every one of them.
 var installed = []string{
 	"/usr/bin/cairn",
-	"/etc/cairn/config.toml",
+	"/usr/share/cairn/config.toml",
 	"/usr/lib/systemd/system/cairn.service",
 	"/usr/lib/systemd/user/cairn.service",
 	"/usr/lib/sysctl.d/60-cairn-inotify.conf",
+	"/usr/share/man/man1/cairn.1.gz",
+	"/usr/share/bash-completion/completions/cairn",
+	"/usr/share/zsh/vendor-completions/_cairn",
+	"/usr/share/fish/vendor_completions.d/cairn.fish",
 }
+
+// etcConfig is the daemon's config: no package's file (postinstall copies
+// the default there when there is none).
+const etcConfig = "/etc/cairn/config.toml"
 
 // targets are the release targets packaging/build.sh builds.
 var targets = []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64", "windows/amd64"}
@@ -118,9 +126,13 @@ func TestCrossCompile(t *testing.T) {
 	}
 }
 
-// The .deb builds with nfpm, installs with dpkg -i, puts every file where
-// README.md says, `cairn version` runs, and dpkg -r / dpkg -P remove it while
-// the stores under /var/lib/cairn stay exactly as they were.
+// The .deb builds with nfpm and goes through install → upgrade → remove →
+// purge with dpkg, non-interactively: on a machine without a config (the
+// package writes the default, and purge deletes it only while unchanged),
+// over a config `cairn service install` wrote (never prompted about, never
+// changed, never deleted), and with the default edited after install (kept).
+// Every file lands where README.md says, `cairn version` runs, and the
+// stores under /var/lib/cairn stay exactly as they were.
 func TestDebInstallRemove(t *testing.T) {
 	switch {
 	case runtime.GOOS != "linux":
@@ -156,13 +168,13 @@ func TestDebInstallRemove(t *testing.T) {
 	if i := strings.Index(section, "\n## "); i >= 0 {
 		section = section[:i]
 	}
-	for _, p := range append(installed, "/var/lib/cairn", "packaging/build.sh") {
+	for _, p := range append(installed, etcConfig, "/var/lib/cairn", "packaging/build.sh") {
 		if !strings.Contains(section, p) {
 			t.Errorf("README.md's \"From a package\" does not name %s", p)
 		}
 	}
 
-	const version = "0.0.1-pkgtest"
+	const version, version2 = "0.0.1-pkgtest", "0.0.2-pkgtest"
 	dist := t.TempDir()
 	start := time.Now()
 	run(t, r, []string{"DIST=" + dist, "PACKAGES=deb", "VERSION=" + version}, "bash", "packaging/build.sh", "linux/"+runtime.GOARCH)
@@ -172,18 +184,88 @@ func TestDebInstallRemove(t *testing.T) {
 		t.Fatalf("want one .deb in %s, got %v", dist, debs)
 	}
 	deb := debs[0]
+	// The upgrade: the same package as a newer version.
+	unpacked := filepath.Join(t.TempDir(), "pkg")
+	run(t, "/", nil, "dpkg-deb", "-R", deb, unpacked)
+	control := filepath.Join(unpacked, "DEBIAN", "control")
+	c := mustRead(t, control)
+	c2 := regexp.MustCompile(`(?m)^Version: .*$`).ReplaceAllString(c, "Version: "+debVersion(version2))
+	if err := os.WriteFile(control, []byte(c2), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deb2 := filepath.Join(dist, "cairn_"+version2+".deb")
+	run(t, "/", nil, "dpkg-deb", "--root-owner-group", "-b", unpacked, deb2)
 
 	_, statErr := os.Stat("/var/lib/cairn")
 	hadState := statErr == nil
 	t.Cleanup(func() {
 		exec.Command("dpkg", "-P", "cairn").Run()
+		os.Remove(etcConfig)
+		os.Remove("/etc/cairn/.config.toml.package-sha256")
+		os.Remove("/etc/cairn")
 		if !hadState {
 			os.RemoveAll("/var/lib/cairn")
 		}
 	})
+	shipped := mustRead(t, filepath.Join(r, "packaging", "config.toml"))
 
-	out := run(t, "/", nil, "dpkg", "-i", deb)
-	t.Logf("dpkg -i:\n%s", out)
+	t.Run("fresh", func(t *testing.T) {
+		debCycle(t, deb, deb2, version, version2, func(stage string) {
+			if got, err := os.ReadFile(etcConfig); stage == "purge" {
+				if err == nil {
+					t.Errorf("dpkg -P left the package's unchanged %s", etcConfig)
+				}
+			} else if err != nil || string(got) != shipped {
+				t.Errorf("after %s, %s is not the packaged default (%v)", stage, etcConfig, err)
+			}
+		})
+		if _, err := os.Stat("/etc/cairn"); err == nil {
+			t.Errorf("dpkg -P left /etc/cairn")
+		}
+	})
+
+	t.Run("over a config cairn service install wrote", func(t *testing.T) {
+		name := fmt.Sprintf("cairn-pkgtest-%d", os.Getpid())
+		bin := filepath.Join(dist, "cairn-linux-"+runtime.GOARCH)
+		const logDir = "/var/log/cairn" // a SysV install's log folder
+		if _, err := os.Stat(logDir); err != nil {
+			t.Cleanup(func() { os.Remove(logDir) }) // only if empty
+		}
+		run(t, "/", nil, bin, "service", "install", "--name", name)
+		run(t, "/", nil, bin, "service", "uninstall", "--name", name)
+		written, err := os.ReadFile(etcConfig)
+		if err != nil {
+			t.Fatalf("cairn service install wrote no %s: %v", etcConfig, err)
+		}
+		debCycle(t, deb, deb2, version, version2, func(stage string) {
+			if got, err := os.ReadFile(etcConfig); err != nil || string(got) != string(written) {
+				t.Errorf("after %s, the config cairn service install wrote changed or went (%v):\n%s", stage, err, got)
+			}
+		})
+		os.Remove(etcConfig)
+		os.Remove("/etc/cairn")
+	})
+
+	t.Run("default edited after install", func(t *testing.T) {
+		run(t, "/", nil, "dpkg", "-i", deb)
+		edited := shipped + "\nlog_level = \"debug\"\n"
+		if err := os.WriteFile(etcConfig, []byte(edited), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run(t, "/", nil, "dpkg", "-P", "cairn")
+		if got, err := os.ReadFile(etcConfig); err != nil || string(got) != edited {
+			t.Errorf("dpkg -P deleted or changed an edited %s (%v)", etcConfig, err)
+		}
+		os.Remove(etcConfig)
+		os.Remove("/etc/cairn")
+	})
+}
+
+// debCycle installs deb, upgrades to deb2, removes and purges, checking the
+// package's files, `cairn version`, a store under /var/lib/cairn that must
+// stay byte for byte, and the config (checkConfig, after each stage).
+func debCycle(t *testing.T, deb, deb2, version, version2 string, checkConfig func(stage string)) {
+	t.Logf("dpkg -i:\n%s", run(t, "/", nil, "dpkg", "-i", deb))
 	for _, p := range installed {
 		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
 			t.Errorf("after dpkg -i, %s: %v", p, err)
@@ -195,12 +277,14 @@ func TestDebInstallRemove(t *testing.T) {
 	if fi, err := os.Stat("/var/lib/cairn"); err != nil || !fi.IsDir() {
 		t.Fatalf("postinstall did not create /var/lib/cairn: %v", err)
 	}
-	if got := run(t, "/", nil, "/usr/bin/cairn", "version"); !strings.HasPrefix(got, "cairn "+version+" linux/"+runtime.GOARCH) {
-		t.Errorf("cairn version = %q, want the stamped %s", got, version)
+	if got := run(t, "/", nil, "/usr/bin/cairn", "version"); !strings.HasPrefix(got, "cairn "+version+" linux/"+runtime.GOARCH) || !strings.Contains(got, "\nbuilt  ") || !strings.Contains(got, "\ncommit ") {
+		t.Errorf("cairn version = %q, want the stamped %s, commit and build date", got, version)
 	}
-	if _, err := config.Load("/etc/cairn/config.toml"); err != nil {
-		t.Errorf("installed config: %v", err)
+	run(t, "/", nil, "/usr/bin/cairn", "config", "check", etcConfig)
+	if man := run(t, "/", nil, "sh", "-c", "gzip -dc /usr/share/man/man1/cairn.1.gz"); !strings.HasPrefix(man, ".TH CAIRN 1 \"\" \"cairn "+strings.ReplaceAll(version, "-", `\-`)+"\"") {
+		t.Errorf("the man page is not cairn %s's:\n%.200s", version, man)
 	}
+	checkConfig("install")
 
 	// A workspace with a checkpoint, its store and ledger under /var/lib/cairn.
 	ws := t.TempDir()
@@ -219,29 +303,31 @@ func TestDebInstallRemove(t *testing.T) {
 		t.Fatalf("no store or ledger under %s: %v", state, keys(before))
 	}
 
-	// Upgrade path: installing over itself runs postinstall as an upgrade.
-	t.Logf("dpkg -i (again):\n%s", run(t, "/", nil, "dpkg", "-i", deb))
+	t.Logf("dpkg -i (upgrade):\n%s", run(t, "/", nil, "dpkg", "-i", deb2))
+	if got, _ := exec.Command("dpkg-query", "-W", "-f", "${Version}", "cairn").Output(); string(got) != debVersion(version2) {
+		t.Errorf("after the upgrade dpkg says version %q, want %s", got, debVersion(version2))
+	}
+	checkConfig("upgrade")
+	same(t, "the upgrade", before, tree(t, state))
 
 	t.Logf("dpkg -r:\n%s", run(t, "/", nil, "dpkg", "-r", "cairn"))
 	for _, p := range installed {
-		_, err := os.Stat(p)
-		if p == "/etc/cairn/config.toml" {
-			if err != nil {
-				t.Errorf("dpkg -r removed the config file %s (it stays until purge)", p)
-			}
-		} else if err == nil {
+		if _, err := os.Stat(p); err == nil {
 			t.Errorf("dpkg -r left %s", p)
 		}
 	}
+	checkConfig("remove")
 	same(t, "dpkg -r", before, tree(t, state))
 
-	run(t, "/", nil, "dpkg", "-P", "cairn")
-	if _, err := os.Stat("/etc/cairn/config.toml"); err == nil {
-		t.Errorf("dpkg -P left /etc/cairn/config.toml")
-	}
+	t.Logf("dpkg -P:\n%s", run(t, "/", nil, "dpkg", "-P", "cairn"))
+	checkConfig("purge")
 	same(t, "dpkg -P", before, tree(t, state))
 	run(t, "/", nil, "git", "--git-dir", storeDir(t, before, state), "fsck", "--no-progress")
 }
+
+// debVersion is a semantic version as nfpm writes it into a .deb: the
+// pre-release after ~ (sorting before the release).
+func debVersion(v string) string { return strings.Replace(v, "-", "~", 1) }
 
 // tree maps every file under dir (relative path) to its mode and content hash.
 func tree(t *testing.T, dir string) map[string]string {

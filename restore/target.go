@@ -178,6 +178,7 @@ func ParseTargetAt(s string, now time.Time) (Target, error) {
 //	2026-01-02T15:04[:05]      local time (a space may stand for the T)
 //	15:04, 15:04:05            today, local time (in now's location)
 //	10m, 1h30m, 2d, "10m ago"  that long before now
+//	-10m, -2d                  the same (as in @-5m)
 func ParseTime(s string, now time.Time) (time.Time, error) {
 	t, _, err := parseTime(s, now)
 	return t, err
@@ -227,6 +228,10 @@ func parseTime(s string, now time.Time) (time.Time, time.Duration, error) {
 // followed by " ago".
 func parseAgo(s string) (time.Duration, bool) {
 	s = strings.TrimSpace(strings.TrimSuffix(s, "ago"))
+	// "-5m" (as in @-5m) is the same as "5m ago".
+	if rest, ok := strings.CutPrefix(s, "-"); ok && !strings.HasPrefix(rest, "-") {
+		s = rest
+	}
 	if n, ok := strings.CutSuffix(s, "d"); ok {
 		days, err := strconv.Atoi(n)
 		if err != nil || days < 0 || days > 100000 {

@@ -45,7 +45,9 @@ func TestParseTarget(t *testing.T) {
 		{in: "@2026-02-27T08:00:09", want: Target{Kind: TargetTime, At: time.Date(2026, 2, 27, 8, 0, 9, 0, loc), Grain: time.Second}},
 		{in: "nap@10:42", err: `invalid checkpoint target "nap@10:42": unknown checkpoint kind "nap" (want one of rig-setup, completed, error, skipped, exit, autosave, manual, pre-restore, baseline)`},
 		{in: "@", err: `invalid checkpoint target "@": no time given`},
-		{in: "@-10m", err: `invalid checkpoint target "@-10m": cannot read time "-10m": want RFC 3339, 2006-01-02 15:04[:05], 15:04[:05] (today) or a duration ago like 10m, 2h, 1d`},
+		{in: "@-10m", want: Target{Kind: TargetTime, At: now.Add(-10 * time.Minute)}}, // README's @-5m form
+		{in: "autosave@-2d", want: Target{Kind: TargetTime, At: now.Add(-48 * time.Hour), CheckpointKind: "autosave"}},
+		{in: "@--10m", err: `invalid checkpoint target "@--10m": cannot read time "--10m": want RFC 3339, 2006-01-02 15:04[:05], 15:04[:05] (today) or a duration ago like 10m, 2h, 1d`},
 		{in: "@25:00", err: `invalid checkpoint target "@25:00": cannot read time "25:00": want RFC 3339, 2006-01-02 15:04[:05], 15:04[:05] (today) or a duration ago like 10m, 2h, 1d`},
 		{in: "", err: `invalid checkpoint target: empty`},
 		{in: "  ", err: `invalid checkpoint target "  ": empty`},

@@ -146,6 +146,8 @@ type List struct {
 	// checkpoints are off (no repository), and the list shows it instead.
 	Layout string `json:"layout,omitempty"`
 	Off    string `json:"off,omitempty"`
+	// Pins are the pinned commits' SHAs (cairn pin), sorted.
+	Pins []string `json:"pins,omitempty"`
 }
 
 // Diff answers GET /v1/diff and GET /v1/show.

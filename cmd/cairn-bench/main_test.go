@@ -14,6 +14,9 @@ func TestUsageAndExitCodes(t *testing.T) {
 		out  string
 	}{
 		{nil, exitOK, "usage: cairn-bench seal"},
+		{[]string{"--help"}, exitOK, "usage: cairn-bench seal"},
+		{[]string{"seal", "--help"}, exitOK, "-sizes"},
+		{[]string{"replicate", "-h"}, exitOK, "-samples"},
 		{[]string{"bogus"}, exitUsage, `unknown benchmark "bogus"`},
 		{[]string{"restore", "extra"}, exitUsage, "restore takes no arguments"},
 		{[]string{"seal", "--sizes", "x"}, exitUsage, "--sizes"},

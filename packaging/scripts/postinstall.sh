@@ -14,6 +14,23 @@ abort-upgrade | abort-remove | abort-deconfigure) action=upgrade ;;
 [0-9]*) [ "$1" -ge 2 ] 2>/dev/null && action=upgrade ;;
 esac
 
+# The config: the packaged default, copied at install only where there is none (one
+# `cairn service install` wrote, or the user's, is never touched). What was
+# copied is recorded by its checksum, so that purge deletes it only if it is
+# still the package's own, unchanged.
+conf_dir=/etc/cairn
+conf=$conf_dir/config.toml
+mark=$conf_dir/.config.toml.package-sha256
+if [ "$action" = install ] && [ ! -e "$conf" ] && [ ! -L "$conf" ] && [ -r /usr/share/cairn/config.toml ]; then
+	mkdir -p "$conf_dir"
+	if cp /usr/share/cairn/config.toml "$conf.dpkg-tmp" && chmod 0644 "$conf.dpkg-tmp" && mv "$conf.dpkg-tmp" "$conf"; then
+		sha256sum "$conf" | cut -d' ' -f1 >"$mark"
+	else
+		rm -f "$conf.dpkg-tmp"
+		echo "cairn: could not write $conf; copy /usr/share/cairn/config.toml there by hand"
+	fi
+fi
+
 # The state directory: stores and ledgers of plain-layout workspaces.
 if [ ! -d /var/lib/cairn ]; then
 	mkdir -p /var/lib/cairn && chmod 0755 /var/lib/cairn
@@ -21,14 +38,14 @@ fi
 
 # inotify limits: apply the packaged drop-in now (boot applies it from then
 # on), but never lower a limit that is already higher.
-conf=/usr/lib/sysctl.d/60-cairn-inotify.conf
-if [ -r "$conf" ]; then
-	grep -E '^[[:space:]]*fs\.inotify\.' "$conf" | tr -d ' \t' | while IFS='=' read -r key want; do
+sysctl_conf=/usr/lib/sysctl.d/60-cairn-inotify.conf
+if [ -r "$sysctl_conf" ]; then
+	grep -E '^[[:space:]]*fs\.inotify\.' "$sysctl_conf" | tr -d ' \t' | while IFS='=' read -r key want; do
 		f=/proc/sys/$(echo "$key" | tr . /)
 		have=$(cat "$f" 2>/dev/null) || continue
 		if [ "$have" -lt "$want" ] 2>/dev/null; then
 			if ! (echo "$want" >"$f") 2>/dev/null; then
-				echo "cairn: could not raise $key from $have to $want here (read-only /proc/sys?); it applies at the next boot, or run: sysctl -p $conf"
+				echo "cairn: could not raise $key from $have to $want here (read-only /proc/sys?); it applies at the next boot, or run: sysctl -p $sysctl_conf"
 			fi
 		fi
 	done

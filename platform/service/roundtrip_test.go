@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -114,10 +115,11 @@ func TestServiceRoundTrip(t *testing.T) {
 	}) {
 		t.Fatalf("timed out waiting for a baseline checkpoint of %s; log:\n%s", ws, readLog(m))
 	}
-	out, _ := cairn("service", "status", "--name", name, "--config", cfg)
-	if !strings.Contains(out, ": running") || !strings.Contains(out, state) || !strings.Contains(out, sock) {
-		t.Errorf("service status while running:\n%s", out)
+	out, err := cairn("service", "status", "--name", name, "--config", cfg)
+	if !strings.Contains(out, ": running") || !strings.Contains(out, state) || !strings.Contains(out, sock) || err != nil {
+		t.Errorf("service status while running (%v):\n%s", err, out)
 	}
+	statusIs(t, cairn, "running", 0, "--name", name, "--config", cfg)
 
 	svc("stop")
 	if alive(st.PID) {
@@ -127,6 +129,7 @@ func TestServiceRoundTrip(t *testing.T) {
 	if !strings.Contains(out, ": stopped") {
 		t.Errorf("service status after stop:\n%s", out)
 	}
+	statusIs(t, cairn, "stopped", 3, "--name", name, "--config", cfg)
 	if log := readLog(m); kind != service.KindSystemd && !strings.Contains(log, `"message":"cairn daemon started"`) {
 		t.Errorf("log file %s lacks the daemon's JSON lines:\n%s", m.Unit().LogPath, log)
 	}
@@ -135,11 +138,31 @@ func TestServiceRoundTrip(t *testing.T) {
 	if _, err := os.Stat(m.UnitPath()); !os.IsNotExist(err) {
 		t.Errorf("%s left behind after uninstall (%v)", m.UnitPath(), err)
 	}
+	statusIs(t, cairn, "not installed", 4, "--name", name, "--config", cfg)
 	if links, _ := filepath.Glob("/etc/rc?.d/*" + name); len(links) > 0 {
 		t.Errorf("init links left behind: %v", links)
 	}
 	if pids := processesOf(bin); len(pids) > 0 {
 		t.Errorf("processes of %s left behind: %v", bin, pids)
+	}
+}
+
+// statusIs checks `cairn service status --json`: the state, and the exit
+// code systemctl would give (0 running, 3 stopped, 4 not installed).
+func statusIs(t *testing.T, cairn func(...string) (string, error), state string, code int, args ...string) {
+	t.Helper()
+	out, err := cairn(append([]string{"service", "status", "--json"}, args...)...)
+	got := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		got = ee.ExitCode()
+	}
+	var st struct {
+		State      string
+		ExitStatus int `json:"exit_status"`
+	}
+	if jerr := json.Unmarshal([]byte(out), &st); jerr != nil || st.State != state || got != code || st.ExitStatus != code {
+		t.Errorf("service status --json: exit %d, %+v (%v), want %q and exit %d:\n%s", got, st, jerr, state, code, out)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/checkpoints"
 	"github.com/cairn-dev/cairn/agent/client"
+	"github.com/cairn-dev/cairn/agent/config"
 	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/restore"
 	"github.com/cairn-dev/cairn/snapshot"
@@ -69,7 +70,8 @@ func (f *storeFlags) register(fs *flag.FlagSet, a access) {
 	f.daemonFlags.register(fs)
 	fs.StringVar(&f.layout, "layout", "auto", "workspace layout: auto, hankweave, plain, or autodev (commits in the folder's own repository)")
 	if a == writing {
-		fs.Int64Var(&f.maxSize, "max-file-size", 100<<20, "files larger than this many bytes are skipped and named")
+		f.maxSize = 100 << 20
+		fs.Var(sizeFlag{&f.maxSize}, "max-file-size", "files larger than this are skipped and named: bytes, or with a unit (500KB, 100MiB, 2GiB)")
 	}
 }
 
@@ -108,6 +110,8 @@ type ledger struct {
 	// layout is "autodev" for the in-repository layout; off then says why
 	// checkpoints are off (no repository).
 	layout, off string
+	// pins are the pinned SHAs (cairn pin).
+	pins []string
 }
 
 // backend does one command's work on one workspace: through a running daemon
@@ -191,7 +195,7 @@ func (b daemonBackend) list(ctx context.Context) (ledger, error) {
 	if err != nil {
 		return ledger{}, err
 	}
-	return ledger{head: l.Head, recs: l.Records, layout: l.Layout, off: l.Off}, nil
+	return ledger{head: l.Head, recs: l.Records, layout: l.Layout, off: l.Off, pins: l.Pins}, nil
 }
 
 func (b daemonBackend) show(ctx context.Context, id string, limit int) (api.Diff, error) {
@@ -307,7 +311,11 @@ func (b localBackend) list(ctx context.Context) (ledger, error) {
 	recs := st.Records()
 	head := restore.HeadMarker(recs, st.Position())
 	slices.Reverse(recs)
-	return ledger{recs: recs, head: head}, nil
+	pins, err := st.Pins()
+	if err != nil {
+		return ledger{}, err
+	}
+	return ledger{recs: recs, head: head, pins: pins}, nil
 }
 
 // resolve opens the store for reading and finds each ref's record.
@@ -417,4 +425,32 @@ func notAsRootFor(dir string) error {
 	}
 	return &exitError{ExitRefused, fmt.Errorf("%s belongs to %s: as root, cairn does not work on a user's files itself; "+
 		"go through the running daemon (--socket), or run it as the owner (sudo -u %s cairn COMMAND)", abs, who, who)}
+}
+
+// sizeFlag is a byte count given as config files give it: 104857600,
+// 100MiB, 500KB, 2GiB.
+type sizeFlag struct{ n *int64 }
+
+func (s sizeFlag) String() string {
+	if s.n == nil {
+		return "0"
+	}
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if *s.n >= u.mult && *s.n%u.mult == 0 {
+			return strconv.FormatInt(*s.n/u.mult, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(*s.n, 10)
+}
+
+func (s sizeFlag) Set(v string) error {
+	var sz config.Size
+	if err := sz.UnmarshalText([]byte(v)); err != nil {
+		return err
+	}
+	*s.n = int64(sz)
+	return nil
 }

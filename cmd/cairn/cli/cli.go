@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/mattn/go-isatty"
@@ -25,12 +24,9 @@ const (
 	ExitUsage      = 2 // bad command line
 	ExitNoGit      = 3 // git missing or too old: checkpoints disabled
 	ExitIncomplete = 4 // a checkpoint was sealed but is partial or racy (a restore, verify: the work tree differs from the checkpoint)
-	ExitRefused    = 5 // refused: a codon is running, a rollback is in progress, an ambiguous or unusable target
+	ExitRefused    = 5 // refused: no such checkpoint or path, a codon is running, a rollback is in progress, an ambiguous or unusable target
 	ExitDoctor     = 6 // cairn doctor found problems; each is printed with its fix
 )
-
-// Version is stamped by the build (-ldflags "-X ...cli.Version=...").
-var Version = "dev"
 
 // exitError carries an exit code other than ExitFailure.
 type exitError struct {
@@ -41,6 +37,9 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
+// silent is an exit code's only cause: the output already said it all.
+var silent = errors.New("(printed)")
+
 func usageErr(format string, a ...any) error {
 	return &exitError{ExitUsage, fmt.Errorf(format, a...)}
 }
@@ -49,31 +48,48 @@ func usageErr(format string, a ...any) error {
 type env struct {
 	stdout, stderr io.Writer
 	log            zerolog.Logger
+	// sets are the flag sets the command made (newFlags), for help's tables.
+	sets []flagSpec
 }
 
 type command struct {
 	summary string
 	run     func(ctx context.Context, e *env, args []string) error
+	// subs are the command's own subcommands (service install, fleet list):
+	// completion offers them, the man page lists each one's flags.
+	subs []string
+	// hidden commands are not listed in the usage, completion or man page.
+	hidden bool
 }
 
-var commands = map[string]command{}
+var commands = map[string]*command{}
 
-func register(name, summary string, run func(ctx context.Context, e *env, args []string) error) {
-	commands[name] = command{summary, run}
+func register(name, summary string, run func(ctx context.Context, e *env, args []string) error) *command {
+	c := &command{summary: summary, run: run}
+	commands[name] = c
+	return c
 }
 
 // Run runs the command line and returns the process exit code.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	e := &env{stdout: stdout, stderr: stderr, log: newLogger(stderr)}
 	ctx = e.log.WithContext(ctx)
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	switch {
+	case len(args) == 0 || args[0] == "-h" || args[0] == "--help":
 		usage(stdout)
 		return ExitOK
+	case args[0] == "help":
+		return report(stderr, runHelp(ctx, e, args[1:]))
+	case args[0] == "--version" || args[0] == "-version" || args[0] == "-V":
+		args = []string{"version"}
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "cairn: unknown command %q\n", args[0]) // %q escapes
-		usage(stderr)
+		if strings.HasPrefix(args[0], "-") {
+			fmt.Fprintf(stderr, "cairn: unknown flag %s; see 'cairn help'\n", printable.String(dashes(args[0])))
+		} else {
+			fmt.Fprintf(stderr, "cairn: unknown command %q; see 'cairn help'\n", args[0]) // %q escapes
+		}
 		return ExitUsage
 	}
 	err := cmd.run(ctx, e, args[1:])
@@ -87,7 +103,19 @@ func report(stderr io.Writer, err error) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return ExitOK
 	}
+	if errors.Is(err, silent) {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return ee.code
+		}
+		return ExitFailure
+	}
 	var bare bareError
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintln(stderr, printable.String(ue.Error()))
+		return ExitUsage
+	}
 	if errors.As(err, &bare) {
 		fmt.Fprintln(stderr, printable.String(bare.msg))
 	} else {
@@ -101,19 +129,6 @@ func report(stderr io.Writer, err error) int {
 		return ExitNoGit
 	}
 	return ExitFailure
-}
-
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: cairn <command> [arguments]\n\ncommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
-	}
-	fmt.Fprintln(w, "\nexit codes: 0 ok, 1 failure, 2 usage, 3 git missing or too old, 4 checkpoint sealed but partial or racy (verify: differences or missing objects), 5 refused, 6 doctor found problems")
 }
 
 // newLogger writes JSON, or the console format on a terminal; CAIRN_LOG_LEVEL sets the level.
@@ -193,37 +208,4 @@ func parseLevel(s string) zerolog.Level {
 		return l
 	}
 	return zerolog.InfoLevel
-}
-
-// newFlags makes a flag set that reports errors instead of exiting.
-func newFlags(name, usageLine string, e *env) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "usage: cairn %s\n", usageLine)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parse parses flags that may come before or after positional arguments.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, &exitError{ExitUsage, err}
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
 }

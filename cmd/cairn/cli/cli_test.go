@@ -180,8 +180,11 @@ func lay(t *testing.T, root string, fs map[string]string) {
 // flags, and --dry-run plans without changing anything for each of them.
 func TestRestoringCommandsShareFlags(t *testing.T) {
 	for _, cmd := range []string{"restore", "rollback", "undo"} {
-		_, help, _ := cairn(t, nil, cmd, "-h")
-		for _, f := range []string{"-dry-run", "-path", "-json", "-socket", "-state-dir", "-layout", "-max-file-size"} {
+		help, _, code := cairn(t, nil, cmd, "-h")
+		if code != 0 {
+			t.Errorf("cairn %s -h: exit %d", cmd, code)
+		}
+		for _, f := range []string{"--dry-run", "--path", "--json", "--socket", "--state-dir", "--layout", "--max-file-size"} {
 			if !strings.Contains(help, "  "+f) {
 				t.Errorf("cairn %s has no %s flag:\n%s", cmd, f, help)
 			}

@@ -28,7 +28,7 @@ func runDaemon(ctx context.Context, e *env, args []string) error {
 	fs.Var(&watch, "watch", "watch this execution directory or glob (repeatable)")
 	var df daemonFlags
 	df.register(fs)
-	asService := fs.Bool("service", false, "run under the service manager (set by the unit `cairn service install` writes)")
+	asService := fs.Bool("service", false, "internal: run under the service manager (set by the unit `cairn service install` writes)")
 	worker := fs.Bool("worker", false, "internal: run as a root daemon's worker for one user (started by the daemon itself)")
 	maxRuntime := fs.Int64("max-runtime-file", 0, "internal (workers): cap on a runtime file read, in bytes")
 	var ids workerIDs

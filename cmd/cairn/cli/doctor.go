@@ -113,7 +113,7 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 					stores[w.Dir] = w.Store
 				}
 			}
-			d.ok("daemon", "daemon pid %d answers on %s, watching %d workspaces, state in %s", st.PID, socket, len(st.Workspaces), orDash(st.StateDir))
+			d.ok("daemon", "daemon pid %d answers on %s, watching %s, state in %s", st.PID, socket, plural(len(st.Workspaces), "workspace", ""), orDash(st.StateDir))
 		}
 	}
 	d.checkPath("socket", socket, running)
@@ -197,7 +197,7 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if problems > 0 {
-		return &exitError{ExitDoctor, fmt.Errorf("doctor found %d problem(s)", problems)}
+		return &exitError{ExitDoctor, fmt.Errorf("doctor found %s", plural(problems, "problem", ""))}
 	}
 	return nil
 }
@@ -271,12 +271,12 @@ func (d *doctor) checkInotify(n inotifyNeed) {
 		d.ok("inotify", "no inotify limits to read on this system")
 		return
 	}
-	what := fmt.Sprintf("%d folders in %d workspaces", n.folders, n.workspaces)
+	what := fmt.Sprintf("%s in %s", plural(n.folders, "folder", ""), plural(n.workspaces, "workspace", ""))
 	if n.daemon {
 		what += fmt.Sprintf(" (%d watched now)", n.watched)
 	}
 	if n.uncounted > 0 {
-		what += fmt.Sprintf("; %d workspaces of other users counted by their current watches, not walked as root", n.uncounted)
+		what += fmt.Sprintf("; %s of other users counted by their current watches, not walked as root", plural(n.uncounted, "workspace", ""))
 	}
 	need := n.folders + n.folders/4 + 1024 // headroom for new folders and other programs
 	if n.folders > 0 && need > watches {
@@ -437,7 +437,7 @@ func (d *doctor) checkStore(ctx context.Context, gitPath string, ver snapshot.Ve
 				}
 				d.bad(name, "copy the missing objects back from a backup of the store; or move the store aside "+
 					"(the daemon, or the next `cairn checkpoint`, starts a new one with a baseline; the old checkpoints are lost)",
-					"%s: %d objects missing (deleted by another program?); seals refuse to build on it: %s", gitDir, len(missing), strings.Join(shown, ", "))
+					"%s: %s missing (deleted by another program?); seals refuse to build on it: %s", gitDir, plural(len(missing), "object", ""), strings.Join(shown, ", "))
 				return
 			}
 			if err != nil {
@@ -475,7 +475,7 @@ func (d *doctor) checkStore(ctx context.Context, gitPath string, ver snapshot.Ve
 		if fsck {
 			how = "git fsck, main and the ledger"
 		}
-		d.ok(name, "%s healthy (%s; %d records)", gitDir, how, lines)
+		d.ok(name, "%s healthy (%s; %s)", gitDir, how, plural(lines, "record", ""))
 	}
 	d.checkLock(filepath.Join(gitDir, "cairn", "lock"))
 	d.checkLock(filepath.Join(filepath.Dir(gitDir), ".cairn-init.lock"))

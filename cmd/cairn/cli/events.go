@@ -265,8 +265,11 @@ func eventWhat(ev wireEvent) string {
 	case api.EvRollbackStarted:
 		var d api.RollbackStarted
 		if json.Unmarshal(ev.Data, &d) == nil {
-			return fmt.Sprintf("rollback started: to %s %s%s, %d codons to process",
-				orDash(short(d.ToCheckpoint)), orDash(d.CheckpointType), codonOf(d.ToCodon), d.CodonsToProcess)
+			if d.ToCodon == "" && d.CodonsToProcess == 0 { // a plain restore, no codon to roll back
+				return "restore started: to " + orDash(short(d.ToCheckpoint)) + suffix(d.CheckpointType)
+			}
+			return fmt.Sprintf("rollback started: to %s %s%s, %s to process",
+				orDash(short(d.ToCheckpoint)), orDash(d.CheckpointType), codonOf(d.ToCodon), plural(d.CodonsToProcess, "codon", ""))
 		}
 	case api.EvRollbackProgress:
 		var d api.RollbackProgress
@@ -276,7 +279,7 @@ func eventWhat(ev wireEvent) string {
 	case api.EvRollbackArchiveRestore:
 		var d api.ArchiveRestore
 		if json.Unmarshal(ev.Data, &d) == nil {
-			line := fmt.Sprintf("rollback restored %d paths from rigArchive %s", len(d.RestoredPaths), d.Status)
+			line := fmt.Sprintf("rollback restored %s from rigArchive %s", plural(len(d.RestoredPaths), "path", ""), d.Status)
 			if n := len(d.ProtectedPaths); n > 0 {
 				line += fmt.Sprintf(", %d protected", n)
 			}
@@ -289,6 +292,9 @@ func eventWhat(ev wireEvent) string {
 		var d api.RollbackCompleted
 		if json.Unmarshal(ev.Data, &d) == nil {
 			line := fmt.Sprintf("rollback completed: at %s %s%s", orDash(short(d.Checkpoint)), orDash(d.CheckpointType), codonOf(d.CodonID))
+			if d.CodonID == "" && d.ToRun == "" {
+				line = "restore completed: at " + orDash(short(d.Checkpoint)) + suffix(d.CheckpointType)
+			}
 			if d.ToRun != "" {
 				line += ", continues as run " + d.ToRun
 			}
@@ -325,10 +331,10 @@ func sealedWhat(r ckpt.Record) string {
 	case r.Error != "":
 		b.WriteString(": " + r.Error)
 	case len(r.Issues) > 0:
-		fmt.Fprintf(&b, ": %d paths not held as they are on disk", len(r.Issues))
+		fmt.Fprintf(&b, ": %s on disk", plural(len(r.Issues), "path not held as it is", "paths not held as they are"))
 	}
 	if n := len(r.Skipped); n > 0 {
-		fmt.Fprintf(&b, "; %d files left out (size limit)", n)
+		fmt.Fprintf(&b, "; %s left out (size limit)", plural(n, "file", ""))
 	}
 	return b.String()
 }

@@ -336,6 +336,9 @@ func TestEventsLinesAndDropped(t *testing.T) {
 	}
 	then := []string{
 		`{"type":"checkpoint.sealed","workspace":"/srv/y",` + at + `,"data":{"id":"c1","kind":"baseline","label":"first watched","time":"2026-01-02T03:04:05Z","durationMs":5,"changed":0,"added":1,"removed":0,"state":"ok"}}`,
+		`{"type":"rollback.started","workspace":"/srv/y",` + at + `,"data":{"fromRun":"","fromCodon":"","toCodon":"","toCheckpoint":"fedcba9876543210","checkpointType":"manual","codonsToProcess":0}}`,
+		`{"type":"rollback.completed","workspace":"/srv/y",` + at + `,"data":{"fromRun":"","toRun":"","checkpoint":"fedcba9876543210","codonId":"","codonName":"","checkpointType":"manual","autoRestart":false}}`,
+		`{"type":"checkpoint.sealed","workspace":"/srv/y",` + at + `,"data":{"id":"c2","kind":"manual","time":"2026-01-02T03:04:05Z","durationMs":5,"changed":1,"added":0,"removed":0,"state":"racy","issues":[{"path":"a","reason":"changed"}]}}`,
 	}
 	readable := []string{
 		`03:04:05  /srv/x/exec  sealed c12 autosave ok (34 ms)`,
@@ -349,6 +352,9 @@ func TestEventsLinesAndDropped(t *testing.T) {
 		`03:04:05  /srv/x/exec  replica.lag {"seconds":3}`,
 		`03:04:05  —  events dropped: this client read events too slowly and was dropped`,
 		`03:04:05  /srv/y  sealed c1 baseline "first watched" ok (5 ms)`,
+		`03:04:05  /srv/y  restore started: to fedcba9 manual`,
+		`03:04:05  /srv/y  restore completed: at fedcba9 manual`,
+		`03:04:05  /srv/y  sealed c2 manual racy (5 ms): 1 path not held as it is on disk`,
 	}
 	for _, tc := range []struct {
 		name string

@@ -18,7 +18,7 @@ import (
 )
 
 func init() {
-	register("fleet", "read a replication remote: list its hosts and workspaces, fetch one into a local store", runFleet)
+	register("fleet", "read a replication remote: list its hosts and workspaces, fetch one into a local store", runFleet).subs = []string{"list", "fetch"}
 }
 
 const fleetUsage = "usage: cairn fleet list --remote R [--json]\n       cairn fleet fetch --remote R --from <host>/<workspace> <dir> [--json]\n"
@@ -106,7 +106,7 @@ func printFleet(w io.Writer, remote string, list []replicate.FleetWorkspace, now
 		}
 		note := ws.Note
 		if ws.Manifest == nil {
-			note = fmt.Sprintf("%s; %d refs", note, ws.Refs)
+			note = fmt.Sprintf("%s; %s", note, plural(ws.Refs, "ref", ""))
 		}
 		p := printable.String // each cell: a tab or a control in one would break the table
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p(ws.Host), p(path), p(ws.Key), p(layout), p(count), p(newest), p(pushed), p(oneLineNote(note)))
@@ -222,7 +222,7 @@ func runFleetFetch(ctx context.Context, e *env, args []string) error {
 		src = " (" + res.Source + ")"
 	}
 	p := printable.String
-	fmt.Fprintf(e.stdout, "fetched %d checkpoints of %s%s from %s into %s\n", n, p(res.From), p(src), p(res.Remote), p(res.Workspace))
+	fmt.Fprintf(e.stdout, "fetched %s of %s%s from %s into %s\n", plural(n, "checkpoint", ""), p(res.From), p(src), p(res.Remote), p(res.Workspace))
 	fmt.Fprintf(e.stdout, "the files are not written: see them with `cairn list %[1]s`, bring one back with `cairn restore %[1]s <id>`, then `cairn watch %[1]s` to go on checkpointing\n", p(res.Workspace))
 	return nil
 }

@@ -248,7 +248,7 @@ func TestFleetList(t *testing.T) {
 			t.Errorf("line %d %q: want %+v", i+1, f, want)
 		}
 	}
-	if !strings.Contains(lines[1], "2m ago") || !strings.Contains(lines[3], "no manifest; 1 refs") {
+	if !strings.Contains(lines[1], "2m ago") || !strings.Contains(lines[3], "no manifest; 1 ref") {
 		t.Errorf("pushed age or the missing manifest's note:\n%s", out)
 	}
 

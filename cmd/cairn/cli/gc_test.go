@@ -44,7 +44,7 @@ func TestGCAndDamagedStore(t *testing.T) {
 		t.Fatalf("checkpoint on a damaged store: exit %d\n%s%s", code, out, se)
 	}
 	out, se, code = cairn(t, env, "doctor", "--fsck", "--state-dir", state, "--socket", sock, ws)
-	if code != 6 || !strings.Contains(out, "FAIL store") || !strings.Contains(out, "objects missing") || !strings.Contains(out, "fix:") {
+	if code != 6 || !strings.Contains(out, "FAIL store") || !strings.Contains(out, " missing (deleted by another program?)") || !strings.Contains(out, "fix:") {
 		t.Fatalf("doctor --fsck on a damaged store: exit %d\n%s%s", code, out, se)
 	}
 }

@@ -63,11 +63,11 @@ func runList(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(e.stdout, printable.String(l.off)) // the autodev layout without a repository
 		return nil
 	}
-	printList(e.stdout, recs, l.head, time.Now())
+	printList(e.stdout, recs, l.head, l.pins, time.Now())
 	return nil
 }
 
-func printList(w io.Writer, recs []ckpt.Record, head string, now time.Time) {
+func printList(w io.Writer, recs []ckpt.Record, head string, pins []string, now time.Time) {
 	if len(recs) == 0 {
 		fmt.Fprintln(w, "no checkpoints yet")
 		return
@@ -103,6 +103,9 @@ func printList(w io.Writer, recs []ckpt.Record, head string, now time.Time) {
 					line += " by " + r.PrunedBy
 				}
 			}
+		}
+		if r.SHA != "" && slices.Contains(pins, r.SHA) {
+			line += " · pinned"
 		}
 		if head != "" && r.ID == head {
 			line += "  " + restore.HeadMark

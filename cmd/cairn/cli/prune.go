@@ -63,7 +63,7 @@ func runPrune(ctx context.Context, e *env, args []string) error {
 	for _, d := range res.Drops {
 		what := strings.Join(d.IDs, ",")
 		if d.Unit == string(retain.UnitRun) {
-			what = fmt.Sprintf("run %s (%d checkpoints)", strings.TrimPrefix(d.Ref, "refs/heads/run-"), len(d.IDs))
+			what = fmt.Sprintf("run %s (%s)", strings.TrimPrefix(d.Ref, "refs/heads/run-"), plural(len(d.IDs), "checkpoint", ""))
 		}
 		p := printable.String // run ids and reasons may come from the user's tree
 		what = p(what)
@@ -77,11 +77,11 @@ func runPrune(ctx context.Context, e *env, args []string) error {
 	hb := ckpt.HumanBytes
 	switch {
 	case res.DryRun:
-		fmt.Fprintf(e.stdout, "%s %d checkpoints; store %s, about %s once maintenance collects them (frees about %s; an estimate)\n",
-			verb, n, hb(res.BytesBefore), hb(res.Projected), hb(max(res.BytesBefore-res.Projected, 0)))
+		fmt.Fprintf(e.stdout, "%s %s; store %s, about %s once maintenance collects them (frees about %s; an estimate)\n",
+			verb, plural(n, "checkpoint", ""), hb(res.BytesBefore), hb(res.Projected), hb(max(res.BytesBefore-res.Projected, 0)))
 	default:
-		fmt.Fprintf(e.stdout, "%s %d checkpoints; store %s before, %s after maintenance (freed %s)\n",
-			verb, n, hb(res.BytesBefore), hb(res.BytesAfter), hb(max(res.BytesBefore-res.BytesAfter, 0)))
+		fmt.Fprintf(e.stdout, "%s %s; store %s before, %s after maintenance (freed %s)\n",
+			verb, plural(n, "checkpoint", ""), hb(res.BytesBefore), hb(res.BytesAfter), hb(max(res.BytesBefore-res.BytesAfter, 0)))
 		if res.Maintenance != nil && res.Maintenance.Skipped != "" {
 			fmt.Fprintf(e.stdout, "maintenance skipped: %s\n", printable.String(res.Maintenance.Skipped))
 		}

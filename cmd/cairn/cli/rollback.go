@@ -54,7 +54,12 @@ func runRollback(ctx context.Context, e *env, args []string) error {
 	}
 	cmd.Data = mustJSON(data)
 	res, err := via(ctx, &rf.sf, pos[0], true, func(b backend) (api.RestoreResult, error) {
-		return b.rollback(ctx, cmd, t, rf.opts(e))
+		return pathsChecked(pos[0], t.String(), rf.opts(e), func(o restoreOpts) (api.RestoreResult, error) {
+			data.DryRun = o.dry
+			c := cmd
+			c.Data = mustJSON(data)
+			return b.rollback(ctx, c, t, o)
+		})
 	})
 	if err != nil {
 		return refusal(err)
@@ -74,7 +79,11 @@ func runUndo(ctx context.Context, e *env, args []string) error {
 		fs.Usage()
 		return usageErr("undo takes one workspace directory")
 	}
-	res, err := via(ctx, &rf.sf, pos[0], true, func(b backend) (api.RestoreResult, error) { return b.undo(ctx, rf.opts(e)) })
+	res, err := via(ctx, &rf.sf, pos[0], true, func(b backend) (api.RestoreResult, error) {
+		return pathsChecked(pos[0], "the newest pre-restore checkpoint", rf.opts(e), func(o restoreOpts) (api.RestoreResult, error) {
+			return b.undo(ctx, o)
+		})
+	})
 	if err != nil {
 		return refusal(err)
 	}

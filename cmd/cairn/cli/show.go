@@ -125,12 +125,18 @@ func printFiles(e *env, d api.Diff, all bool) {
 }
 
 func runDiff(ctx context.Context, e *env, args []string) error {
-	fs := newFlags("diff", "diff <dir> <a> [<b>] [--stat] [--json]   (no b: the work tree)", e)
+	fs := newFlags("diff", "diff <dir> <a> [<b>] [--stat] [--json] [--color auto|always|never] [--no-pager]   (no b: the work tree)", e)
 	var sf storeFlags
 	sf.register(fs, reading)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	statOnly := fs.Bool("stat", false, "the diffstat only")
+	colour := fs.String("color", "auto", "colour: auto (on a terminal, unless NO_COLOR is set), always or never")
+	noPager := fs.Bool("no-pager", false, "never page (default: $PAGER, else less -FRX, on a terminal only)")
 	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	pal, err := colourFor(*colour, e.stdout)
 	if err != nil {
 		return err
 	}
@@ -147,10 +153,15 @@ func runDiff(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(e.stdout, string(printable.JSON(out)))
 		return nil
 	}
-	// git's diffstat and patch: paths and file contents, their lines kept.
-	fmt.Fprint(e.stdout, printable.Lines(d.Stat))
+	// git's diffstat and patch: paths and file contents, their lines kept,
+	// escaped before they are coloured.
+	text := colourStat(pal, printable.Lines(d.Stat))
 	if d.Patch != "" {
-		fmt.Fprint(e.stdout, "\n", printable.Lines(d.Patch))
+		text += "\n" + colourPatch(pal, printable.Lines(d.Patch))
 	}
-	return nil
+	pager := ""
+	if !*noPager {
+		pager = pagerCommand(e.stdout)
+	}
+	return page(e.stdout, pager, text)
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -37,6 +38,9 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	if *asJSON {
 		b, _ := json.MarshalIndent(st, "", "  ")
 		fmt.Fprintln(e.stdout, string(printable.JSON(b)))
+		if statusBad(st) {
+			return errWorkspaceErrors
+		}
 		return nil
 	}
 	// Every string a daemon sends is printed escaped (platform/printable):
@@ -67,7 +71,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(e.stdout, "  error: %s\n", p(w.Error))
 		}
 		printDegraded(e, w)
-		fmt.Fprintf(e.stdout, "  store: %d checkpoints kept, %s on disk, %d loose objects\n", w.Kept, ckpt.HumanBytes(w.StoreBytes), w.LooseObjects)
+		fmt.Fprintf(e.stdout, "  store: %s kept, %s on disk, %s\n", plural(w.Kept, "checkpoint", ""), ckpt.HumanBytes(w.StoreBytes), plural(int(w.LooseObjects), "loose object", ""))
 		if m := w.LastMaintenance; m != nil {
 			fmt.Fprintf(e.stdout, "  last maintenance %s: %s\n", age(time.Since(m.Start)), p(maintenanceOutcome(*m)))
 		}
@@ -95,7 +99,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	if len(st.Workers) > 0 {
 		fmt.Fprintln(e.stdout, "\nworkers (one per workspace owner, running as that user):")
 		for _, w := range st.Workers {
-			fmt.Fprintf(e.stdout, "  uid %d %s: %s, pid %d, %d workspaces, %d restarts", w.UID, p(w.User), p(w.State), w.PID, w.Workspaces, w.Restarts)
+			fmt.Fprintf(e.stdout, "  uid %d %s: %s, pid %d, %s, %s", w.UID, p(w.User), p(w.State), w.PID, plural(w.Workspaces, "workspace", ""), plural(w.Restarts, "restart", ""))
 			if w.Error != "" {
 				bad = true
 				fmt.Fprintf(e.stdout, ", error: %s", p(w.Error))
@@ -108,9 +112,31 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if bad {
-		fmt.Fprintln(e.stderr, "some workspaces report errors")
+		return errWorkspaceErrors
 	}
 	return nil
+}
+
+// errWorkspaceErrors is status's exit (ExitFailure) when anything it shows
+// is an error: a scripted `cairn status` sees it without parsing.
+var errWorkspaceErrors = errors.New("some workspaces report errors")
+
+// statusBad reports whether a status holds an error status prints as one.
+func statusBad(st api.Status) bool {
+	for _, w := range st.Workspaces {
+		if w.Error != "" || w.StoreExposed != "" {
+			return true
+		}
+		if r := w.Replication; r != nil && (r.State == "failing" || r.State == "off") {
+			return true
+		}
+	}
+	for _, w := range st.Workers {
+		if w.Error != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // printDegraded says what is unwatched and how stale cairn's view of it may be.
@@ -120,11 +146,7 @@ func printDegraded(e *env, w api.WorkspaceStatus) {
 		if more := w.Unwatched - len(w.UnwatchedDirs); more > 0 {
 			names += fmt.Sprintf(" and %d more", more)
 		}
-		what := "folders"
-		if w.Unwatched == 1 {
-			what = "folder"
-		}
-		fmt.Fprintf(e.stdout, "  unwatched: %d %s (%s); every checkpoint reconciles the whole tree\n", w.Unwatched, what, names)
+		fmt.Fprintf(e.stdout, "  unwatched: %s (%s); every checkpoint reconciles the whole tree\n", plural(w.Unwatched, "folder", ""), names)
 	}
 	if w.StaleUpTo != "" {
 		stale := printable.String(w.StaleUpTo)
@@ -156,7 +178,7 @@ func printReplication(e *env, r *api.ReplicationStatus) bool {
 		line += fmt.Sprintf(", last pushed %s %s", p(r.LastPushed), age(time.Since(r.LastPushedTime)))
 	}
 	if r.LagCheckpoints > 0 {
-		line += fmt.Sprintf(", lag %d checkpoints (%s)", r.LagCheckpoints, (time.Duration(r.LagSeconds) * time.Second).String())
+		line += fmt.Sprintf(", lag %s (%s)", plural(r.LagCheckpoints, "checkpoint", ""), (time.Duration(r.LagSeconds) * time.Second).String())
 	} else {
 		line += ", up to date"
 	}
@@ -196,7 +218,7 @@ func printForeign(e *env, w api.WorkspaceStatus) {
 		fmt.Fprintf(e.stdout, "  writable by others (%s): %s: %s; fix: %s\n", where, path, p(f.Why), fix)
 	}
 	if w.ForeignMore > 0 {
-		fmt.Fprintf(e.stdout, "  and %d more folders others can write\n", w.ForeignMore)
+		fmt.Fprintf(e.stdout, "  and %s others can write\n", plural(w.ForeignMore, "more folder", "more folders"))
 	}
 }
 

@@ -13,3 +13,11 @@ func plural(n int, one, many string) string {
 	}
 	return fmt.Sprintf("%d %s", n, many)
 }
+
+// suffix is " "+s, or nothing for an empty s.
+func suffix(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " " + s
+}

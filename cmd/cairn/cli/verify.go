@@ -47,13 +47,13 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	}
 	var why []string
 	if n := len(v.Differences); n > 0 {
-		why = append(why, fmt.Sprintf("differs from the work tree in %d paths", n))
+		why = append(why, fmt.Sprintf("differs from the work tree in %s", plural(n, "path", "")))
 	}
 	if n := len(v.Missing); n > 0 {
-		why = append(why, fmt.Sprintf("names %d objects the store lacks", n))
+		why = append(why, fmt.Sprintf("names %s the store lacks", plural(n, "object", "")))
 	}
 	if n := len(v.Unreadable); n > 0 {
-		why = append(why, fmt.Sprintf("%d paths could not be read", n))
+		why = append(why, fmt.Sprintf("%s could not be read", plural(n, "path", "")))
 	}
 	return &exitError{ExitIncomplete, fmt.Errorf("checkpoint %s %s", verifyName(v), strings.Join(why, "; "))}
 }
@@ -77,7 +77,7 @@ func side(mode, blob string) string {
 
 func printVerification(e *env, v api.Verification) {
 	p := printable.String // paths are %q-quoted, which escapes them too
-	fmt.Fprintf(e.stdout, "%s %s: %d files, selection %s\n", p(verifyName(v)), p(v.SHA), v.Files, p(strings.Join(v.Patterns, " ")))
+	fmt.Fprintf(e.stdout, "%s %s: %s, selection %s\n", p(verifyName(v)), p(v.SHA), plural(v.Files, "file", ""), p(strings.Join(v.Patterns, " ")))
 	for _, d := range v.Differences {
 		fmt.Fprintf(e.stdout, "  %s %q: checkpoint %s, disk %s\n", p(d.Status), d.Path,
 			p(side(d.CheckpointMode, d.CheckpointBlob)), p(side(d.DiskMode, d.DiskBlob)))

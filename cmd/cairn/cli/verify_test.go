@@ -12,7 +12,7 @@ import (
 
 // TestVerifyOffline: with no daemon, cairn verify reads the store itself:
 // exit 0 when the checkpoint holds what git would record, 4 on a
-// difference, 1 for an unknown checkpoint, 2 for a bad command line.
+// difference, 5 (refused) for an unknown checkpoint, 2 for a bad command line.
 func TestVerifyOffline(t *testing.T) {
 	env := cliEnv(t)
 	ws := t.TempDir()
@@ -23,10 +23,10 @@ func TestVerifyOffline(t *testing.T) {
 	}
 	lay(t, ws, map[string]string{"a.txt": "edited\n", "x.log": "ignored\n"})
 	out, errOut, code := cairn(t, env, "verify", ws, "c1")
-	if code != 4 || !strings.Contains(out, `changed "a.txt": checkpoint 100644 `) || strings.Contains(out, "x.log") || !strings.Contains(errOut, "c1 differs from the work tree in 1 paths") {
+	if code != 4 || !strings.Contains(out, `changed "a.txt": checkpoint 100644 `) || strings.Contains(out, "x.log") || !strings.Contains(errOut, "c1 differs from the work tree in 1 path\n") {
 		t.Errorf("verify after an edit: exit %d\n%s%s", code, out, errOut)
 	}
-	if _, errOut, code := cairn(t, env, "verify", ws, "c9"); code != 1 || !strings.Contains(errOut, "unknown checkpoint: c9") {
+	if _, errOut, code := cairn(t, env, "verify", ws, "c9"); code != 5 || !strings.Contains(errOut, "unknown checkpoint: c9") {
 		t.Errorf("verify c9: exit %d, %s", code, errOut)
 	}
 	if _, _, code := cairn(t, env, "verify"); code != 2 {
