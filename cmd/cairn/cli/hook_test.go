@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -300,4 +302,46 @@ func TestHookDirect(t *testing.T) {
 	if len(recs) == 0 || recs[0].Kind != "rig-setup" || recs[0].CodonID != "turn-1" {
 		t.Fatalf("direct seal: %+v", recs)
 	}
+}
+
+// TestHookTimings reports the figures of a hook's round trip (no
+// assertion on speed): a PreToolUse hook through the daemon on a workspace
+// of 500 files, one edited between hooks, and the same hook with no daemon.
+func TestHookTimings(t *testing.T) {
+	ws := t.TempDir()
+	if real, err := filepath.EvalSymlinks(ws); err == nil {
+		ws = real
+	}
+	for i := range 500 {
+		d := filepath.Join(ws, "d"+strconv.Itoa(i%10))
+		os.MkdirAll(d, 0o755)
+		os.WriteFile(filepath.Join(d, "f"+strconv.Itoa(i)+".txt"), []byte(strings.Repeat("x", 1000)), 0o644)
+	}
+	os.WriteFile(filepath.Join(ws, "main.go"), []byte("v0\n"), 0o644)
+	sock, _ := startDaemon(t, ws)
+	env := []string{"XDG_STATE_HOME=" + t.TempDir(), "CAIRN_SOCKET=" + sock}
+	in := sample(t, "claude-code/PreToolUse-Edit.json", ws)
+	var took []time.Duration
+	for i := range 20 {
+		os.WriteFile(filepath.Join(ws, "main.go"), []byte("v"+strconv.Itoa(i+1)+"\n"), 0o644)
+		errOut, d := runHook(t, env, in, "claude-code")
+		if errOut != "" {
+			t.Fatal(errOut)
+		}
+		took = append(took, d)
+	}
+	if n := len(hookRecords(t, ws, sock)); n != 21 {
+		t.Fatalf("want 20 checkpoints after the baseline, got %d", n-1)
+	}
+	slices.Sort(took)
+	t.Logf("hook round trip with a daemon (process start, status, seal; 500 files, 1 changed): median %s, p90 %s, max %s",
+		took[len(took)/2].Round(time.Millisecond), took[len(took)*9/10].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
+	none := append(env[:1:1], "CAIRN_SOCKET="+filepath.Join(t.TempDir(), "none.sock"))
+	took = took[:0]
+	for range 10 {
+		_, d := runHook(t, none, in, "claude-code")
+		took = append(took, d)
+	}
+	slices.Sort(took)
+	t.Logf("hook with no daemon: median %s", took[len(took)/2].Round(time.Millisecond))
 }
