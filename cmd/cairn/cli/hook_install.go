@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // The hook command cairn installs: `cairn` must be on the agent's PATH.
@@ -116,7 +117,11 @@ func (e errRefusedEdit) Error() string { return e.msg }
 // result back atomically when it changed. A link is followed: the file it
 // names is edited (dotfile managers link settings files).
 func editFile(e *env, path string, uninstall bool, edit func(old []byte, uninstall bool) ([]byte, string, error)) error {
-	if real, err := filepath.EvalSymlinks(path); err == nil {
+	if os.Geteuid() == 0 {
+		if err := rootMayEdit(path); err != nil {
+			return err
+		}
+	} else if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
 	}
 	old, mode, err := readSmall(path)
@@ -138,6 +143,29 @@ func editFile(e *env, path string, uninstall bool, edit func(old []byte, uninsta
 	}
 	fmt.Fprintf(e.stdout, "%s: %s\n", path, what)
 	return nil
+}
+
+// rootMayEdit refuses, as root, a settings file that a user could steer
+// (README "Security": root never follows a path a user controls): the file
+// and every folder above it that exists must be root's, and none a link.
+func rootMayEdit(path string) error {
+	for p := path; ; p = filepath.Dir(p) {
+		fi, err := os.Lstat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return &exitError{ExitRefused, fmt.Errorf("%s is a link: as root, cairn edits no file a link leads to; run it as the settings' owner", p)}
+		default:
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
+				return &exitError{ExitRefused, fmt.Errorf("%s belongs to uid %d: as root, cairn does not edit a user's files; run it as that user", p, st.Uid)}
+			}
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+	}
 }
 
 // readSmall reads a settings file: nil for a missing one, with its mode.

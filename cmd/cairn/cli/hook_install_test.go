@@ -181,3 +181,31 @@ func TestHookInstallCodexRoundTrip(t *testing.T) {
 		t.Errorf("new config: %q", b)
 	}
 }
+
+// TestHookInstallAsRootRefusesUserPaths: as root, install follows no link
+// and edits no file or folder a user owns (a local user's attempt to steer
+// root's write: a .claude link to /etc, a settings file the user owns).
+func TestHookInstallAsRootRefusesUserPaths(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	proj := t.TempDir() // root's
+	target := t.TempDir()
+	os.Symlink(target, filepath.Join(proj, ".claude"))
+	if _, errOut, code := cairn(t, nil, "hook", "install", "claude-code", proj); code != 5 || !strings.Contains(errOut, "link") {
+		t.Errorf("linked .claude: exit %d, %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(target, "settings.json")); err == nil {
+		t.Errorf("root wrote through the link")
+	}
+	// A user's HOME under sudo: --user refuses a settings folder the user owns.
+	home := t.TempDir()
+	os.Mkdir(filepath.Join(home, ".claude"), 0o755)
+	os.Chown(filepath.Join(home, ".claude"), 12345, 12345)
+	if _, errOut, code := cairn(t, []string{"HOME=" + home, "CLAUDE_CONFIG_DIR="}, "hook", "install", "claude-code", "--user"); code != 5 || !strings.Contains(errOut, "uid 12345") {
+		t.Errorf("user-owned .claude: exit %d, %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".claude", "settings.json")); err == nil {
+		t.Errorf("root wrote into a user's folder")
+	}
+}
