@@ -14,26 +14,38 @@ func init() {
 }
 
 func runRollback(ctx context.Context, e *env, args []string) error {
-	fs := newFlags("rollback", "rollback <dir> (--codon ID [--type T] | --last-success | --sha S) "+restoringUsage, e)
+	fs := newFlags("rollback", "rollback <dir> (--codon ID [--type T] | --last-success | --sha S | --turn N [--session S]) "+restoringUsage, e)
 	var rf restoreFlags
 	rf.register(fs)
 	codon := fs.String("codon", "", "codon id")
 	typ := fs.String("type", "end", "checkpoint type with --codon: start, end, rig-setup, completed, error, skipped")
 	last := fs.Bool("last-success", false, "roll back to the last success")
 	sha := fs.String("sha", "", "roll back to the checkpoint with this SHA (prefix of 4+ hex digits)")
+	turn := fs.Int("turn", 0, "roll back to before this turn of a coding agent's session (Claude Code, Codex hooks)")
+	session := fs.String("session", "", "with --turn: the session (default: the newest)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	n := 0
-	for _, set := range []bool{*codon != "", *last, *sha != ""} {
+	for _, set := range []bool{*codon != "", *last, *sha != "", *turn != 0} {
 		if set {
 			n++
 		}
 	}
 	if len(pos) != 1 || n != 1 {
 		fs.Usage()
-		return usageErr("rollback takes one workspace directory and exactly one of --codon, --last-success, --sha")
+		return usageErr("rollback takes one workspace directory and exactly one of --codon, --last-success, --sha, --turn")
+	}
+	if *session != "" && *turn == 0 {
+		return usageErr("--session needs --turn")
+	}
+	if *turn != 0 { // a coding agent's turn: the checkpoint before it, by SHA
+		r, err := turnCheckpoint(ctx, &rf.sf, pos[0], *turn, *session)
+		if err != nil {
+			return err
+		}
+		*sha = r.SHA
 	}
 	cmd := api.Command{ID: "cli"}
 	data := api.RollbackData{Paths: rf.paths, DryRun: *rf.dry}

@@ -1,0 +1,486 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// The hook command cairn installs: `cairn` must be on the agent's PATH.
+const (
+	claudeHookCommand = "cairn hook claude-code"
+	claudeToolMatcher = "Edit|Write|MultiEdit|NotebookEdit|Bash"
+	claudeHookTimeout = 10 // seconds; the hook itself gives up after its own bound
+)
+
+// claudeEvents are the events cairn hooks, in the order it adds them.
+var claudeEvents = []string{"SessionStart", "UserPromptSubmit", "PreToolUse", "Stop", "SessionEnd"}
+
+// codexNotify is Codex's notify setting cairn installs.
+var codexNotify = []string{"cairn", "hook", "codex"}
+
+func runHookInstall(ctx context.Context, e *env, args []string, uninstall bool) error {
+	verb := "install"
+	if uninstall {
+		verb = "uninstall"
+	}
+	fs := newFlags("hook "+verb, "hook "+verb+" claude-code|codex [DIR] [--user]", e)
+	user := fs.Bool("user", false, "the user's settings (~/.claude/settings.json) instead of DIR's project settings")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) < 1 || len(pos) > 2 {
+		fs.Usage()
+		return usageErr("hook %s takes an agent (claude-code or codex) and at most a directory", verb)
+	}
+	switch pos[0] {
+	case "claude-code":
+		path, err := claudeSettingsPath(pos[1:], *user)
+		if err != nil {
+			return err
+		}
+		return editFile(e, path, uninstall, editClaudeSettings)
+	case "codex":
+		if len(pos) == 2 {
+			return usageErr("Codex's notify is a user setting: hook %s codex takes no directory", verb)
+		}
+		path, err := codexConfigPath()
+		if err != nil {
+			return err
+		}
+		return editFile(e, path, uninstall, editCodexConfig)
+	}
+	return usageErr("hook %s: unknown agent %q (claude-code or codex)", verb, pos[0])
+}
+
+// claudeSettingsPath is DIR/.claude/settings.json (DIR: the current
+// folder), or with --user $CLAUDE_CONFIG_DIR/settings.json, else
+// ~/.claude/settings.json.
+func claudeSettingsPath(dirArg []string, user bool) (string, error) {
+	if user {
+		if len(dirArg) > 0 {
+			return "", usageErr("--user takes no directory")
+		}
+		if d := os.Getenv("CLAUDE_CONFIG_DIR"); filepath.IsAbs(d) {
+			return filepath.Join(d, "settings.json"), nil
+		}
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", err
+		}
+		return filepath.Join(home, ".claude", "settings.json"), nil
+	}
+	dir := "."
+	if len(dirArg) > 0 {
+		dir = dirArg[0]
+	}
+	if err := notAsRootFor(dir); err != nil {
+		return "", err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("%s: not a directory", abs)
+	}
+	return filepath.Join(abs, ".claude", "settings.json"), nil
+}
+
+// codexConfigPath is $CODEX_HOME/config.toml, else ~/.codex/config.toml.
+func codexConfigPath() (string, error) {
+	if d := os.Getenv("CODEX_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "config.toml"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(home, ".codex", "config.toml"), nil
+}
+
+// errRefusedEdit is an edit cairn will not make; its message says why.
+type errRefusedEdit struct{ msg string }
+
+func (e errRefusedEdit) Error() string { return e.msg }
+
+// editFile applies edit to the file at path (missing: empty) and writes the
+// result back atomically when it changed. A link is followed: the file it
+// names is edited (dotfile managers link settings files).
+func editFile(e *env, path string, uninstall bool, edit func(old []byte, uninstall bool) ([]byte, string, error)) error {
+	if os.Geteuid() == 0 {
+		if err := rootMayEdit(path); err != nil {
+			return err
+		}
+	} else if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	old, mode, err := readSmall(path)
+	if err != nil {
+		return err
+	}
+	out, what, err := edit(old, uninstall)
+	var refused errRefusedEdit
+	if errors.As(err, &refused) {
+		return &exitError{ExitRefused, fmt.Errorf("%s: %s", path, refused.msg)}
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if out != nil {
+		if err := writeAtomic(path, out, mode); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(e.stdout, "%s: %s\n", path, what)
+	return nil
+}
+
+// rootMayEdit refuses, as root, a settings file that a user could steer
+// (README "Security": root never follows a path a user controls): the file
+// and every folder above it that exists must be root's, and none a link.
+func rootMayEdit(path string) error {
+	for p := path; ; p = filepath.Dir(p) {
+		fi, err := os.Lstat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return &exitError{ExitRefused, fmt.Errorf("%s is a link: as root, cairn edits no file a link leads to; run it as the settings' owner", p)}
+		default:
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
+				return &exitError{ExitRefused, fmt.Errorf("%s belongs to uid %d: as root, cairn does not edit a user's files; run it as that user", p, st.Uid)}
+			}
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+	}
+}
+
+// readSmall reads a settings file: nil for a missing one, with its mode.
+func readSmall(path string) ([]byte, os.FileMode, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0o644, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("%s: not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 16<<20+1))
+	if err == nil && len(b) > 16<<20 {
+		err = fmt.Errorf("%s: larger than 16 MiB", path)
+	}
+	return b, fi.Mode().Perm(), err
+}
+
+// writeAtomic writes b to path through a temporary file renamed over it,
+// making the folder if needed; the file keeps mode.
+func writeAtomic(path string, b []byte, mode os.FileMode) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(b)
+	if err == nil {
+		err = tmp.Chmod(mode)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// editClaudeSettings adds (uninstall: removes) cairn's hook entries in a
+// Claude Code settings file. Keys keep their order and values their text;
+// the file is re-indented with two spaces. It returns nil when nothing
+// changes.
+func editClaudeSettings(old []byte, uninstall bool) ([]byte, string, error) {
+	if len(bytes.TrimSpace(old)) == 0 {
+		old = []byte("{}")
+	}
+	var top orderedObject
+	if err := json.Unmarshal(old, &top); err != nil {
+		return nil, "", errRefusedEdit{"not a JSON object (" + err.Error() + "): fix it first, nothing was changed"}
+	}
+	var hooks orderedObject
+	if raw, ok := top.get("hooks"); ok {
+		if err := json.Unmarshal(raw, &hooks); err != nil {
+			return nil, "", errRefusedEdit{`"hooks" is not a JSON object: nothing was changed`}
+		}
+	}
+	var changed []string
+	for _, ev := range claudeEvents {
+		var groups []json.RawMessage
+		if raw, ok := hooks.get(ev); ok {
+			if err := json.Unmarshal(raw, &groups); err != nil {
+				return nil, "", errRefusedEdit{fmt.Sprintf("hooks.%s is not a JSON array: nothing was changed", ev)}
+			}
+		}
+		var done bool
+		if uninstall {
+			groups, done = withoutCairn(groups)
+		} else if !hasCairn(groups) {
+			groups, done = append(groups, cairnGroup(ev)), true
+		}
+		if !done {
+			continue
+		}
+		changed = append(changed, ev)
+		if len(groups) == 0 {
+			hooks.del(ev)
+			continue
+		}
+		b, err := marshalKeep(groups)
+		if err != nil {
+			return nil, "", err
+		}
+		hooks.set(ev, b)
+	}
+	if len(changed) == 0 {
+		if uninstall {
+			return nil, "no cairn hooks to remove", nil
+		}
+		return nil, "cairn hooks already installed", nil
+	}
+	if len(hooks.keys) == 0 {
+		top.del("hooks")
+	} else {
+		b, err := marshalKeep(hooks)
+		if err != nil {
+			return nil, "", err
+		}
+		top.set("hooks", b)
+	}
+	b, err := marshalKeep(top)
+	if err != nil {
+		return nil, "", err
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, b, "", "  "); err != nil {
+		return nil, "", err
+	}
+	out.WriteByte('\n')
+	what := "added cairn hooks: "
+	if uninstall {
+		what = "removed cairn hooks: "
+	}
+	return out.Bytes(), what + strings.Join(changed, ", "), nil
+}
+
+// hookGroup is one matcher group of a Claude Code hooks event.
+type hookGroup struct {
+	Matcher string        `json:"matcher,omitempty"`
+	Hooks   []hookCommand `json:"hooks"`
+}
+
+type hookCommand struct {
+	Type    string `json:"type"`
+	Command string `json:"command"`
+	Timeout int    `json:"timeout,omitempty"`
+}
+
+func cairnGroup(event string) json.RawMessage {
+	g := hookGroup{Hooks: []hookCommand{{Type: "command", Command: claudeHookCommand, Timeout: claudeHookTimeout}}}
+	if event == "PreToolUse" {
+		g.Matcher = claudeToolMatcher
+	}
+	b, _ := json.Marshal(g)
+	return b
+}
+
+// isCairn reports whether a hook entry is cairn's command.
+func isCairn(raw json.RawMessage) bool {
+	var h struct {
+		Type, Command string
+	}
+	return json.Unmarshal(raw, &h) == nil && h.Type == "command" && strings.TrimSpace(h.Command) == claudeHookCommand
+}
+
+// groupHooks is a group's hook entries, kept raw; ok is false for a group
+// of a shape cairn does not know (left alone).
+func groupHooks(raw json.RawMessage) (orderedObject, []json.RawMessage, bool) {
+	var g orderedObject
+	if json.Unmarshal(raw, &g) != nil {
+		return g, nil, false
+	}
+	hs, ok := g.get("hooks")
+	var list []json.RawMessage
+	if !ok || json.Unmarshal(hs, &list) != nil {
+		return g, nil, false
+	}
+	return g, list, true
+}
+
+func hasCairn(groups []json.RawMessage) bool {
+	for _, raw := range groups {
+		if _, list, ok := groupHooks(raw); ok {
+			for _, h := range list {
+				if isCairn(h) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// withoutCairn drops cairn's hook entries from every group, and a group
+// left with none; other entries and groups stay as they were.
+func withoutCairn(groups []json.RawMessage) ([]json.RawMessage, bool) {
+	var out []json.RawMessage
+	changed := false
+	for _, raw := range groups {
+		g, list, ok := groupHooks(raw)
+		if !ok {
+			out = append(out, raw)
+			continue
+		}
+		var kept []json.RawMessage
+		for _, h := range list {
+			if !isCairn(h) {
+				kept = append(kept, h)
+			}
+		}
+		if len(kept) == len(list) {
+			out = append(out, raw)
+			continue
+		}
+		changed = true
+		if len(kept) == 0 {
+			continue
+		}
+		b, _ := marshalKeep(kept)
+		g.set("hooks", b)
+		nb, _ := marshalKeep(g)
+		out = append(out, nb)
+	}
+	return out, changed
+}
+
+// marshalKeep is json.Marshal without escaping <, > and & (a shell
+// command's && stays as the user wrote it).
+func marshalKeep(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+// orderedObject is a JSON object whose keys keep their order and whose
+// values keep their text (encoding/json's maps would sort the keys).
+type orderedObject struct {
+	keys []string
+	vals map[string]json.RawMessage
+}
+
+func (o *orderedObject) get(k string) (json.RawMessage, bool) {
+	v, ok := o.vals[k]
+	return v, ok
+}
+
+func (o *orderedObject) set(k string, v json.RawMessage) {
+	if o.vals == nil {
+		o.vals = map[string]json.RawMessage{}
+	}
+	if _, ok := o.vals[k]; !ok {
+		o.keys = append(o.keys, k)
+	}
+	o.vals[k] = v
+}
+
+func (o *orderedObject) del(k string) {
+	if _, ok := o.vals[k]; !ok {
+		return
+	}
+	delete(o.vals, k)
+	for i, key := range o.keys {
+		if key == k {
+			o.keys = append(o.keys[:i], o.keys[i+1:]...)
+			break
+		}
+	}
+}
+
+// UnmarshalJSON reads an object; a repeated key keeps its first place and
+// its last value (as encoding/json does).
+func (o *orderedObject) UnmarshalJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return errors.New("not a JSON object")
+	}
+	*o = orderedObject{vals: map[string]json.RawMessage{}}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		k, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+		o.set(k, v)
+	}
+	_, err = dec.Token() // the closing brace
+	return err
+}
+
+// MarshalJSON writes the object, keys in order.
+func (o orderedObject) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range o.keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kb, err := marshalKeep(k)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(o.vals[k])
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}

@@ -1,0 +1,347 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/agent/api"
+)
+
+// sample is a testdata/hooks sample with CWD made dir.
+func sample(t *testing.T, name, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "hooks", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.ReplaceAll(string(b), "CWD", dir)
+}
+
+// runHook runs `cairn hook <args>` with stdin and env, and checks what a
+// hook must always do: exit 0 and print nothing on stdout. It returns
+// stderr and how long the hook took.
+func runHook(t *testing.T, env []string, stdin string, args ...string) (string, time.Duration) {
+	t.Helper()
+	cmd := exec.Command(cairnBin, append([]string{"hook"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var so, se strings.Builder
+	cmd.Stdout, cmd.Stderr = &so, &se
+	start := time.Now()
+	err := cmd.Run()
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("cairn hook %v: %v (a hook must exit 0)\nstderr: %s", args, err, se.String())
+	}
+	if so.Len() != 0 {
+		t.Fatalf("cairn hook %v printed on stdout: %q", args, so.String())
+	}
+	if n := strings.Count(strings.TrimRight(se.String(), "\n"), "\n"); n > 0 {
+		t.Fatalf("cairn hook %v: more than one line on stderr: %q", args, se.String())
+	}
+	return se.String(), took
+}
+
+// hookRecords lists the workspace's records through the daemon, oldest first.
+func hookRecords(t *testing.T, ws, sock string) []record {
+	t.Helper()
+	var recs []record
+	out := mustCairn(t, nil, "list", ws, "--json", "--socket", sock)
+	if err := json.Unmarshal([]byte(out), &recs); err != nil {
+		t.Fatalf("list --json: %v\n%s", err, out)
+	}
+	for i, j := 0, len(recs)-1; i < j; i, j = i+1, j-1 {
+		recs[i], recs[j] = recs[j], recs[i]
+	}
+	return recs
+}
+
+// storeOf is the store's git directory as the daemon reports it.
+func storeOf(t *testing.T, ws, sock string) string {
+	t.Helper()
+	var st api.Status
+	if err := json.Unmarshal([]byte(mustCairn(t, nil, "status", "--json", "--socket", sock)), &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range st.Workspaces {
+		if w.Dir == ws {
+			return w.Store
+		}
+	}
+	t.Fatalf("the daemon does not list %s", ws)
+	return ""
+}
+
+// TestHookClaudeCodeThroughDaemon drives a Claude Code session's hooks, with
+// the documented input shapes, through the real daemon: each event becomes
+// its checkpoint (session → run, turn → codon), labelled; a PreToolUse
+// checkpoint holds the file as it was before the edit; cairn rollback --turn
+// restores the state before the turn, undoably.
+func TestHookClaudeCodeThroughDaemon(t *testing.T) {
+	ws := t.TempDir()
+	if real, err := filepath.EvalSymlinks(ws); err == nil {
+		ws = real
+	}
+	os.WriteFile(filepath.Join(ws, "main.go"), []byte("v1\n"), 0o644)
+	sub := filepath.Join(ws, "sub")
+	os.Mkdir(sub, 0o755)
+	sock, _ := startDaemon(t, ws)
+	env := []string{"XDG_STATE_HOME=" + t.TempDir(), "CAIRN_SOCKET=" + sock}
+	hook := func(name, cwd string) {
+		t.Helper()
+		if errOut, _ := runHook(t, env, sample(t, "claude-code/"+name, cwd), "claude-code"); errOut != "" {
+			t.Fatalf("%s: %s", name, errOut)
+		}
+	}
+	hook("SessionStart.json", ws)
+	hook("UserPromptSubmit.json", ws)
+	hook("PreToolUse-Read.json", ws) // changes nothing: no checkpoint
+	hook("PreToolUse-Edit.json", ws)
+	os.WriteFile(filepath.Join(ws, "main.go"), []byte("v2\n"), 0o644) // the edit
+	hook("PreToolUse-Write.json", sub)                                // from a folder inside the workspace
+	os.WriteFile(filepath.Join(sub, "main_test.go"), []byte("package main\n"), 0o644)
+	hook("PreToolUse-Bash.json", ws)
+	hook("Stop.json", ws)
+	hook("UserPromptSubmit.json", ws) // turn 2
+	os.WriteFile(filepath.Join(ws, "main.go"), []byte("v3\n"), 0o644)
+	hook("Stop.json", ws)
+	hook("SessionEnd.json", ws)
+
+	const run = "cc-8c35adc1-4f0e-4a8b-9d61-2b7c0e5f1a93"
+	const prompt = "Fix the off-by-one in main.go"
+	want := []struct{ kind, label, codon string }{
+		{"manual", "session start (startup)", ""},
+		{"rig-setup", prompt, "turn-1"},
+		{"manual", "turn 1: Edit main.go", ""},
+		{"manual", "turn 1: Write sub/main_test.go", ""}, // named from the workspace's root, not cwd
+		{"manual", "turn 1: Bash go test ./...", ""},
+		{"completed", prompt, "turn-1"},
+		{"rig-setup", prompt, "turn-2"},
+		{"completed", prompt, "turn-2"},
+		{"manual", "session end (prompt_input_exit)", ""},
+	}
+	recs := hookRecords(t, ws, sock)
+	if len(recs) != len(want)+1 { // + the baseline
+		t.Fatalf("want %d records after the baseline, got %+v", len(want), recs)
+	}
+	for i, w := range want {
+		r := recs[i+1]
+		if r.Kind != w.kind || r.Label != w.label || r.CodonID != w.codon || r.RunID != run {
+			t.Errorf("record %d: got %s %q codon %q run %q; want %s %q codon %q run %s", i+1, r.Kind, r.Label, r.CodonID, r.RunID, w.kind, w.label, w.codon, run)
+		}
+	}
+	// The Edit's checkpoint holds main.go before the edit; the Write's, after it.
+	store := storeOf(t, ws, sock)
+	at := func(r record, path string) string {
+		out, err := gitRaw(store, "show", r.SHA+":"+path).Output()
+		if err != nil {
+			t.Fatalf("%s:%s: %v", r.ID, path, err)
+		}
+		return string(out)
+	}
+	if got := at(recs[3], "main.go"); got != "v1\n" {
+		t.Errorf("the PreToolUse Edit checkpoint holds main.go %q, want the state before the edit", got)
+	}
+	if got := at(recs[4], "main.go"); got != "v2\n" {
+		t.Errorf("the PreToolUse Write checkpoint holds main.go %q, want v2", got)
+	}
+
+	// list and log read well: the turn's codon in its session's run.
+	list := mustCairn(t, nil, "list", ws, "--socket", sock)
+	if !strings.Contains(list, prompt+"   turn-1/"+run) || !strings.Contains(list, "turn 1: Edit main.go   run "+run) {
+		t.Errorf("cairn list:\n%s", list)
+	}
+
+	// Rollback to before turn 2 (its UserPromptSubmit checkpoint): main.go v2.
+	out := mustCairn(t, nil, "rollback", ws, "--turn", "2", "--socket", sock)
+	if b, _ := os.ReadFile(filepath.Join(ws, "main.go")); string(b) != "v2\n" {
+		t.Fatalf("after rollback --turn 2 main.go is %q, want v2\n%s", b, out)
+	}
+	// --session names the run by its session id; turn 1 is before the edit.
+	mustCairn(t, nil, "rollback", ws, "--turn", "1", "--session", "8c35adc1-4f0e-4a8b-9d61-2b7c0e5f1a93", "--socket", sock)
+	if b, _ := os.ReadFile(filepath.Join(ws, "main.go")); string(b) != "v1\n" {
+		t.Fatalf("after rollback --turn 1 main.go is %q, want v1", b)
+	}
+	if _, err := os.Stat(filepath.Join(sub, "main_test.go")); err == nil {
+		t.Errorf("main_test.go, written in turn 1, survived the rollback to before it")
+	}
+	// Undoable as every restore.
+	mustCairn(t, nil, "undo", ws, "--socket", sock)
+	if b, _ := os.ReadFile(filepath.Join(ws, "main.go")); string(b) != "v2\n" {
+		t.Fatalf("after undo main.go is %q, want v2", b)
+	}
+	// An unknown turn is refused, and says so.
+	if _, errOut, code := cairn(t, nil, "rollback", ws, "--turn", "9", "--socket", sock); code == 0 || !strings.Contains(errOut, "turn 9") {
+		t.Errorf("rollback --turn 9: exit %d, %s", code, errOut)
+	}
+}
+
+// TestHookCodexThroughDaemon: each agent-turn-complete notification seals
+// the end of the thread's next turn, labelled with the request; rollback
+// --turn N of a Codex run (no start checkpoint) goes to the end of turn N-1.
+func TestHookCodexThroughDaemon(t *testing.T) {
+	ws := t.TempDir()
+	if real, err := filepath.EvalSymlinks(ws); err == nil {
+		ws = real
+	}
+	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("1\n"), 0o644)
+	sock, _ := startDaemon(t, ws)
+	env := []string{"XDG_STATE_HOME=" + t.TempDir()}
+	note := sample(t, "codex/agent-turn-complete.json", ws)
+	if errOut, _ := runHook(t, env, "", "codex", note, "--socket", sock); errOut != "" {
+		t.Fatal(errOut)
+	}
+	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("2\n"), 0o644)
+	if errOut, _ := runHook(t, env, "", "codex", note, "--socket", sock); errOut != "" {
+		t.Fatal(errOut)
+	}
+	// Another notification type is ignored, quietly.
+	if errOut, _ := runHook(t, env, "", "codex", `{"type":"approval-requested","cwd":"`+ws+`"}`, "--socket", sock); errOut != "" {
+		t.Fatal(errOut)
+	}
+	recs := hookRecords(t, ws, sock)
+	const run = "codex-0199a213-81c0-7800-8aa1-bbab2a035a53"
+	if len(recs) != 3 {
+		t.Fatalf("want the baseline and 2 turns, got %+v", recs)
+	}
+	for i, r := range recs[1:] {
+		if r.Kind != "completed" || r.Label != "Rename the config loader" || r.RunID != run || r.CodonID != "turn-"+string(rune('1'+i)) {
+			t.Errorf("turn %d: %+v", i+1, r)
+		}
+	}
+	mustCairn(t, nil, "rollback", ws, "--turn", "2", "--socket", sock)
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "1\n" {
+		t.Fatalf("after rollback --turn 2 a.txt is %q, want the end of turn 1", b)
+	}
+}
+
+// TestHookNeverHarms: no daemon, a daemon that refuses, malformed input, a
+// daemon that never answers: the hook exits 0 with nothing on stdout every
+// time, and returns within its bound.
+func TestHookNeverHarms(t *testing.T) {
+	ws := t.TempDir()
+	env := []string{"XDG_STATE_HOME=" + t.TempDir()}
+	prompt := sample(t, "claude-code/UserPromptSubmit.json", ws)
+
+	// No daemon: nothing done, nothing said.
+	noDaemon := append(env, "CAIRN_SOCKET="+filepath.Join(t.TempDir(), "none.sock"))
+	if errOut, _ := runHook(t, noDaemon, prompt, "claude-code"); errOut != "" {
+		t.Errorf("no daemon: %q", errOut)
+	}
+	// Malformed input: one line on stderr.
+	for _, in := range []string{"", "{", `{"hook_event_name":"UserPromptSubmit"}`, "\x00\xff"} {
+		if errOut, _ := runHook(t, noDaemon, in, "claude-code"); errOut == "" {
+			t.Errorf("malformed %q: no word on stderr", in)
+		}
+	}
+	runHook(t, noDaemon, "", "codex", "not json")
+	runHook(t, noDaemon, "", "codex")
+	runHook(t, noDaemon, prompt, "claude-code", "--no-such-flag")
+
+	// A daemon that lists the workspace and refuses the checkpoint.
+	refusing := stubDaemon(t, api.Status{Workspaces: []api.WorkspaceStatus{{Dir: ws, State: "watching"}}})
+	if errOut, _ := runHook(t, append(env, "CAIRN_SOCKET="+refusing), prompt, "claude-code"); !strings.Contains(errOut, "checkpoint") {
+		t.Errorf("refused: stderr %q", errOut)
+	}
+
+	// A daemon that accepts and never answers: the bound holds.
+	silent := filepath.Join(t.TempDir(), "silent.sock")
+	l, err := net.Listen("unix", silent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		var held []net.Conn
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				for _, c := range held {
+					c.Close()
+				}
+				return
+			}
+			held = append(held, c) // read nothing, answer nothing
+		}
+	}()
+	for _, wait := range []string{"300ms", "1s"} {
+		d, _ := time.ParseDuration(wait)
+		errOut, took := runHook(t, append(env, "CAIRN_SOCKET="+silent, "CAIRN_HOOK_WAIT="+wait), prompt, "claude-code")
+		if errOut == "" {
+			t.Errorf("silent daemon, wait %s: no word on stderr", wait)
+		}
+		// The bound plus the guard's margin and the process's start; a
+		// generous ceiling, not a speed assertion.
+		if took > d+5*time.Second {
+			t.Errorf("silent daemon, wait %s: the hook took %s", wait, took)
+		}
+		t.Logf("silent daemon, wait %s: returned after %s: %s", wait, took.Round(time.Millisecond), strings.TrimSpace(errOut))
+	}
+}
+
+// TestHookDirect: with no daemon and CAIRN_HOOK_DIRECT=1, the hook seals
+// the project's store itself.
+func TestHookDirect(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a\n"), 0o644)
+	env := []string{"XDG_STATE_HOME=" + t.TempDir(), "CAIRN_STATE_DIR=" + state,
+		"CAIRN_SOCKET=" + filepath.Join(t.TempDir(), "none.sock"), "CAIRN_HOOK_DIRECT=1", "CAIRN_HOOK_WAIT=20s"}
+	if errOut, _ := runHook(t, env, sample(t, "claude-code/UserPromptSubmit.json", ws), "claude-code"); errOut != "" {
+		t.Fatal(errOut)
+	}
+	var recs []record
+	json.Unmarshal([]byte(mustCairn(t, env, "list", ws, "--json")), &recs)
+	if len(recs) == 0 || recs[0].Kind != "rig-setup" || recs[0].CodonID != "turn-1" {
+		t.Fatalf("direct seal: %+v", recs)
+	}
+}
+
+// TestHookTimings reports the figures of a hook's round trip (no
+// assertion on speed): a PreToolUse hook through the daemon on a workspace
+// of 500 files, one edited between hooks, and the same hook with no daemon.
+func TestHookTimings(t *testing.T) {
+	ws := t.TempDir()
+	if real, err := filepath.EvalSymlinks(ws); err == nil {
+		ws = real
+	}
+	for i := range 500 {
+		d := filepath.Join(ws, "d"+strconv.Itoa(i%10))
+		os.MkdirAll(d, 0o755)
+		os.WriteFile(filepath.Join(d, "f"+strconv.Itoa(i)+".txt"), []byte(strings.Repeat("x", 1000)), 0o644)
+	}
+	os.WriteFile(filepath.Join(ws, "main.go"), []byte("v0\n"), 0o644)
+	sock, _ := startDaemon(t, ws)
+	env := []string{"XDG_STATE_HOME=" + t.TempDir(), "CAIRN_SOCKET=" + sock}
+	in := sample(t, "claude-code/PreToolUse-Edit.json", ws)
+	var took []time.Duration
+	for i := range 20 {
+		os.WriteFile(filepath.Join(ws, "main.go"), []byte("v"+strconv.Itoa(i+1)+"\n"), 0o644)
+		errOut, d := runHook(t, env, in, "claude-code")
+		if errOut != "" {
+			t.Fatal(errOut)
+		}
+		took = append(took, d)
+	}
+	if n := len(hookRecords(t, ws, sock)); n != 21 {
+		t.Fatalf("want 20 checkpoints after the baseline, got %d", n-1)
+	}
+	slices.Sort(took)
+	t.Logf("hook round trip with a daemon (process start, status, seal; 500 files, 1 changed): median %s, p90 %s, max %s",
+		took[len(took)/2].Round(time.Millisecond), took[len(took)*9/10].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
+	none := append(env[:1:1], "CAIRN_SOCKET="+filepath.Join(t.TempDir(), "none.sock"))
+	took = took[:0]
+	for range 10 {
+		_, d := runHook(t, none, in, "claude-code")
+		took = append(took, d)
+	}
+	slices.Sort(took)
+	t.Logf("hook with no daemon: median %s", took[len(took)/2].Round(time.Millisecond))
+}
