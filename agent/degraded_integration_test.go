@@ -203,7 +203,7 @@ func TestOversizedFileNamed(t *testing.T) {
 	st := waitState(t, d, ws, "big.bin named in status", func(w api.WorkspaceStatus) bool {
 		return len(w.Skipped) == 1 && w.Skipped[0].Path == "big.bin"
 	})
-	if !strings.Contains(st.Skipped[0].Reason, "4096 bytes") {
+	if !strings.Contains(st.Skipped[0].Reason, "(4.0 KiB)") || !strings.Contains(st.Skipped[0].Reason, "1.0 KiB limit") {
 		t.Errorf("skipped = %+v, want the size", st.Skipped)
 	}
 	waitFor(t, 10*time.Second, "a log line naming big.bin", func() bool {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path"
@@ -177,7 +176,7 @@ func (s *Store) consider(p *stagePlan, sel *Selector, rel string, links *linkCac
 	case fi.Mode().IsRegular():
 		if fi.Size() > s.opts.MaxFileSize {
 			p.remove = append(p.remove, rel)
-			p.skipped = append(p.skipped, ckpt.PathIssue{Path: rel, Reason: fmt.Sprintf("larger than the %d-byte limit (%d bytes)", s.opts.MaxFileSize, fi.Size())})
+			p.skipped = append(p.skipped, ckpt.PathIssue{Path: rel, Reason: ckpt.TooLarge(s.opts.MaxFileSize, fi.Size())})
 			return
 		}
 		p.add = append(p.add, rel)

@@ -330,7 +330,7 @@ func (s *Store) diskFiles(ctx context.Context, sel *Selector, rep *VerifyReport)
 		case !fi.Mode().IsRegular():
 			// symlinks, FIFOs, sockets, devices: never checkpointed
 		case fi.Size() > s.opts.MaxFileSize:
-			rep.Skipped = append(rep.Skipped, ckpt.PathIssue{Path: rel, Reason: fmt.Sprintf("larger than the %d-byte limit (%d bytes)", s.opts.MaxFileSize, fi.Size())})
+			rep.Skipped = append(rep.Skipped, ckpt.PathIssue{Path: rel, Reason: ckpt.TooLarge(s.opts.MaxFileSize, fi.Size())})
 		default:
 			add = append(add, rel)
 		}

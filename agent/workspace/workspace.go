@@ -1073,7 +1073,7 @@ func (w *Workspace) oversized(req snapshot.SealRequest, changed []string) map[st
 		if out == nil {
 			out = map[string]string{}
 		}
-		out[p] = fmt.Sprintf("larger than the %d-byte limit (%d bytes)", limit, fi.Size())
+		out[p] = ckpt.TooLarge(limit, fi.Size())
 	}
 	return out
 }

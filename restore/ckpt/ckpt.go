@@ -225,3 +225,9 @@ type Outcome struct {
 	// the store keeps it on one (the autodev layout parks a dirty tree).
 	SavedOn string `json:"savedOn,omitempty"`
 }
+
+// TooLarge is why a file of size bytes is left out under a limit of limit
+// bytes (max_file_size), in units: "larger than the 100.0 MiB limit (2.0 GiB)".
+func TooLarge(limit, size int64) string {
+	return "larger than the " + HumanBytes(limit) + " limit (" + HumanBytes(size) + ")"
+}
