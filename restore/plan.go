@@ -44,6 +44,40 @@ func FormatPlan(w io.Writer, p ckpt.Plan) error {
 	return err
 }
 
+// PlanListed is how many files a plan lists one by one; over it,
+// FormatPlanBrief counts them by top folder.
+const PlanListed = 200
+
+// FormatPlanBrief is FormatPlan for a plan of any size: over PlanListed
+// files, each top folder (or file at the top) is one line with how many
+// files it writes and deletes and their sizes, biggest first, and a line
+// says how to list every file.
+func FormatPlanBrief(w io.Writer, p ckpt.Plan) error {
+	if len(p.Write)+len(p.Delete) <= PlanListed {
+		return FormatPlan(w, p)
+	}
+	var b strings.Builder
+	for _, g := range ckpt.GroupPlan(p.Write, p.Delete, "") {
+		name := g.Path
+		if g.Folder {
+			name += "/"
+		}
+		var parts []string
+		if n := g.Added + g.Changed; n > 0 {
+			parts = append(parts, fmt.Sprintf("write %s", plural(n, "file")))
+		}
+		if g.Removed > 0 {
+			parts = append(parts, fmt.Sprintf("delete %s", plural(g.Removed, "file")))
+		}
+		fmt.Fprintf(&b, "%-10s %s  %s\n", ckpt.HumanBytes(g.Bytes), strings.Join(parts, ", "), printable.String(name))
+	}
+	fmt.Fprintf(&b, "(%s in all: --files lists each one)\n", plural(len(p.Write)+len(p.Delete), "file"))
+	b.WriteString(printable.String(Summary(p)))
+	b.WriteByte('\n')
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
 // Summary is the plan's one-line summary (FormatPlan's last line).
 func Summary(p ckpt.Plan) string {
 	var b strings.Builder

@@ -3,6 +3,8 @@ package restore
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/cairn-dev/cairn/restore/ckpt"
@@ -87,5 +89,31 @@ func TestPlanCounts(t *testing.T) {
 	}
 	if !(ckpt.Plan{Kept: 3}).Empty() {
 		t.Fatal("a plan with nothing to write or delete is empty")
+	}
+}
+
+// TestFormatPlanBrief: a plan over PlanListed files is counted by top
+// folder, biggest first, with how to list each file; a small one is listed.
+func TestFormatPlanBrief(t *testing.T) {
+	var p ckpt.Plan
+	for i := range 250 {
+		p.Write = append(p.Write, ckpt.PlanFile{Path: fmt.Sprintf("src/f%03d", i), Size: 1024, Action: ckpt.ActionAdd})
+	}
+	p.Write = append(p.Write, ckpt.PlanFile{Path: "README.md", Size: 10, Action: ckpt.ActionModify})
+	p.Delete = []ckpt.PlanFile{{Path: "docs/old.md", Size: 5, Action: ckpt.ActionDelete}}
+	var b strings.Builder
+	if err := FormatPlanBrief(&b, p); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 5 || !strings.Contains(lines[0], "250.0 KiB") || !strings.Contains(lines[0], "write 250 files  src/") ||
+		!strings.Contains(out, "delete 1 file  docs/") || !strings.Contains(out, "(252 files in all: --files lists each one)") {
+		t.Errorf("brief plan:\n%s", out)
+	}
+	p.Write = p.Write[:3]
+	b.Reset()
+	if err := FormatPlanBrief(&b, p); err != nil || !strings.Contains(b.String(), "write  1.0 KiB  src/f000") {
+		t.Errorf("small plan not listed:\n%s", b.String())
 	}
 }

@@ -86,16 +86,18 @@ type restoreFlags struct {
 	sf     storeFlags
 	asJSON *bool
 	dry    *bool
+	files  *bool
 	paths  stringList
 }
 
 // restoringUsage is the flags restoreFlags adds, for usage lines.
-const restoringUsage = "[--dry-run] [--path P]... [--json] [--socket S]"
+const restoringUsage = "[--dry-run] [--files] [--path P]... [--json] [--socket S]"
 
 func (rf *restoreFlags) register(fs *flag.FlagSet) {
 	rf.sf.register(fs, writing)
 	rf.asJSON = fs.Bool("json", false, "print the result as JSON")
 	rf.dry = fs.Bool("dry-run", false, "print the plan; change nothing")
+	rf.files = fs.Bool("files", false, "list every file of a plan (over 200 files, it is counted by folder)")
 	fs.Var(&rf.paths, "path", "restore only this file or folder (repeatable)")
 }
 
@@ -128,11 +130,11 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return refusal(err)
 	}
-	return printRestore(e, pos[0], res, *rf.asJSON)
+	return printRestore(e, pos[0], res, &rf)
 }
 
-func printRestore(e *env, dir string, res api.RestoreResult, asJSON bool) error {
-	if asJSON {
+func printRestore(e *env, dir string, res api.RestoreResult, rf *restoreFlags) error {
+	if *rf.asJSON {
 		b, _ := json.MarshalIndent(res, "", "  ")
 		fmt.Fprintln(e.stdout, string(printable.JSON(b)))
 	} else if res.Layout == layoutAutodev {
@@ -140,7 +142,11 @@ func printRestore(e *env, dir string, res api.RestoreResult, asJSON bool) error 
 	} else {
 		p := ckpt.Plan{Target: res.Target, Write: res.Write, Delete: res.Delete, Kept: res.Kept}
 		if res.DryRun {
-			_ = restore.FormatPlan(e.stdout, p) // escapes its paths
+			format := restore.FormatPlanBrief
+			if *rf.files {
+				format = restore.FormatPlan
+			}
+			_ = format(e.stdout, p) // escapes its paths
 			fmt.Fprintln(e.stdout, "dry run: nothing changed")
 		} else {
 			pr := printable.String

@@ -76,7 +76,7 @@ func runRollback(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return refusal(err)
 	}
-	return printRestore(e, pos[0], res, *rf.asJSON)
+	return printRestore(e, pos[0], res, &rf)
 }
 
 func runUndo(ctx context.Context, e *env, args []string) error {
@@ -99,7 +99,7 @@ func runUndo(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return refusal(err)
 	}
-	return printRestore(e, pos[0], res, *rf.asJSON)
+	return printRestore(e, pos[0], res, &rf)
 }
 
 func mustJSON(v any) json.RawMessage {
