@@ -57,7 +57,19 @@ func copyNoFollow(in *os.File, dst string) error {
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	// The copy keeps the source's mtime: git tells a racily clean entry (a
+	// file changed in the same timestamp tick as the index was written, at
+	// the same size) by comparing it with the index file's mtime, and a
+	// copy made later would make git trust that entry's stale stat. dst is
+	// in cairn's own store, created just above without following a link.
+	fi, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	return os.Chtimes(dst, fi.ModTime(), fi.ModTime())
 }
 
 // createNoFollow creates (or truncates) a file cairn owns, refusing a
