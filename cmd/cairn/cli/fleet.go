@@ -192,7 +192,9 @@ func runFleetFetch(ctx context.Context, e *env, args []string) error {
 		}
 		created = true
 	}
+	stop := newProgress(e, *asJSON).ticking(ctx, "fetching "+ws.Name()+" from "+remote)
 	n, st, err := fetchInto(ctx, &df, dir, remote, ws, as)
+	stop()
 	if err != nil {
 		if created {
 			_ = os.Remove(dir) // only while still empty

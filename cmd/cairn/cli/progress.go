@@ -11,6 +11,7 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/cairn-dev/cairn/agent/api"
+	"github.com/cairn-dev/cairn/platform/printable"
 )
 
 // progressLines draws how far a long operation has come on stderr: one
@@ -73,6 +74,44 @@ func (p *progressLines) done() {
 		fmt.Fprint(p.e.stderr, "\r\x1b[K")
 		p.drawn = false
 	}
+}
+
+// ticking shows op with the time it has taken, once a second, until the
+// function it returns is called: for an operation that cannot say how far
+// it has come (a fetch is one git process).
+func (p *progressLines) ticking(ctx context.Context, op string) (stop func()) {
+	if p == nil {
+		return func() {}
+	}
+	began := time.Now()
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				p.mu.Lock()
+				if p.json {
+					b, _ := json.Marshal(struct {
+						Progress api.Progress `json:"progress"`
+					}{api.Progress{Op: op, Since: began}})
+					fmt.Fprintln(p.e.stderr, string(b))
+				} else {
+					fmt.Fprintf(p.e.stderr, "\r%s… %s\x1b[K", printable.String(op), time.Since(began).Round(time.Second))
+					p.drawn = true
+				}
+				p.mu.Unlock()
+			}
+		}
+	}()
+	return func() { close(done); <-ended; p.done() }
 }
 
 type progressKey struct{}
