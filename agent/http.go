@@ -124,7 +124,7 @@ func (d *Daemon) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/gc", d.handleGC)
 	mux.HandleFunc("POST /v1/prune", d.handlePrune)
 	mux.HandleFunc("GET /v1/events", d.handleEvents)
-	mux.Handle("GET "+ui.Prefix, ui.Handler(d.route(mux))) // the panel (README.md, "The panel")
+	mux.Handle("GET "+ui.Prefix, ui.Handler(d.route(mux))) // the panel (docs/operating.md, "The panel")
 	mux.HandleFunc("GET /metrics", d.handleMetrics)
 	if d.opts.Worker {
 		mux.HandleFunc("POST "+workerproto.PathAssign, d.handleAssign)
@@ -354,7 +354,7 @@ func (d *Daemon) handleUndo(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
-// handlePin pins or unpins a checkpoint (README.md, "Retention").
+// handlePin pins or unpins a checkpoint (docs/operating.md, "Retention").
 func (d *Daemon) handlePin(w http.ResponseWriter, r *http.Request) {
 	var req api.PinRequest
 	if !decode(w, r, &req) {

@@ -23,7 +23,7 @@ import (
 	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
-// Prometheus metrics (README, "Metrics"): GET /metrics on the daemon's socket
+// Prometheus metrics (docs/operating.md, "Metrics"): GET /metrics on the daemon's socket
 // and, opt-in, on a loopback TCP address (metrics_listen). Counters and
 // histograms are counted where seals, restores and maintenance runs end;
 // the rest is read from the workspaces' state at scrape time. A root

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Size budgets on the store's side (README, "Budgets and disk space"): what
+// Size budgets on the store's side (docs/operating.md, "Budgets and disk space"): what
 // the store would weigh once maintenance collected everything unreachable,
 // with or without some refs. Dropped objects leave the disk only at the next
 // maintenance (prune, repack), so a budget pass plans by this projection and

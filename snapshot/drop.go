@@ -18,7 +18,7 @@ import (
 	"github.com/cairn-dev/cairn/snapshot/retain"
 )
 
-// Retention on the store's side (README.md, "Retention"): dropping the refs
+// Retention on the store's side (docs/operating.md, "Retention"): dropping the refs
 // a retention plan names, marking their records pruned, and pins.
 
 // pruneLine is the ledger line that marks an earlier record pruned:

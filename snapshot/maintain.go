@@ -21,7 +21,7 @@ import (
 
 // Maintenance: packing refs and objects and pruning unreachable objects, so
 // neither the store's size nor the time of a seal or an open grows with its
-// history (README, "Maintenance").
+// history (docs/operating.md, "Maintenance").
 //
 // Maintenance runs in bounded steps with seals between them (Maintain,
 // maintainSteps): the steps that may delete an object hold the store lock for
@@ -104,7 +104,7 @@ type maintStep struct {
 }
 
 // Maintain packs refs and objects and prunes unreachable objects past the
-// grace period, in bounded steps (README, "Maintenance"). Seals run between
+// grace period, in bounded steps (docs/operating.md, "Maintenance"). Seals run between
 // the steps: each locked step holds the store lock for itself only, and the
 // long repacks hold it not at all (see maintainSteps for why that is safe).
 // The steps run oldest first (by when each last finished, kept in

@@ -584,7 +584,7 @@ func TestMandatoryExclusions(t *testing.T) {
 	}
 }
 
-// The pattern dialect (README.md, "What a checkpoint holds"): doublestar
+// The pattern dialect (docs/operating.md, "What a checkpoint holds"): doublestar
 // globs on relative paths, a bare folder name holding everything under it,
 // `!` subtracting wherever it stands, no positive pattern holding nothing.
 func TestPatterns(t *testing.T) {

@@ -473,7 +473,7 @@ func (s *Store) create(ctx context.Context) error {
 	tmp := filepath.Join(s.home, s.tempPrefix()+hex.EncodeToString(rnd[:]))
 	g := *s.git
 	g.Dir, g.WorkTree, g.Index = tmp, "", filepath.Join(tmp, cairnSubdir, "index")
-	// The store is its owner's alone (README, "Where checkpoints live"): its
+	// The store is its owner's alone (docs/operating.md, "Where checkpoints live"): its
 	// folder is 0700 from the start, so nothing in it is reachable by
 	// others whatever the modes git and the in-process engine give files
 	// (core.sharedRepository is left unset: the in-process engine writes

@@ -29,7 +29,7 @@ type SealRequest struct {
 	Attempt   int // 0 for a codon's first record in the run; n for its n-th retry
 	// Status is the word in the runtime's message ("completed", …); defaults to Kind.
 	Status string
-	// Patterns select the files (README.md, "What a checkpoint holds"); nil
+	// Patterns select the files (docs/operating.md, "What a checkpoint holds"); nil
 	// means the store's defaults.
 	Patterns []string
 	// Duration goes into the message's `Duration: {n}ms` line when non-zero.

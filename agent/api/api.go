@@ -125,7 +125,7 @@ type WorkspaceStatus struct {
 	// Progress is how far a long seal under way has come (a first seal, a
 	// full reconcile); nil when none runs.
 	Progress *Progress `json:"progress,omitempty"`
-	// The store (README, "Maintenance"): checkpoints kept (usable ledger
+	// The store (docs/operating.md, "Maintenance"): checkpoints kept (usable ledger
 	// records), its bytes on disk and loose objects as last measured (at
 	// open, after each seal and after each maintenance), and the last
 	// maintenance.

@@ -3,7 +3,7 @@ package api
 import "time"
 
 // Budget is a workspace's size budget as its last budget pass saw it
-// (README, "Budgets and disk space").
+// (docs/operating.md, "Budgets and disk space").
 type Budget struct {
 	// MaxBytes is the budget that applied: max_store_size, or less when
 	// max_total_size asked this store for its share of an excess.

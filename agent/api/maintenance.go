@@ -2,7 +2,7 @@ package api
 
 import "time"
 
-// StoreStats describe a store on disk (README, "Maintenance").
+// StoreStats describe a store on disk (docs/operating.md, "Maintenance").
 type StoreStats struct {
 	Bytes        int64 `json:"bytes"`
 	LooseObjects int64 `json:"looseObjects"`

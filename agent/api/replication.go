@@ -3,7 +3,7 @@ package api
 import "time"
 
 // ReplicationStatus is a workspace's replication to its fleet remote
-// (README.md, "Fleet replication").
+// (docs/operating.md, "Fleet replication").
 type ReplicationStatus struct {
 	Remote string `json:"remote"` // without credentials
 	Host   string `json:"host"`

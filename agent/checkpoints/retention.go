@@ -16,7 +16,7 @@ import (
 	"github.com/cairn-dev/cairn/snapshot/retain"
 )
 
-// Retention (README.md, "Retention"): what no policy may drop, the plan for
+// Retention (docs/operating.md, "Retention"): what no policy may drop, the plan for
 // one store, and carrying it out. The daemon applies it from a workspace's
 // idle pass (applyRetention); `cairn prune` calls PlanRetention and
 // ApplyRetention directly.

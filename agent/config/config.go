@@ -32,20 +32,20 @@ type Config struct {
 	// MaxRuntimeFile caps what cairn reads of a runtime file (state.json, its
 	// .bak, runtime.lock, the archive manifest); default 64 MiB. Read at start.
 	MaxRuntimeFile Size `toml:"max_runtime_file"`
-	// Maintenance (README, "Maintenance"): at most once per
+	// Maintenance (docs/operating.md, "Maintenance"): at most once per
 	// maintenance_interval (default 1h), after maintenance_idle without a
 	// seal (default 60s); unreachable objects are pruned after
 	// gc_prune_grace (default 2 weeks). Carried to workspaces in Settings.
 	MaintenanceInterval Duration `toml:"maintenance_interval"`
 	MaintenanceIdle     Duration `toml:"maintenance_idle"`
 	GCPruneGrace        Duration `toml:"gc_prune_grace"`
-	// Budgets (README, "Budgets and disk space"): max_total_size for all the
+	// Budgets (docs/operating.md, "Budgets and disk space"): max_total_size for all the
 	// stores one daemon process serves (a root daemon: per owner's worker),
 	// and disk_floor, the free space under which autosaves pause ("5%" or
 	// "1GiB"; default the smaller of 5 % and 1 GiB). Carried in Settings.
 	MaxTotalSize Size      `toml:"max_total_size"`
 	DiskFloor    DiskFloor `toml:"disk_floor"`
-	// Metrics (README, "Metrics"): GET /metrics also on metrics_listen
+	// Metrics (docs/operating.md, "Metrics"): GET /metrics also on metrics_listen
 	// (host:port, read at start), a loopback address unless
 	// metrics_allow_remote; per_workspace_metrics adds series labelled with
 	// each workspace's folder.

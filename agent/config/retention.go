@@ -8,7 +8,7 @@ import (
 	"github.com/cairn-dev/cairn/snapshot/retain"
 )
 
-// Retention is a workspace's retention policies (README.md, "Retention"):
+// Retention is a workspace's retention policies (docs/operating.md, "Retention"):
 // in TOML, [retention] for autosaves with [retention.pre_restore] and
 // [retention.checkpoints] (lifecycle, baseline, manual) below it, under
 // [defaults] or a [[watch]] entry. A group that is not written is zero here

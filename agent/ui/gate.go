@@ -17,7 +17,7 @@ import (
 	"sync"
 )
 
-// A Gate guards the panel on a loopback port (README.md, "The panel"). The
+// A Gate guards the panel on a loopback port (docs/operating.md, "The panel"). The
 // port is reachable by every local user and by any page a browser opens,
 // so before anything reaches the socket a request must:
 //   - name the port as 127.0.0.1 or localhost in Host (DNS rebinding);

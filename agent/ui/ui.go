@@ -1,7 +1,7 @@
 // Package ui is the panel: a small web page, embedded in the binary, that
 // shows the workspaces a viewer may see, a workspace's timeline (the graph
 // of `cairn log`), a checkpoint's files and diffs, and restores one through
-// its dry-run plan (README.md, "The panel").
+// its dry-run plan (docs/operating.md, "The panel").
 //
 // The daemon serves the page under /ui/ on its socket (Handler); every
 // fact on it comes from the socket API, so the socket's authorisation

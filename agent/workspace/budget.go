@@ -17,7 +17,7 @@ import (
 	"github.com/cairn-dev/cairn/snapshot/retain"
 )
 
-// Budgets and disk space (README, "Budgets and disk space"). After the
+// Budgets and disk space (docs/operating.md, "Budgets and disk space"). After the
 // retention pass, a budget pass drops more while the store is projected over
 // max_store_size (or its share of max_total_size), in one fixed order
 // (retain.BudgetOrder), never what retention protects. A store's bytes are

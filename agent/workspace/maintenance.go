@@ -12,7 +12,7 @@ import (
 	"github.com/cairn-dev/cairn/snapshot"
 )
 
-// Maintenance (README, "Maintenance"): after maintenance_idle without a
+// Maintenance (docs/operating.md, "Maintenance"): after maintenance_idle without a
 // seal, at most once per maintenance_interval, the workspace's goroutine
 // applies retention, then starts snapshot's Maintain in a goroutine of its
 // own. Maintain runs in bounded steps and lets seals run between them (the

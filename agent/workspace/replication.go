@@ -22,7 +22,7 @@ import (
 	"github.com/cairn-dev/cairn/snapshot"
 )
 
-// Fleet replication (README.md, "Fleet replication"): a workspace whose
+// Fleet replication (docs/operating.md, "Fleet replication"): a workspace whose
 // settings name a remote runs one goroutine that pushes its store's refs
 // there (agent/replicate). A seal wakes it (replicateSoon): a lifecycle
 // checkpoint is pushed at once, other kinds at most once per interval, and

@@ -10,7 +10,7 @@ import (
 	"github.com/cairn-dev/cairn/snapshot/retain"
 )
 
-// Retention (README.md, "Retention"): the daemon applies it from a
+// Retention (docs/operating.md, "Retention"): the daemon applies it from a
 // workspace's idle pass; what it may drop and the plan are package
 // workspace's (Protect, PlanRetention, ApplyRetention).
 

@@ -1,5 +1,5 @@
 // Package retain decides which checkpoints a retention policy drops
-// (README.md, "Retention"). It is pure: it reads ledger records and returns
+// (docs/operating.md, "Retention"). It is pure: it reads ledger records and returns
 // a plan; the store (snapshot.Store.Drop) carries it out.
 //
 // The vocabulary is restic's: keep_last, keep_within, keep_hourly,
@@ -207,7 +207,7 @@ func (ps Policies) Rule(g Group) string {
 }
 
 // Protected is what no policy drops, computed by the caller (see
-// README.md, "Retention"): the checkpoint the work tree is at, every SHA
+// docs/operating.md, "Retention"): the checkpoint the work tree is at, every SHA
 // state.json records, pins (SHAs), and the current run and the run it
 // continues from (run ids). The newest checkpoint of each kind is
 // protected by Plan itself.
@@ -413,7 +413,7 @@ func Plan(recs []ckpt.Record, ps Policies, protect Protected) []Drop {
 const BudgetRule = "budget"
 
 // BudgetOrder is what a size budget may drop from the ledger recs, in the
-// one fixed order it drops them (README, "Budgets and disk space"): the
+// one fixed order it drops them (docs/operating.md, "Budgets and disk space"): the
 // oldest autosaves first, then the oldest pre-restore checkpoints, then the
 // oldest whole runs (by their newest checkpoint). Baselines and manual
 // checkpoints outside runs are never dropped for size, nor anything Plan

@@ -1,4 +1,4 @@
-// The cairn panel (README.md, "The panel"). Everything it shows comes from
+// The cairn panel (docs/operating.md, "The panel"). Everything it shows comes from
 // the daemon's socket API through `cairn ui`; every state-changing request
 // carries the session's CSRF token. Text from the daemon is only ever set as
 // textContent, never parsed as HTML, and always through shown: names from a

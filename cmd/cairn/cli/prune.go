@@ -20,7 +20,7 @@ func init() {
 }
 
 // runPrune is `cairn prune <dir> [--dry-run] [--max-store-size S] [--json]`
-// (README, "Budgets and disk space"): through the daemon that watches dir
+// (docs/operating.md, "Budgets and disk space"): through the daemon that watches dir
 // (its policies and budgets), else on the store with the built-in policies
 // and --max-store-size.
 func runPrune(ctx context.Context, e *env, args []string) error {

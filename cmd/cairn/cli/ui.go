@@ -20,7 +20,7 @@ func init() {
 }
 
 // runUI serves the panel on a free loopback port until interrupted
-// (README.md, "The panel"): a Gate in front of a proxy to the socket, dialled
+// (docs/operating.md, "The panel"): a Gate in front of a proxy to the socket, dialled
 // as this user, so the daemon authorises the panel as it would this user's
 // CLI.
 func runUI(ctx context.Context, e *env, args []string) error {
