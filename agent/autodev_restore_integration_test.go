@@ -1,11 +1,8 @@
 package agent_test
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,25 +38,7 @@ func TestAutodevRestoreTakesTheSharedPath(t *testing.T) {
 	}
 
 	// The event stream, subscribed before the restore.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", "http://cairn/v1/events?workspace="+dir, nil)
-	resp, err := sockClient(d.socket).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	events := make(chan api.Event, 16)
-	go func() {
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			var ev api.Event
-			if json.Unmarshal(sc.Bytes(), &ev) == nil {
-				events <- ev
-			}
-		}
-		close(events)
-	}()
+	events := subscribe(t, d.socket, dir)
 
 	// The layout's refusals, in its words and codes.
 	for _, c := range []struct {

@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -721,4 +723,30 @@ func newHankExec(t *testing.T, plan []hwsim.Entry, opts ...hwsim.Option) (string
 func waitBaseline(t *testing.T, exec, state string) ckpt.Record {
 	t.Helper()
 	return waitRecord(t, exec, state, "baseline", func(r ckpt.Record) bool { return r.Kind == ckpt.KindBaseline })
+}
+
+// subscribe follows the daemon's event stream for dir from now on, until
+// the test ends; the channel closes when the stream does.
+func subscribe(t testing.TB, sock, dir string) <-chan api.Event {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://cairn/v1/events?workspace="+url.QueryEscape(dir), nil)
+	resp, err := sockClient(sock).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	events := make(chan api.Event, 64)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			var ev api.Event
+			if json.Unmarshal(sc.Bytes(), &ev) == nil {
+				events <- ev
+			}
+		}
+	}()
+	return events
 }

@@ -1,11 +1,8 @@
 package agent_test
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -34,27 +31,19 @@ func TestSealProgress(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", "http://cairn/v1/events?workspace="+ws, nil)
-	resp, err := sockClient(d.socket).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	events := subscribe(t, d.socket, ws)
 	progress := make(chan api.Progress, 64)
 	go func() {
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			var ev struct {
-				Type string       `json:"type"`
-				Data api.Progress `json:"data"`
+		defer close(progress)
+		for ev := range events {
+			if ev.Type != api.EvProgress {
+				continue
 			}
-			if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.Type == api.EvProgress {
-				progress <- ev.Data
+			var pr api.Progress
+			if b, err := json.Marshal(ev.Data); err == nil && json.Unmarshal(b, &pr) == nil {
+				progress <- pr
 			}
 		}
-		close(progress)
 	}()
 	if code, body := call(t, d.socket, "POST", "/v1/checkpoint", api.CheckpointRequest{Workspace: ws, Label: "many"}); code != 200 {
 		t.Fatalf("checkpoint: %d %v", code, body)

@@ -218,32 +218,17 @@ func (b daemonBackend) watchProgress(ctx context.Context, dir string) (stop func
 	if pl == nil {
 		return func() {}
 	}
-	done := make(chan struct{})
-	ended := make(chan struct{})
-	go func() {
-		defer close(ended)
-		t := time.NewTicker(500 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			st, err := b.c.Status(ctx)
-			if err != nil {
-				continue
-			}
-			for _, w := range st.Workspaces {
-				if w.Dir == dir && w.Progress != nil {
-					pl.show(*w.Progress)
-				}
+	return pl.every(ctx, 500*time.Millisecond, func() {
+		st, err := b.c.Status(ctx)
+		if err != nil {
+			return
+		}
+		for _, w := range st.Workspaces {
+			if w.Dir == dir && w.Progress != nil {
+				pl.show(*w.Progress)
 			}
 		}
-	}()
-	return func() { close(done); <-ended; pl.done() }
+	})
 }
 
 func (b daemonBackend) checkpoint(ctx context.Context, req snapshot.SealRequest) (ckpt.Record, error) {

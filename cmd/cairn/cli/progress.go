@@ -84,11 +84,28 @@ func (p *progressLines) ticking(ctx context.Context, op string) (stop func()) {
 		return func() {}
 	}
 	began := time.Now()
-	done := make(chan struct{})
-	ended := make(chan struct{})
+	return p.every(ctx, time.Second, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.json {
+			b, _ := json.Marshal(struct {
+				Progress api.Progress `json:"progress"`
+			}{api.Progress{Op: op, Since: began}})
+			fmt.Fprintln(p.e.stderr, string(b))
+			return
+		}
+		fmt.Fprintf(p.e.stderr, "\r%s… %s\x1b[K", printable.String(op), time.Since(began).Round(time.Second))
+		p.drawn = true
+	})
+}
+
+// every runs fn each interval on its own goroutine until ctx ends or the
+// function it returns is called, which waits for it and clears the line.
+func (p *progressLines) every(ctx context.Context, interval time.Duration, fn func()) (stop func()) {
+	done, ended := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(ended)
-		t := time.NewTicker(time.Second)
+		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
 			select {
@@ -97,17 +114,7 @@ func (p *progressLines) ticking(ctx context.Context, op string) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				p.mu.Lock()
-				if p.json {
-					b, _ := json.Marshal(struct {
-						Progress api.Progress `json:"progress"`
-					}{api.Progress{Op: op, Since: began}})
-					fmt.Fprintln(p.e.stderr, string(b))
-				} else {
-					fmt.Fprintf(p.e.stderr, "\r%s… %s\x1b[K", printable.String(op), time.Since(began).Round(time.Second))
-					p.drawn = true
-				}
-				p.mu.Unlock()
+				fn()
 			}
 		}
 	}()
