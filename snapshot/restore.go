@@ -83,9 +83,21 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 
 	// 0. The target's trees and the blobs it will write, read before
 	// anything is sealed or changed: a damaged target is refused here.
-	tc, err := s.checkTarget(ctx, target, pos, prefixes, opts.Changed)
-	if err != nil {
-		return res, err
+	// In-process when the engine can (inprocrestore.go), else by git.
+	var ip *ipRestore
+	if e := s.inprocRestorer(ctx, opts); e != nil {
+		r, err := s.checkInproc(ctx, e, target, pos, prefixes, opts.Changed)
+		if err != nil && !errors.Is(err, errFallback) {
+			return res, err
+		}
+		ip = r
+	}
+	var tc *targetCheck
+	if ip == nil {
+		var err error
+		if tc, err = s.checkTarget(ctx, target, pos, prefixes, opts.Changed); err != nil {
+			return res, err
+		}
 	}
 
 	// 1. The work tree as it is now, whole and visible, plus any file the
@@ -99,17 +111,29 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 		}
 		before = tree
 	} else {
-		rec, err := s.sealLocked(ctx, SealRequest{
+		req := SealRequest{
 			Kind: ckpt.KindPreRestore, Label: "before restore to " + orDefault(opts.Label, short7(target)),
 			Patterns: []string{"**"}, Ref: recoveryRef(opts.Label), StartSHA: pos, Changed: opts.Changed,
 			subject:    "Recovery snapshot before rollback to " + target,
 			afterStage: func() error { return s.addOverwritten(ctx, s.git, target) },
-		})
+		}
+		if ip != nil && opts.Changed != nil && !ip.overwritesUnsealed() {
+			// Nothing on disk at a path the target adds: the seal of what
+			// the watch saw change may be the in-process engine's.
+			req.afterStage = nil
+		}
+		rec, err := s.sealLocked(ctx, req)
 		if err != nil {
 			return res, fmt.Errorf("pre-restore checkpoint: %w", err)
 		}
 		res.PreRestore = &rec
-		t, ok := s.resolve(ctx, rec.SHA+"^{tree}")
+		t, ok := "", false
+		if ip != nil {
+			t, err = ip.e.commitTree(ctx, s, rec.SHA)
+			ok = err == nil
+		} else {
+			t, ok = s.resolve(ctx, rec.SHA+"^{tree}")
+		}
 		if !ok {
 			return res, errors.New("pre-restore checkpoint has no tree")
 		}
@@ -118,17 +142,38 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 
 	// 2. The plan.
 	progress(2, "planning")
-	if err := s.plan(ctx, &res, work, before, pos, target, prefixes); err != nil {
-		return res, err
-	}
-	// The writes checkTarget could not foresee (files changed since the last
-	// seal), read before the first file is written.
-	if err := s.checkWrites(ctx, tc, work); err != nil {
-		var dmg *ckpt.TargetDamagedError
-		if errors.As(err, &dmg) && res.PreRestore != nil {
-			dmg.PreRestore = res.PreRestore.ID
+	var ipChanges []ipChange
+	if ip != nil {
+		// The writes the check could not foresee (files changed since the
+		// last seal) are read here, before the first file is written.
+		ch, err := ip.planInproc(ctx, &res, work, before)
+		if errors.Is(err, errFallback) {
+			// A blob too large to hold: git checks it out.
+			res.Write, res.Delete, res.Kept = nil, nil, 0
+			work = &restoreWork{wrote: map[string]blobID{}}
+			ip, tc = nil, &targetCheck{target: target, files: map[string]treeFile{}, read: map[string]bool{}}
+		} else if err != nil {
+			var dmg *ckpt.TargetDamagedError
+			if errors.As(err, &dmg) && res.PreRestore != nil {
+				dmg.PreRestore = res.PreRestore.ID
+			}
+			return res, err
 		}
-		return res, err
+		ipChanges = ch
+	}
+	if ip == nil {
+		if err := s.plan(ctx, &res, work, before, pos, target, prefixes); err != nil {
+			return res, err
+		}
+		// The writes checkTarget could not foresee (files changed since the last
+		// seal), read before the first file is written.
+		if err := s.checkWrites(ctx, tc, work); err != nil {
+			var dmg *ckpt.TargetDamagedError
+			if errors.As(err, &dmg) && res.PreRestore != nil {
+				dmg.PreRestore = res.PreRestore.ID
+			}
+			return res, err
+		}
 	}
 	if opts.DryRun {
 		return res, nil
@@ -136,7 +181,21 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 
 	// 3. Apply.
 	progress(3, fmt.Sprintf("writing %d files, deleting %d", len(res.Write), len(res.Delete)))
-	if err := s.checkoutTarget(ctx, &res, work, target, prefixes); err != nil {
+	s.lastRestore = EngineGit
+	if ip != nil {
+		s.lastRestore = EngineInproc
+		if err := ip.applyInproc(ctx, ipChanges); err != nil {
+			return res, err
+		}
+		if err := ip.indexAfter(ctx, before, ipChanges); err != nil {
+			return res, err
+		}
+		if len(prefixes) == 0 {
+			if err := ip.detachHead(ctx); err != nil {
+				return res, err
+			}
+		}
+	} else if err := s.checkoutTarget(ctx, &res, work, target, prefixes); err != nil {
 		return res, err
 	}
 
