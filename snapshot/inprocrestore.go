@@ -181,6 +181,10 @@ func (r *ipRestore) diffTrees(ctx context.Context, a, b string, fn func(p string
 			return err
 		}
 		tb, err := r.e.tree(ctx, r.s, b)
+		if err == nil && b != "" && b != r.e.empty && !r.e.known.Has(b) {
+			// Parsed before (the engine's cache), gone from the store since.
+			err = errMissing
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return err
@@ -268,6 +272,11 @@ func (s *Store) checkInproc(ctx context.Context, e *inproc, target, pos string, 
 		return nil, &ckpt.TargetDamagedError{Target: target, Lost: []ckpt.LostObject{{SHA: target, Type: "commit", Problem: treeProblem(err)}}}
 	}
 	r.tTree = t
+	// What the store holds now: a pack or a loose object removed since the
+	// engine last looked is seen.
+	if e.known.Refresh() {
+		clear(e.whole)
+	}
 	if pos != "" {
 		if r.pTree, err = e.commitTree(ctx, s, pos); err != nil {
 			return nil, errFallback // the git way names what is wrong with it

@@ -137,8 +137,14 @@ func restoreClean(t *testing.T, dir string, st *Store, target ckpt.Record) {
 // sealed, written or deleted; a restore to an undamaged checkpoint of the
 // same store still works.
 func TestRestoreRefusesDamagedTarget(t *testing.T) {
+	for _, eng := range []string{EngineGit, EngineInproc} {
+		t.Run(eng, func(t *testing.T) { restoreRefusesDamagedTarget(t, eng) })
+	}
+}
+
+func restoreRefusesDamagedTarget(t *testing.T, eng string) {
 	t.Run("missing loose blob", func(t *testing.T) {
-		dir, st, one, two, _ := damageFixture(t, EngineGit)
+		dir, st, one, two, _ := damageFixture(t, eng)
 		blob := lsTree(t, st, one.SHA)["a/f07.txt"].sha
 		if err := os.Remove(looseObject(t, st, blob)); err != nil {
 			t.Fatal(err)
@@ -152,7 +158,7 @@ func TestRestoreRefusesDamagedTarget(t *testing.T) {
 		restoreClean(t, dir, st, two)
 	})
 	t.Run("missing loose tree", func(t *testing.T) {
-		dir, st, one, two, _ := damageFixture(t, EngineGit)
+		dir, st, one, two, _ := damageFixture(t, eng)
 		tree := strings.TrimSpace(string(gitOut(t, st, nil, "rev-parse", one.SHA+":b")))
 		if err := os.Remove(looseObject(t, st, tree)); err != nil {
 			t.Fatal(err)
@@ -161,7 +167,7 @@ func TestRestoreRefusesDamagedTarget(t *testing.T) {
 		restoreClean(t, dir, st, two)
 	})
 	t.Run("truncated loose blob", func(t *testing.T) {
-		dir, st, one, two, _ := damageFixture(t, EngineGit)
+		dir, st, one, two, _ := damageFixture(t, eng)
 		blob := lsTree(t, st, one.SHA)["a/f07.txt"].sha
 		p := looseObject(t, st, blob)
 		fi, _ := os.Stat(p)
@@ -173,7 +179,7 @@ func TestRestoreRefusesDamagedTarget(t *testing.T) {
 		restoreClean(t, dir, st, two)
 	})
 	t.Run("corrupt pack", func(t *testing.T) {
-		dir, st, one, two, _ := damageFixture(t, EngineGit)
+		dir, st, one, two, _ := damageFixture(t, eng)
 		blob := lsTree(t, st, one.SHA)["a/f07.txt"].sha
 		pack, off := packOffset(t, st, blob)
 		// Bytes in the middle of the blob's deflated data: git still finds
@@ -197,7 +203,7 @@ func TestRestoreRefusesDamagedTarget(t *testing.T) {
 		restoreClean(t, dir, st, two)
 	})
 	t.Run("truncated pack", func(t *testing.T) {
-		dir, st, one, _, _ := damageFixture(t, EngineGit)
+		dir, st, one, _, _ := damageFixture(t, eng)
 		blob := lsTree(t, st, one.SHA)["a/f07.txt"].sha
 		pack, _ := packOffset(t, st, blob)
 		fi, _ := os.Stat(pack)
@@ -223,7 +229,7 @@ func TestRestoreRefusesDamagedTarget(t *testing.T) {
 	t.Run("blob of a file changed since the last seal", func(t *testing.T) {
 		// keep.txt is the same in one and three, so only the plan, once the
 		// pre-restore checkpoint holds the edit, knows it is to be written.
-		dir, st, one, _, three := damageFixture(t, EngineGit)
+		dir, st, one, _, three := damageFixture(t, eng)
 		blob := lsTree(t, st, one.SHA)["keep.txt"].sha
 		if lsTree(t, st, three.SHA)["keep.txt"].sha != blob {
 			t.Fatal("keep.txt changed between one and three")

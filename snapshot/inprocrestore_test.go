@@ -1,0 +1,325 @@
+//go:build unix
+
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
+)
+
+// Tests of the in-process restore (inprocrestore.go). Each compares the work
+// tree a restore leaves with what `git checkout --force` of the same target
+// leaves in a copy of the work tree taken just before (gitCheckoutRef), file
+// by file: kind, bytes, exec bit, link target.
+
+// diskEntry is what a work-tree path holds, as the comparison sees it.
+type diskEntry struct {
+	kind string // "file", "exec", "link", "dir", "other"
+	body string // a file's bytes, a link's target
+}
+
+// scanDisk lists every path under root (folders included, for the
+// file↔folder swaps), without following links.
+func scanDisk(t *testing.T, root string) map[string]diskEntry {
+	t.Helper()
+	out := map[string]diskEntry{}
+	err := filepath.WalkDir(root, func(abs string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if abs == root {
+			return nil
+		}
+		rel := filepath.ToSlash(strings.TrimPrefix(abs, root+string(filepath.Separator)))
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.IsDir():
+			out[rel] = diskEntry{kind: "dir"}
+		case fi.Mode()&fs.ModeSymlink != 0:
+			l, err := os.Readlink(abs)
+			if err != nil {
+				return err
+			}
+			out[rel] = diskEntry{kind: "link", body: l}
+		case fi.Mode().IsRegular():
+			b, err := os.ReadFile(abs)
+			if err != nil {
+				return err
+			}
+			k := "file"
+			if fi.Mode()&0o100 != 0 {
+				k = "exec"
+			}
+			out[rel] = diskEntry{kind: k, body: string(b)}
+		default:
+			out[rel] = diskEntry{kind: "other"}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("scan %s: %v", root, err)
+	}
+	return out
+}
+
+// diskDiff describes how two scans differ ("" when they are the same).
+func diskDiff(want, got map[string]diskEntry) string {
+	var bad []string
+	for p, w := range want {
+		g, ok := got[p]
+		switch {
+		case !ok:
+			bad = append(bad, fmt.Sprintf("%q: want %s %.40q, missing", p, w.kind, w.body))
+		case g != w:
+			bad = append(bad, fmt.Sprintf("%q: want %s %.40q, got %s %.40q", p, w.kind, w.body, g.kind, g.body))
+		}
+	}
+	for p, g := range got {
+		if _, ok := want[p]; !ok {
+			bad = append(bad, fmt.Sprintf("%q: want nothing, got %s %.40q", p, g.kind, g.body))
+		}
+	}
+	slices.Sort(bad)
+	return strings.Join(bad, "\n    ")
+}
+
+// copyTree copies the work tree src to dst (cp -a: modes, links as links).
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	if out, err := exec.Command("cp", "-a", src+"/.", dst).CombinedOutput(); err != nil {
+		t.Fatalf("cp -a %s %s: %v\n%s", src, dst, err, out)
+	}
+}
+
+// gitCheckoutRef is the reference a restore is compared with: in dir (a
+// copy of the work tree as it was before the restore), git's own checkout
+// of target with --force, run from a repository of its own that reads the
+// store's objects as an alternate, its index the position's tree (what
+// cairn tracked: git deletes only those of its files the target lacks).
+func gitCheckoutRef(t *testing.T, st *Store, dir, pos, target string) {
+	t.Helper()
+	repo := t.TempDir()
+	hostGit(t, repo, "init", "-q")
+	alt := filepath.Join(repo, ".git", "objects", "info", "alternates")
+	if err := os.WriteFile(alt, []byte(filepath.Join(st.GitDir(), "objects")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := func(args ...string) {
+		t.Helper()
+		hostGit(t, repo, append([]string{"--work-tree=" + dir}, args...)...)
+	}
+	if pos != "" {
+		g("update-ref", "--no-deref", "HEAD", pos)
+		g("read-tree", pos)
+	}
+	g("checkout", "-q", "--force", "--detach", target)
+}
+
+// restoreAgainstGit restores st's work tree to target (whole, or paths),
+// and requires it to come out as git's checkout of the same target leaves a
+// copy of it, the in-process way (the git way with engine "git").
+func restoreAgainstGit(t *testing.T, st *Store, target string, wantEngine string) ckpt.Outcome {
+	t.Helper()
+	ws := st.WorkTree()
+	ref := t.TempDir()
+	copyTree(t, ws, ref)
+	pos := st.Position()
+	res, err := st.Restore(context.Background(), ckpt.Request{Target: target})
+	if err != nil {
+		t.Fatalf("restore to %s: %v", target, err)
+	}
+	if st.lastRestore != wantEngine {
+		t.Errorf("the restore was written by %q, want %q", st.lastRestore, wantEngine)
+	}
+	gitCheckoutRef(t, st, ref, pos, target)
+	if d := diskDiff(scanDisk(t, ref), scanDisk(t, ws)); d != "" {
+		t.Errorf("the restore to %s differs from git checkout --force (want = git, got = cairn):\n    %s", short7(target), d)
+	}
+	return res
+}
+
+// TestInprocRestoreLikeCheckout: modes (the exec bit both ways), deletions
+// of tracked files only (untracked and ignored files stay), file↔folder
+// swaps both ways (with untracked files in the folder that goes), a folder
+// emptied by the deletions, and the undo, each the same as git's checkout
+// leaves, written in-process; the same with engine = "git" writes by git.
+func TestInprocRestoreLikeCheckout(t *testing.T) {
+	for _, eng := range []string{EngineInproc, EngineGit} {
+		t.Run(eng, func(t *testing.T) {
+			ctx := context.Background()
+			ws, st := newTestStore(t, Options{Engine: eng})
+			writeTree(t, ws, map[string]string{".gitignore": "*.log\n", "keep.txt": "same\n", "mod.txt": "one\n",
+				"gone/a.txt": "a\n", "gone/deep/b.txt": "b\n", "f2d": "a file\n", "d2f/x.txt": "x\n", "d2f/sub/y.txt": "y\n"})
+			writeFile(t, ws, "run.sh", "#!/bin/sh\necho one\n", 0o755)
+			writeFile(t, ws, "plain.sh", "#!/bin/sh\n", 0o644)
+			one := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "one"})
+
+			// two: edits, a mode flipped each way, files added and removed,
+			// a file made a folder and a folder made a file.
+			writeFile(t, ws, "mod.txt", "two\n", 0o644)
+			chmod(t, ws, "run.sh", 0o644)
+			chmod(t, ws, "plain.sh", 0o755)
+			removeAll(t, ws, "gone")
+			removeAll(t, ws, "f2d")
+			removeAll(t, ws, "d2f")
+			writeTree(t, ws, map[string]string{"f2d/inside.txt": "in\n", "d2f": "now a file\n", "new/n.txt": "n\n"})
+			two := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "two"})
+
+			// Files cairn never sealed: untracked (written after the last
+			// seal; the pre-restore checkpoint holds it) and ignored.
+			writeFile(t, ws, "by-hand.txt", "mine\n", 0o644)
+			writeFile(t, ws, "new/by-hand.txt", "mine too\n", 0o644)
+			writeFile(t, ws, "debug.log", "ignored\n", 0o644)
+			writeFile(t, ws, "f2d/untracked.txt", "in the folder that goes\n", 0o644)
+
+			res := restoreAgainstGit(t, st, one.SHA, eng)
+			if len(res.Diff) != 0 {
+				t.Errorf("verify: %v", res.Diff)
+			}
+			for _, p := range []string{"by-hand.txt", "new/by-hand.txt", "debug.log"} {
+				if _, err := os.Lstat(filepath.Join(ws, p)); err != nil {
+					t.Errorf("%s (never tracked) is gone: %v", p, err)
+				}
+			}
+			if fi, err := os.Stat(filepath.Join(ws, "run.sh")); err != nil || fi.Mode()&0o111 == 0 {
+				t.Errorf("run.sh lost its exec bit: %v %v", fi, err)
+			}
+			// Forward again, then the undo of that restore.
+			res2 := restoreAgainstGit(t, st, two.SHA, eng)
+			restoreAgainstGit(t, st, res2.PreRestore.SHA, eng)
+			// The next seals are whole and right: an incremental one on the
+			// restored tree, then a full reconcile.
+			writeFile(t, ws, "mod.txt", "three\n", 0o644)
+			rec, err := st.Seal(ctx, SealRequest{Kind: ckpt.KindManual, Changed: []string{"mod.txt"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertTreeMatchesDisk(t, st, rec.SHA, sealable(t, ws))
+			rec = mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+			assertTreeMatchesDisk(t, st, rec.SHA, sealable(t, ws))
+		})
+	}
+}
+
+// sealable are the regular files of ws but the ignored *.log.
+func sealable(t *testing.T, ws string) []string {
+	return slices.DeleteFunc(regularFiles(t, ws), func(p string) bool { return strings.HasSuffix(p, ".log") })
+}
+
+// TestInprocRestoreSymlinks: a target holding symbolic links (a runtime's
+// commit; cairn's own checkpoints hold regular files) gets them made as
+// links, and a link where a file goes is replaced, never written through.
+func TestInprocRestoreSymlinks(t *testing.T) {
+	ws, st := newTestStore(t, Options{})
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "secret")
+	if err := os.WriteFile(secret, []byte("not cairn's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, ws, map[string]string{"a.txt": "a\n", "dir/b.txt": "b\n"})
+	base := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	// The target: base's tree plus a link to a.txt and one into dir/.
+	blob := strings.TrimSpace(string(gitOut(t, st, strings.NewReader("a.txt"), "hash-object", "-w", "--stdin")))
+	blob2 := strings.TrimSpace(string(gitOut(t, st, strings.NewReader("../outside-nowhere"), "hash-object", "-w", "--stdin")))
+	var listing strings.Builder
+	for p, e := range lsTree(t, st, base.SHA) {
+		if !strings.Contains(p, "/") {
+			fmt.Fprintf(&listing, "%s %s %s\t%s\n", e.mode, e.typ, e.sha, p)
+		}
+	}
+	dirTree := strings.TrimSpace(string(gitOut(t, st, nil, "rev-parse", base.SHA+":dir")))
+	fmt.Fprintf(&listing, "040000 tree %s\tdir\n120000 blob %s\tlink\n120000 blob %s\tup\n", dirTree, blob, blob2)
+	tree := strings.TrimSpace(string(gitOut(t, st, strings.NewReader(listing.String()), "mktree")))
+	target := strings.TrimSpace(string(gitOut(t, st, nil, "commit-tree", "-p", base.SHA, "-m", "links", tree)))
+
+	// The attacker's link where the target's link "up" goes: replaced
+	// itself, its target untouched.
+	symlink(t, ws, secret, "up")
+	restoreAgainstGit(t, st, target, EngineInproc)
+	if l, err := os.Readlink(filepath.Join(ws, "link")); err != nil || l != "a.txt" {
+		t.Errorf("link = %q, %v; want a link to a.txt", l, err)
+	}
+	if b, _ := os.ReadFile(secret); string(b) != "not cairn's\n" {
+		t.Errorf("the file behind a planted link was written: %q", b)
+	}
+}
+
+// TestInprocRestoreAttackerLinks is written as a local attacker would try
+// it: links planted in the work tree where a restore writes or deletes (a
+// folder on the way made a link to a folder outside, a file made a link to
+// a file outside). Nothing outside the work tree is written, deleted or
+// followed; the restore names the paths it could not write.
+func TestInprocRestoreAttackerLinks(t *testing.T) {
+	ws, st := newTestStore(t, Options{})
+	outside := t.TempDir()
+	writeTree(t, outside, map[string]string{"w/f.txt": "outside f\n", "d/g.txt": "outside g\n", "target.txt": "outside target\n"})
+	before := hashDir(t, outside)
+	writeTree(t, ws, map[string]string{"w/f.txt": "one f\n", "x.txt": "one x\n", "keep.txt": "k\n"})
+	one := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	removeAll(t, ws, "w")
+	writeTree(t, ws, map[string]string{"x.txt": "two x\n", "d/g.txt": "two g\n"})
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+
+	// The restore to one writes w/f.txt and x.txt and deletes d/g.txt: the
+	// attacker makes w and d links to folders outside, and x.txt a link to
+	// a file outside.
+	removeAll(t, ws, "d")
+	symlink(t, ws, filepath.Join(outside, "w"), "w")
+	symlink(t, ws, filepath.Join(outside, "d"), "d")
+	removeAll(t, ws, "x.txt")
+	symlink(t, ws, filepath.Join(outside, "target.txt"), "x.txt")
+	res, err := st.Restore(context.Background(), ckpt.Request{Target: one.SHA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.lastRestore != EngineInproc {
+		t.Errorf("restored by %q", st.lastRestore)
+	}
+	if hashDir(t, outside) != before {
+		t.Fatal("the restore wrote or deleted outside the work tree, through a planted link")
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "x.txt")); err != nil || string(b) != "one x\n" {
+		t.Errorf("x.txt = %q, %v; want the link replaced by the file", b, err)
+	}
+	if fi, err := os.Lstat(filepath.Join(ws, "x.txt")); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("x.txt is not a regular file: %v %v", fi, err)
+	}
+	// w is a link cairn never sealed (it records regular files): it stays,
+	// and w/f.txt is named as not written, never written through it.
+	if !slices.ContainsFunc(res.Diff, func(p ckpt.PathIssue) bool { return p.Path == "w/f.txt" }) {
+		t.Errorf("w/f.txt is not named as not written: %+v", res.Diff)
+	}
+}
+
+// TestInprocRestoreRefusesMissingObject: a restore whose target lacks an
+// object is refused before anything is sealed or written, by the in-process
+// check (the damage tests, run with the in-process engine).
+func TestInprocRestoreRefusesMissingObject(t *testing.T) {
+	dir, st, one, two, _ := damageFixture(t, EngineInproc)
+	blob := lsTree(t, st, one.SHA)["a/f07.txt"].sha
+	if err := os.Remove(looseObject(t, st, blob)); err != nil {
+		t.Fatal(err)
+	}
+	tree := strings.TrimSpace(string(gitOut(t, st, nil, "rev-parse", one.SHA+":b")))
+	if err := os.Remove(looseObject(t, st, tree)); err != nil {
+		t.Fatal(err)
+	}
+	refusedUntouched(t, dir, st, one, ckpt.Request{}, "blob a/f07.txt "+blob+" missing", "tree b "+tree+" missing")
+	refusedUntouched(t, dir, st, one, ckpt.Request{Paths: []string{"a/f07.txt"}}, "blob a/f07.txt "+blob+" missing")
+	restoreClean(t, dir, st, two)
+	if st.lastRestore != EngineInproc {
+		t.Errorf("restored by %q", st.lastRestore)
+	}
+}
