@@ -498,8 +498,37 @@ func (r *ipRestore) applyInproc(ctx context.Context, ch []ipChange) error {
 }
 
 // makeDir makes the folder rel and those above it beneath the work tree,
-// never through a link (a link on the way fails, ErrThroughLink).
+// never through a link. A symbolic link, FIFO or socket standing where a
+// folder goes is removed (the entry itself, never what a link leads to), as
+// git's checkout removes it: cairn holds none of them. A regular file there
+// is one the pre-restore checkpoint lacks (the kept ones are gone already):
+// it stays, and the paths under it are not written.
 func (r *ipRestore) makeDir(t *platform.Tree, rel string) error {
+	err := t.MkdirAll(filepath.FromSlash(rel), 0o777, -1, -1)
+	if err == nil {
+		return nil
+	}
+	parts := strings.Split(rel, "/")
+	for i := range parts {
+		p := filepath.FromSlash(strings.Join(parts[:i+1], "/"))
+		fi, lerr := t.Lstat(p)
+		if errors.Is(lerr, fs.ErrNotExist) {
+			break
+		}
+		if lerr != nil {
+			return lerr
+		}
+		if fi.IsDir() {
+			continue
+		}
+		if fi.Mode().IsRegular() {
+			return err
+		}
+		if rerr := t.Remove(p); rerr != nil {
+			return rerr
+		}
+		break
+	}
 	return t.MkdirAll(filepath.FromSlash(rel), 0o777, -1, -1)
 }
 
@@ -593,11 +622,18 @@ func (r *ipRestore) detachHead(ctx context.Context) error {
 	return err
 }
 
-// overwritesUnsealed reports whether something is on disk at a path the
-// target holds and the position's checkpoint does not: an incremental seal
-// may leave it out (an ignored file), so the pre-restore checkpoint is a
-// full one that adds it (addOverwritten).
-func (r *ipRestore) overwritesUnsealed() bool {
+// overwritesUnsealed reports whether an incremental pre-restore checkpoint
+// of changed may leave out a file the restore overwrites: something on disk
+// at a path the target holds and the position's checkpoint does not (an
+// ignored file), or ignore rules among the changes (a tracked file may now
+// be ignored). The pre-restore checkpoint then stages those files itself
+// (addOverwritten), the git way.
+func (r *ipRestore) overwritesUnsealed(changed []string) bool {
+	for _, p := range changed {
+		if path.Base(p) == ".gitignore" {
+			return true
+		}
+	}
 	for _, p := range r.added {
 		if _, err := r.s.lstatWork(p); !errors.Is(err, fs.ErrNotExist) {
 			return true

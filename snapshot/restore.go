@@ -117,7 +117,7 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 			subject:    "Recovery snapshot before rollback to " + target,
 			afterStage: func() error { return s.addOverwritten(ctx, s.git, target) },
 		}
-		if ip != nil && opts.Changed != nil && !ip.overwritesUnsealed() {
+		if ip != nil && opts.Changed != nil && !ip.overwritesUnsealed(opts.Changed) {
 			// Nothing on disk at a path the target adds: the seal of what
 			// the watch saw change may be the in-process engine's.
 			req.afterStage = nil
