@@ -165,7 +165,7 @@ type diffWorld struct {
 	state   string // the store's state directory
 	full    bool   // the state directory is a small tmpfs (ENOSPC op)
 	dirty   map[string]bool
-	lastSHA string // the last checkpoint sealed
+	lastSHA string   // the last checkpoint sealed
 	shas    []string // every checkpoint sealed, in order: a restore's targets
 	stash   [][2]string
 	filler  string

@@ -296,10 +296,41 @@ func TestInprocRestoreAttackerLinks(t *testing.T) {
 	if fi, err := os.Lstat(filepath.Join(ws, "x.txt")); err != nil || !fi.Mode().IsRegular() {
 		t.Errorf("x.txt is not a regular file: %v %v", fi, err)
 	}
-	// w is a link cairn never sealed (it records regular files): it stays,
-	// and w/f.txt is named as not written, never written through it.
-	if !slices.ContainsFunc(res.Diff, func(p ckpt.PathIssue) bool { return p.Path == "w/f.txt" }) {
-		t.Errorf("w/f.txt is not named as not written: %+v", res.Diff)
+	// The link w stood where the target has a folder: the link itself is
+	// replaced by a folder (as git's checkout does), never written through.
+	if fi, err := os.Lstat(filepath.Join(ws, "w")); err != nil || !fi.IsDir() {
+		t.Errorf("w is not a folder: %v %v", fi, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "w/f.txt")); err != nil || string(b) != "one f\n" {
+		t.Errorf("w/f.txt = %q, %v", b, err)
+	}
+	if len(res.Diff) != 0 {
+		t.Errorf("verify: %+v", res.Diff)
+	}
+}
+
+// TestInprocRestoreKeepsUnsealedInTheWay: an ignored file (never sealed)
+// standing where the target needs a folder is not deleted (git's checkout
+// would delete it); the restore names the path it could not write.
+func TestInprocRestoreKeepsUnsealedInTheWay(t *testing.T) {
+	ws, st := newTestStore(t, Options{})
+	writeTree(t, ws, map[string]string{".gitignore": "*.tmp\n", "d.log/f.txt": "f\n"})
+	one := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	writeFile(t, ws, ".gitignore", "*.log\n", 0o644)
+	removeAll(t, ws, "d.log")
+	writeFile(t, ws, "d.log", "an ignored file, never sealed\n", 0o644)
+	res, err := st.Restore(context.Background(), ckpt.Request{Target: one.SHA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.lastRestore != EngineInproc {
+		t.Errorf("restored by %q", st.lastRestore)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "d.log")); err != nil || string(b) != "an ignored file, never sealed\n" {
+		t.Errorf("the ignored file in the way: %q, %v", b, err)
+	}
+	if !slices.ContainsFunc(res.Diff, func(p ckpt.PathIssue) bool { return p.Path == "d.log/f.txt" }) {
+		t.Errorf("d.log/f.txt is not named as not written: %+v", res.Diff)
 	}
 }
 
