@@ -3,9 +3,9 @@
 package platform
 
 import (
-	"crypto/rand"
-	"encoding/hex"
+	"math/rand/v2"
 	"os"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -56,10 +56,10 @@ func (t *Tree) replace(rel, op string, mk func(pfd int, tmp string) error) error
 	defer unix.Close(pfd)
 	var tmp string
 	for i := 0; ; i++ {
-		var rnd [6]byte
-		_, _ = rand.Read(rnd[:])
-		// A short name of its own: rel's name may be as long as a name can be.
-		tmp = ".cairn-" + hex.EncodeToString(rnd[:])
+		// A short name of its own (rel's may be as long as a name can be),
+		// only new (O_EXCL, or symlinkat, checks it): the runtime's
+		// generator, not the kernel's.
+		tmp = ".cairn-" + strconv.FormatUint(rand.Uint64()>>16, 36)
 		err = mk(pfd, tmp)
 		if err != unix.EEXIST || i == 10 {
 			break

@@ -458,25 +458,35 @@ func (r *ipRestore) applyInproc(ctx context.Context, ch []ipChange) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		// The folders the writes go into, each made once, one at a time (a
+		// parent may be a link to replace), before the files.
 		var writes []ipChange
+		dirs = dirs[:0]
+		seen := map[string]bool{}
 		for _, c := range ch {
-			if c.mode != 0 {
-				writes = append(writes, c)
+			if c.mode == 0 {
+				continue
+			}
+			writes = append(writes, c)
+			if d := path.Dir(c.path); d != "." && !seen[d] {
+				seen[d] = true
+				dirs = append(dirs, d)
 			}
 		}
-		var mkMu sync.Mutex // folders are made one at a time: a parent may be a file to replace
+		slices.Sort(dirs)
+		failed := map[string]bool{}
+		for _, d := range dirs {
+			if err := r.makeDir(t, d); err != nil {
+				failed[d] = true // verify names the files not written
+			}
+		}
 		return gitobj.ForEach(len(writes), func(i int) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			c := writes[i]
-			if dir := path.Dir(c.path); dir != "." {
-				mkMu.Lock()
-				err := r.makeDir(t, dir)
-				mkMu.Unlock()
-				if err != nil {
-					return nil // verify names the file not written
-				}
+			if failed[path.Dir(c.path)] {
+				return nil
 			}
 			data, err := r.blob(ctx, c.id)
 			if err != nil {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/restore/ckpt"
+	"github.com/cairn-dev/cairn/snapshot/gitobj"
 )
 
 // restoreWork is what the plan hands checkoutTarget and verify beside the result.
@@ -489,19 +490,32 @@ func (s *Store) checkoutTarget(ctx context.Context, res *ckpt.Outcome, work *res
 // the pre-restore checkpoint, and checkout does not touch them.
 func (s *Store) verify(ctx context.Context, res *ckpt.Outcome, work *restoreWork) ([]ckpt.PathIssue, error) {
 	var issues []ckpt.PathIssue
-	for _, w := range res.Write {
+	// Several files at once (most of a small file's time is opening it),
+	// the issues in the plan's order.
+	found := make([]string, len(res.Write))
+	gitobj.ForEach(len(res.Write), func(i int) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		w := res.Write[i]
 		want := work.wrote[w.Path]
 		got, exec, err := s.blobHash(w.Path, len(want.sha))
 		switch {
 		case err != nil:
-			issues = append(issues, ckpt.PathIssue{Path: w.Path, Reason: "not written: " + err.Error()})
+			found[i] = "not written: " + err.Error()
 		case got != want.sha:
-			issues = append(issues, ckpt.PathIssue{Path: w.Path, Reason: "content differs from the target"})
+			found[i] = "content differs from the target"
 		case exec != (want.mode == "100755"):
-			issues = append(issues, ckpt.PathIssue{Path: w.Path, Reason: "mode differs from the target"})
+			found[i] = "mode differs from the target"
 		}
-		if ctx.Err() != nil {
-			return issues, ctx.Err()
+		return nil
+	})
+	if err := ctx.Err(); err != nil {
+		return issues, err
+	}
+	for i, why := range found {
+		if why != "" {
+			issues = append(issues, ckpt.PathIssue{Path: res.Write[i].Path, Reason: why})
 		}
 	}
 	for _, d := range res.Delete {
