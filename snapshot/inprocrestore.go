@@ -49,6 +49,8 @@ type ipRestore struct {
 	tracked map[string]bool
 	// added are the paths the target holds that the position's lacks.
 	added []string
+	// cleared are the kept paths removed because a write needed their place.
+	cleared map[string]bool
 	// where names a path of the target for each blob, for a refusal.
 	where map[string]string
 	mu    sync.Mutex // e's reader (its cat-file) and held
@@ -438,8 +440,10 @@ func (r *ipRestore) applyInproc(ctx context.Context, ch []ipChange) error {
 		// checkout removes them; so does this, but only those the
 		// pre-restore checkpoint holds (the kept paths): anything else in
 		// the way stays, and verify names the path not written.
+		r.cleared = map[string]bool{}
 		for _, p := range r.inTheWay(ch) {
 			if err := t.Remove(filepath.FromSlash(p)); err == nil {
+				r.cleared[p] = true
 				for d := path.Dir(p); d != "."; d = path.Dir(d) {
 					emptied[d] = true
 				}
@@ -610,6 +614,9 @@ func (r *ipRestore) indexAfter(ctx context.Context, before string, ch []ipChange
 		for _, x := range ch {
 			if (x.mode == 0) != pass {
 				continue
+			}
+			if x.mode == 0 && !x.del && len(r.prefixes) > 0 && !r.cleared[x.path] {
+				continue // kept on disk: a restore of paths leaves its entry, as git's does
 			}
 			if x.mode == 0 {
 				fmt.Fprintf(&in, "0 %s\t%s\x00", zero, x.path)
