@@ -342,6 +342,7 @@ type ipChange struct {
 	mode uint32 // the target's; 0: the target lacks it
 	id   string
 	del  bool // tracked: deleted
+	add  bool // written where the pre-restore checkpoint holds nothing
 }
 
 // planInproc fills the plan from the pre-restore tree before to the target,
@@ -353,7 +354,7 @@ func (r *ipRestore) planInproc(ctx context.Context, res *ckpt.Outcome, work *res
 			ch = append(ch, ipChange{path: p, del: r.tracked[p]})
 			return
 		}
-		ch = append(ch, ipChange{path: p, mode: nw.Mode, id: nw.ID})
+		ch = append(ch, ipChange{path: p, mode: nw.Mode, id: nw.ID, add: old == nil})
 		if _, ok := r.where[nw.ID]; !ok {
 			r.where[nw.ID] = p
 		}
@@ -392,7 +393,7 @@ func (r *ipRestore) planInproc(ctx context.Context, res *ckpt.Outcome, work *res
 			work.kept = append(work.kept, c.path)
 		default:
 			act := ckpt.ActionModify
-			if x, err := r.e.entryAt(ctx, r.s, before, c.path); err == nil && x == nil {
+			if c.add {
 				act = ckpt.ActionAdd
 			}
 			res.Write = append(res.Write, ckpt.PlanFile{Path: c.path, Size: r.sizes[c.id], Action: act})
@@ -462,8 +463,10 @@ func (r *ipRestore) applyInproc(ctx context.Context, ch []ipChange) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		// The folders the writes go into, each made once, one at a time (a
-		// parent may be a link to replace), before the files.
+		// The folders the new files go into, each made once, one at a time
+		// (a parent may be a link to replace), before the files. A file the
+		// pre-restore checkpoint holds has its folder (one removed since
+		// fails its write, which verify names).
 		var writes []ipChange
 		dirs = dirs[:0]
 		seen := map[string]bool{}
@@ -472,7 +475,7 @@ func (r *ipRestore) applyInproc(ctx context.Context, ch []ipChange) error {
 				continue
 			}
 			writes = append(writes, c)
-			if d := path.Dir(c.path); d != "." && !seen[d] {
+			if d := path.Dir(c.path); c.add && d != "." && !seen[d] {
 				seen[d] = true
 				dirs = append(dirs, d)
 			}
