@@ -54,6 +54,7 @@ func (s *Store) Restore(ctx context.Context, opts ckpt.Request) (ckpt.Outcome, e
 
 func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outcome, error) {
 	defer s.useWorkTree()()
+	s.lastRestore = ""
 	const steps = 4
 	if s.left().whole() {
 		return ckpt.Outcome{}, ErrWorkTreeForeign
