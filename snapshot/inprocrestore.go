@@ -47,8 +47,6 @@ type ipRestore struct {
 	// tracked are the paths the position's checkpoint holds that the target
 	// lacks: the only ones a restore may delete.
 	tracked map[string]bool
-	// added are the paths the target holds that the position's lacks.
-	added []string
 	// cleared are the kept paths removed because a write needed their place.
 	cleared map[string]bool
 	// where names a path of the target for each blob, for a refusal.
@@ -296,9 +294,6 @@ func (s *Store) checkInproc(ctx context.Context, e *inproc, target, pos string, 
 		case nw.Mode == gitobj.ModeGitlink:
 			sub = true
 		default:
-			if old == nil {
-				r.added = append(r.added, p)
-			}
 			want = append(want, nw.ID)
 			if w, ok := r.where[nw.ID]; !ok || p < w {
 				r.where[nw.ID] = p
@@ -642,22 +637,18 @@ func (r *ipRestore) detachHead(ctx context.Context) error {
 	return err
 }
 
-// overwritesUnsealed reports whether an incremental pre-restore checkpoint
-// of changed may leave out a file the restore overwrites: something on disk
-// at a path the target holds and the position's checkpoint does not (an
-// ignored file), or ignore rules among the changes (a tracked file may now
-// be ignored). The pre-restore checkpoint then stages those files itself
-// (addOverwritten), the git way.
-func (r *ipRestore) overwritesUnsealed(changed []string) bool {
-	for _, p := range changed {
-		if path.Base(p) == ".gitignore" {
-			return true
+// overwritten lists the files on disk at paths the plan adds (the
+// pre-restore checkpoint holds nothing there) that the restore would
+// overwrite: regular files, not excluded, as addOverwritten stages them.
+func (r *ipRestore) overwritten(ch []ipChange) []string {
+	var out []string
+	for _, c := range ch {
+		if !c.add || Excluded(c.path) {
+			continue
+		}
+		if fi, err := r.s.lstatWork(c.path); err == nil && fi.Mode().IsRegular() {
+			out = append(out, c.path)
 		}
 	}
-	for _, p := range r.added {
-		if _, err := r.s.lstatWork(p); !errors.Is(err, fs.ErrNotExist) {
-			return true
-		}
-	}
-	return false
+	return out
 }

@@ -427,3 +427,50 @@ func TestInprocRestoreLinkRace(t *testing.T) {
 	}
 	t.Logf("%d restores raced the swap, %d wrote in-process", n, wrote)
 }
+
+// TestInprocRestoreKeepsOverwrittenIgnored: an ignored file at a path the
+// target holds is overwritten by the restore, so the pre-restore checkpoint
+// must hold it (a second one on the first stages it), directly and told
+// the dirty set; the undo gives it back.
+func TestInprocRestoreKeepsOverwrittenIgnored(t *testing.T) {
+	for _, watched := range []bool{false, true} {
+		t.Run(fmt.Sprintf("watched=%v", watched), func(t *testing.T) {
+			ctx := context.Background()
+			ws, st := newTestStore(t, Options{})
+			writeTree(t, ws, map[string]string{".gitignore": "*.tmp\n", "notes.log": "the target's\n", "a.txt": "a\n"})
+			target := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+			removeAll(t, ws, "notes.log")
+			writeFile(t, ws, ".gitignore", "*.log\n", 0o644)
+			mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+			writeFile(t, ws, "notes.log", "mine, ignored, never sealed\n", 0o644)
+			req := ckpt.Request{Target: target.SHA}
+			if watched {
+				req.Changed = []string{"notes.log"}
+			}
+			res, err := st.Restore(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.lastRestore != EngineInproc {
+				t.Errorf("restored by %q", st.lastRestore)
+			}
+			if b, _ := os.ReadFile(filepath.Join(ws, "notes.log")); string(b) != "the target's\n" {
+				t.Errorf("notes.log = %q after the restore", b)
+			}
+			pre := res.PreRestore
+			if pre == nil {
+				t.Fatal("no pre-restore checkpoint")
+			}
+			e, ok := lsTree(t, st, pre.SHA)["notes.log"]
+			if !ok || string(readBlobs(t, st, []string{e.sha})[e.sha]) != "mine, ignored, never sealed\n" {
+				t.Fatalf("the pre-restore checkpoint %s (%s) does not hold the ignored file the restore overwrote", pre.ID, pre.Label)
+			}
+			if _, err := st.Restore(ctx, ckpt.Request{Target: pre.SHA}); err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := os.ReadFile(filepath.Join(ws, "notes.log")); string(b) != "mine, ignored, never sealed\n" {
+				t.Errorf("notes.log = %q after the undo", b)
+			}
+		})
+	}
+}

@@ -119,9 +119,10 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 			subject:    "Recovery snapshot before rollback to " + target,
 			afterStage: func() error { return s.addOverwritten(ctx, s.git, target) },
 		}
-		if ip != nil && opts.Changed != nil && !ip.overwritesUnsealed(opts.Changed) {
-			// Nothing on disk at a path the target adds: the seal of what
-			// the watch saw change may be the in-process engine's.
+		if ip != nil {
+			// The in-process engine may seal it (only what the watch saw
+			// change, or the whole tree); the files the restore would
+			// overwrite that it leaves out are found from the plan below.
 			req.afterStage = nil
 		}
 		rec, err := s.sealLocked(ctx, req)
@@ -149,6 +150,31 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 		// The writes the check could not foresee (files changed since the
 		// last seal) are read here, before the first file is written.
 		ch, err := ip.planInproc(ctx, &res, work, before)
+		if err == nil && !opts.DryRun {
+			// Files on disk where the target adds a path that the
+			// pre-restore checkpoint left out (ignored, over the size
+			// limit, written since): a second pre-restore checkpoint on
+			// the first stages them (the git way), and the plan starts over
+			// from it.
+			if over := ip.overwritten(ch); len(over) > 0 {
+				rec, serr := s.sealLocked(ctx, SealRequest{
+					Kind: ckpt.KindPreRestore, Label: "before restore to " + orDefault(opts.Label, short7(target)) + ", with the files it overwrites",
+					Patterns: []string{"**"}, Ref: res.PreRestore.Ref, StartSHA: res.PreRestore.SHA, Changed: []string{},
+					subject:    "Recovery snapshot before rollback to " + target,
+					afterStage: func() error { return s.addOverwritten(ctx, s.git, target) },
+				})
+				if serr != nil {
+					return res, fmt.Errorf("pre-restore checkpoint: %w", serr)
+				}
+				res.PreRestore = &rec
+				if before, err = ip.e.commitTree(ctx, s, rec.SHA); err != nil {
+					return res, fmt.Errorf("pre-restore checkpoint: %w", err)
+				}
+				res.Write, res.Delete, res.Kept = nil, nil, 0
+				work = &restoreWork{wrote: map[string]blobID{}}
+				ch, err = ip.planInproc(ctx, &res, work, before)
+			}
+		}
 		if errors.Is(err, errFallback) {
 			// A blob too large to hold: git checks it out.
 			res.Write, res.Delete, res.Kept = nil, nil, 0
