@@ -19,7 +19,9 @@ import (
 // damageFixture seals three checkpoints of a workspace: one (the target a
 // test damages), two (undamaged, every file other than one's) and three
 // (the position: a/ changed again, b/ removed, c/ added). a/f07.txt in one
-// is 8 KiB of random hex, so a pack stores it whole, never as a delta.
+// is 8 KiB of random hex, so a pack stores it whole, never as a delta. The
+// seals are git's whatever the store's engine (the tests damage loose
+// objects git wrote); engine is the restores'.
 func damageFixture(t *testing.T, engine string) (dir string, st *Store, one, two, three ckpt.Record) {
 	t.Helper()
 	dir, st = newTestStore(t, Options{Engine: engine})
@@ -38,9 +40,9 @@ func damageFixture(t *testing.T, engine string) (dir string, st *Store, one, two
 	_, _ = rand.Read(rnd[:])
 	m["a/f07.txt"] = hex.EncodeToString(rnd[:])
 	writeTree(t, dir, m)
-	one = mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "one"})
+	one = mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "one", engine: EngineGit})
 	writeTree(t, dir, files("two"))
-	two = mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "two"})
+	two = mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "two", engine: EngineGit})
 	m = files("three")
 	for p := range m {
 		if strings.HasPrefix(p, "b/") {
@@ -52,7 +54,7 @@ func damageFixture(t *testing.T, engine string) (dir string, st *Store, one, two
 		m[fmt.Sprintf("c/new%d.txt", i)] = "new\n"
 	}
 	writeTree(t, dir, m)
-	three = mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "three"})
+	three = mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "three", engine: EngineGit})
 	return dir, st, one, two, three
 }
 
