@@ -341,7 +341,8 @@ type ipChange struct {
 }
 
 // planInproc fills the plan from the pre-restore tree before to the target,
-// and reads the blobs it writes that the check did not.
+// and reads the blobs it writes that the check did not. errFallback (a blob
+// too large to hold) comes with the changes and no plan.
 func (r *ipRestore) planInproc(ctx context.Context, res *ckpt.Outcome, work *restoreWork, before string) ([]ipChange, error) {
 	var ch []ipChange
 	_, err := r.diffTrees(ctx, before, r.tTree, func(p string, old, nw *gitobj.TreeEntry) {
@@ -367,6 +368,9 @@ func (r *ipRestore) planInproc(ctx context.Context, res *ckpt.Outcome, work *res
 		}
 	}
 	lost, err := r.readBlobs(ctx, ids)
+	if errors.Is(err, errFallback) {
+		return ch, err // the changes, for overwritten; the plan is git's
+	}
 	if err != nil {
 		return nil, err
 	}

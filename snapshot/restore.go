@@ -150,7 +150,7 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 		// The writes the check could not foresee (files changed since the
 		// last seal) are read here, before the first file is written.
 		ch, err := ip.planInproc(ctx, &res, work, before)
-		if err == nil && !opts.DryRun {
+		if err == nil || errors.Is(err, errFallback) {
 			// Files on disk where the target adds a path that the
 			// pre-restore checkpoint left out (ignored, over the size
 			// limit, written since): a second pre-restore checkpoint on
