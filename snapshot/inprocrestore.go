@@ -465,17 +465,26 @@ func (r *ipRestore) applyInproc(ctx context.Context, ch []ipChange) error {
 		for _, p := range dels {
 			err := t.Remove(filepath.FromSlash(p))
 			switch {
-			case err == nil:
+			case err == nil, errors.Is(err, fs.ErrNotExist):
+				// Gone (or already gone): its folders go too if that
+				// leaves them empty, as git's checkout removes them.
 				for d := path.Dir(p); d != "."; d = path.Dir(d) {
 					emptied[d] = true
 				}
-			case errors.Is(err, platform.ErrThroughLink), errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+			case errors.Is(err, platform.ErrThroughLink), errors.Is(err, syscall.ENOTDIR):
 				// A folder on its way is a link now (never followed), or
-				// the file is gone: verify names what is left.
+				// a file: verify names what is left.
 			case errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EEXIST):
 				// A folder in its place holding files: kept.
 			default:
 				return fmt.Errorf("delete %s: %w", p, err)
+			}
+		}
+		// A tracked file already gone from disk (so not in the plan): its
+		// folders go if empty, as git's checkout removes them.
+		for p := range r.tracked {
+			for d := path.Dir(p); d != "." && !emptied[d]; d = path.Dir(d) {
+				emptied[d] = true
 			}
 		}
 		// What stands in the way of a write and the target lacks: a file
