@@ -77,7 +77,7 @@ func forEachN(n, workers int, fn func(int) error) error {
 
 // maxHeldBlobs bounds the blob bytes a restore keeps between reading them
 // (the check) and writing them; the rest are read again when written.
-const maxHeldBlobs = 64 << 20
+var maxHeldBlobs int64 = 64 << 20 // a variable for tests
 
 // ipRestore is one in-process restore under way.
 type ipRestore struct {
@@ -154,13 +154,24 @@ func (r *ipRestore) readBlobs(ctx context.Context, ids []string) ([]ckpt.LostObj
 	}
 	slices.Sort(todo)
 	todo = slices.Compact(todo)
+	// Each blob is kept (within the budget) or dropped as soon as it is
+	// read: only its size stays.
 	problems := make([]error, len(todo))
-	datas := make([][]byte, len(todo))
+	sizes := make([]int64, len(todo))
 	gitobj.ForEach(len(todo), func(i int) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		datas[i], problems[i] = r.readBlob(ctx, todo[i])
+		data, err := r.readBlob(ctx, todo[i])
+		problems[i], sizes[i] = err, int64(len(data))
+		if err == nil {
+			r.mu.Lock()
+			if r.heldN+int64(len(data)) <= maxHeldBlobs {
+				r.held[todo[i]] = data
+				r.heldN += int64(len(data))
+			}
+			r.mu.Unlock()
+		}
 		return nil
 	})
 	if err := ctx.Err(); err != nil {
@@ -180,11 +191,7 @@ func (r *ipRestore) readBlobs(ctx context.Context, ids []string) ([]ckpt.LostObj
 			continue
 		}
 		r.read[id] = true
-		r.sizes[id] = int64(len(datas[i]))
-		if r.heldN+int64(len(datas[i])) <= maxHeldBlobs {
-			r.held[id] = datas[i]
-			r.heldN += int64(len(datas[i]))
-		}
+		r.sizes[id] = sizes[i]
 	}
 	return lost, nil
 }

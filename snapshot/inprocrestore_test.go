@@ -504,3 +504,27 @@ func TestInprocRestoreKeepsOverwrittenIgnored(t *testing.T) {
 		})
 	}
 }
+
+// TestInprocRestoreBeyondHeldBudget: blobs past the bytes a restore keeps
+// between its check and its writes are read again when written.
+func TestInprocRestoreBeyondHeldBudget(t *testing.T) {
+	old := maxHeldBlobs
+	maxHeldBlobs = 40
+	t.Cleanup(func() { maxHeldBlobs = old })
+	ws, st := newTestStore(t, Options{})
+	files := func(gen string) map[string]string {
+		m := map[string]string{}
+		for i := range 10 {
+			m[fmt.Sprintf("d/f%d.txt", i)] = strings.Repeat(gen, 10) + fmt.Sprint(i) + "\n"
+		}
+		return m
+	}
+	writeTree(t, ws, files("one "))
+	one := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	writeTree(t, ws, files("two "))
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	res := restoreAgainstGit(t, st, one.SHA, EngineInproc)
+	if len(res.Diff) != 0 || len(res.Write) != 10 {
+		t.Errorf("restore: %d written, diff %v", len(res.Write), res.Diff)
+	}
+}
