@@ -165,7 +165,8 @@ type diffWorld struct {
 	state   string // the store's state directory
 	full    bool   // the state directory is a small tmpfs (ENOSPC op)
 	dirty   map[string]bool
-	lastSHA string // the last checkpoint sealed
+	lastSHA string   // the last checkpoint sealed
+	shas    []string // every checkpoint sealed, in order: a restore's targets
 	stash   [][2]string
 	filler  string
 }
@@ -242,11 +243,13 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 			t.Fatalf("first seal (%s): %+v, %v", w.engine, rec, err)
 		}
 		w.lastSHA = rec.SHA
+		w.shas = append(w.shas, rec.SHA)
 		if msg := w.check(t, git, rec); msg != "" {
 			fail(w, "%s", msg)
 		}
 	}
 	var recent []string
+	fullNext := false // the seal after a restore is a full reconcile, as the daemon's is
 	for step := 1; step <= steps && !c.done(); step++ {
 		if !deadline.IsZero() && time.Now().After(deadline) {
 			break
@@ -279,7 +282,8 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 			recent = append(recent, p)
 		}
 		slices.Sort(recent)
-		full := c.intn(8) == 0
+		full := c.intn(8) == 0 || fullNext
+		fullNext = false
 		kind := ckpt.KindManual
 		skip := false
 		if c.intn(3) == 0 {
@@ -335,6 +339,7 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 					fail(w, "%s", msg)
 				}
 				w.lastSHA = rec.SHA
+				w.shas = append(w.shas, rec.SHA)
 				clear(w.dirty)
 				for _, is := range rec.Issues {
 					w.dirty[is.Path] = true // stays dirty until a checkpoint holds it
@@ -348,7 +353,117 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 				}
 			}
 		}
+		// Now and then, a restore of each world to one of its earlier
+		// checkpoints (the same one in each), compared with git's checkout.
+		n = min(len(worlds[0].shas), len(worlds[1].shas))
+		if (len(allowed) == 0 || allowed["restore"]) && n > 1 && !c.done() && c.intn(5) == 0 {
+			k := c.intn(n - 1)
+			watched := c.intn(2) == 0
+			rs := diffStep{seal: fmt.Sprintf("restore to checkpoint #%d", k)}
+			if watched {
+				rs.seal += " (told the dirty set)"
+			}
+			log = append(log, rs)
+			for _, w := range worlds {
+				note, msg := w.restoreStep(t, w.shas[k], watched)
+				log[len(log)-1].seal += "; " + w.engine + ": " + note
+				if msg != "" {
+					fail(w, "%s", msg)
+				}
+			}
+			fullNext = true
+		}
 	}
+}
+
+// declined reports whether the restore left p as it was on purpose: p is
+// what it was before the restore, and at, under or above a path the restore
+// names as not written.
+func declined(p string, before, got map[string]diskEntry, issues []ckpt.PathIssue) bool {
+	b, had := before[p]
+	g, has := got[p]
+	if had != has || b != g {
+		return false
+	}
+	for _, is := range issues {
+		if p == is.Path || strings.HasPrefix(p, is.Path+"/") || strings.HasPrefix(is.Path, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// restoreStep restores the world to target and compares its work tree,
+// file by file, with git's `checkout --force` of the same target in a copy
+// of the work tree taken just before (gitCheckoutRef). It returns a note
+// for the log and, when they differ, why.
+func (w *diffWorld) restoreStep(t *testing.T, target string, watched bool) (note, fail string) {
+	t.Helper()
+	ref := t.TempDir()
+	copyTree(t, w.root, ref)
+	pos := w.st.Position()
+	before := scanDisk(t, w.root)
+	req := ckpt.Request{Target: target, Label: "diff"}
+	if watched {
+		req.Changed = []string{}
+		for p := range w.dirty {
+			req.Changed = append(req.Changed, p)
+		}
+		slices.Sort(req.Changed)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	res, err := w.st.Restore(ctx, req)
+	cancel()
+	var dmg *ckpt.TargetDamagedError
+	switch {
+	case errors.As(err, &dmg):
+		if d := diskDiff(before, scanDisk(t, w.root)); d != "" {
+			return "refused", fmt.Sprintf("the refused restore (%v) changed the work tree:\n    %s", err, d)
+		}
+		return fmt.Sprintf("refused: %.200s", err), ""
+	case err != nil && w.full && strings.Contains(err.Error(), "no space"):
+		return fmt.Sprintf("failed: %.200s", err), ""
+	case err != nil:
+		return "failed", fmt.Sprintf("restore to %s: %v", target, err)
+	}
+	note = fmt.Sprintf("restored by %s, %d written, %d deleted, %d kept", w.st.lastRestore, len(res.Write), len(res.Delete), res.Kept)
+	if len(res.Diff) > 0 {
+		note += fmt.Sprintf(", not as the target: %v", res.Diff)
+	}
+	gitCheckoutRef(t, w.st, ref, pos, target)
+	want, got := scanDisk(t, ref), scanDisk(t, w.root)
+	if w.engine == EngineGit {
+		dropEmptyFolders(want, got)
+	}
+	// One difference is cairn's by design: a file the pre-restore
+	// checkpoint lacks (an ignored one) standing where the target needs a
+	// folder, or inside a folder where the target needs a file, is never
+	// deleted (git's checkout deletes it); the restore leaves it as it was
+	// and names the path it could not write.
+	for p := range want {
+		if got[p] != want[p] && declined(p, before, got, res.Diff) {
+			delete(want, p)
+			delete(got, p)
+		}
+	}
+	for p := range got {
+		if _, ok := want[p]; !ok && declined(p, before, got, res.Diff) {
+			delete(got, p)
+		}
+	}
+	if d := diskDiff(want, got); d != "" {
+		return note, fmt.Sprintf("the restore to %s differs from git checkout --force (want = git, got = cairn):\n    %s", target, d)
+	}
+	// The work tree is at the target now: a seal that finds nothing new
+	// since skips against it.
+	w.lastSHA = target
+	for _, p := range res.Write {
+		w.dirty[p.Path] = true
+	}
+	for _, p := range res.Delete {
+		w.dirty[p.Path] = true
+	}
+	return note, ""
 }
 
 // tryTmpfs mounts a small tmpfs for the ENOSPC op, or returns "".

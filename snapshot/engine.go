@@ -9,7 +9,8 @@ import (
 )
 
 // Engines: how an incremental seal is done (docs/engine.md, "The seam"). Full
-// reconciles, first seals and restores always use git.
+// reconciles and first seals always use git; restores are the in-process
+// engine's when it is ready (inprocrestore.go).
 const (
 	EngineGit    = "git"    // update-index, write-tree, commit-tree, update-ref
 	EngineInproc = "inproc" // objects, trees, commit and ref written by cairn itself

@@ -22,6 +22,7 @@ import (
 
 	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/restore/ckpt"
+	"github.com/cairn-dev/cairn/snapshot/gitobj"
 )
 
 // restoreWork is what the plan hands checkoutTarget and verify beside the result.
@@ -53,6 +54,7 @@ func (s *Store) Restore(ctx context.Context, opts ckpt.Request) (ckpt.Outcome, e
 
 func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outcome, error) {
 	defer s.useWorkTree()()
+	s.lastRestore = ""
 	const steps = 4
 	if s.left().whole() {
 		return ckpt.Outcome{}, ErrWorkTreeForeign
@@ -83,9 +85,21 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 
 	// 0. The target's trees and the blobs it will write, read before
 	// anything is sealed or changed: a damaged target is refused here.
-	tc, err := s.checkTarget(ctx, target, pos, prefixes, opts.Changed)
-	if err != nil {
-		return res, err
+	// In-process when the engine can (inprocrestore.go), else by git.
+	var ip *ipRestore
+	if e := s.inprocRestorer(ctx, opts); e != nil {
+		r, err := s.checkInproc(ctx, e, target, pos, prefixes, opts.Changed)
+		if err != nil && !errors.Is(err, errFallback) {
+			return res, err
+		}
+		ip = r
+	}
+	var tc *targetCheck
+	if ip == nil {
+		var err error
+		if tc, err = s.checkTarget(ctx, target, pos, prefixes, opts.Changed); err != nil {
+			return res, err
+		}
 	}
 
 	// 1. The work tree as it is now, whole and visible, plus any file the
@@ -99,17 +113,30 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 		}
 		before = tree
 	} else {
-		rec, err := s.sealLocked(ctx, SealRequest{
+		req := SealRequest{
 			Kind: ckpt.KindPreRestore, Label: "before restore to " + orDefault(opts.Label, short7(target)),
 			Patterns: []string{"**"}, Ref: recoveryRef(opts.Label), StartSHA: pos, Changed: opts.Changed,
 			subject:    "Recovery snapshot before rollback to " + target,
 			afterStage: func() error { return s.addOverwritten(ctx, s.git, target) },
-		})
+		}
+		if ip != nil {
+			// The in-process engine may seal it (only what the watch saw
+			// change, or the whole tree); the files the restore would
+			// overwrite that it leaves out are found from the plan below.
+			req.afterStage = nil
+		}
+		rec, err := s.sealLocked(ctx, req)
 		if err != nil {
 			return res, fmt.Errorf("pre-restore checkpoint: %w", err)
 		}
 		res.PreRestore = &rec
-		t, ok := s.resolve(ctx, rec.SHA+"^{tree}")
+		t, ok := "", false
+		if ip != nil {
+			t, err = ip.e.commitTree(ctx, s, rec.SHA)
+			ok = err == nil
+		} else {
+			t, ok = s.resolve(ctx, rec.SHA+"^{tree}")
+		}
 		if !ok {
 			return res, errors.New("pre-restore checkpoint has no tree")
 		}
@@ -118,17 +145,63 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 
 	// 2. The plan.
 	progress(2, "planning")
-	if err := s.plan(ctx, &res, work, before, pos, target, prefixes); err != nil {
-		return res, err
-	}
-	// The writes checkTarget could not foresee (files changed since the last
-	// seal), read before the first file is written.
-	if err := s.checkWrites(ctx, tc, work); err != nil {
-		var dmg *ckpt.TargetDamagedError
-		if errors.As(err, &dmg) && res.PreRestore != nil {
-			dmg.PreRestore = res.PreRestore.ID
+	var ipChanges []ipChange
+	if ip != nil {
+		// The writes the check could not foresee (files changed since the
+		// last seal) are read here, before the first file is written.
+		ch, err := ip.planInproc(ctx, &res, work, before)
+		if err == nil || errors.Is(err, errFallback) {
+			// Files on disk where the target adds a path that the
+			// pre-restore checkpoint left out (ignored, over the size
+			// limit, written since): a second pre-restore checkpoint on
+			// the first stages them (the git way), and the plan starts over
+			// from it.
+			if over := ip.overwritten(ch); len(over) > 0 {
+				rec, serr := s.sealLocked(ctx, SealRequest{
+					Kind: ckpt.KindPreRestore, Label: "before restore to " + orDefault(opts.Label, short7(target)) + ", with the files it overwrites",
+					Patterns: []string{"**"}, Ref: res.PreRestore.Ref, StartSHA: res.PreRestore.SHA, Changed: []string{},
+					subject:    "Recovery snapshot before rollback to " + target,
+					afterStage: func() error { return s.addOverwritten(ctx, s.git, target) },
+				})
+				if serr != nil {
+					return res, fmt.Errorf("pre-restore checkpoint: %w", serr)
+				}
+				res.PreRestore = &rec
+				if before, err = ip.e.commitTree(ctx, s, rec.SHA); err != nil {
+					return res, fmt.Errorf("pre-restore checkpoint: %w", err)
+				}
+				res.Write, res.Delete, res.Kept = nil, nil, 0
+				work = &restoreWork{wrote: map[string]blobID{}}
+				ch, err = ip.planInproc(ctx, &res, work, before)
+			}
 		}
-		return res, err
+		if errors.Is(err, errFallback) {
+			// A blob too large to hold: git checks it out.
+			res.Write, res.Delete, res.Kept = nil, nil, 0
+			work = &restoreWork{wrote: map[string]blobID{}}
+			ip, tc = nil, &targetCheck{target: target, files: map[string]treeFile{}, read: map[string]bool{}}
+		} else if err != nil {
+			var dmg *ckpt.TargetDamagedError
+			if errors.As(err, &dmg) && res.PreRestore != nil {
+				dmg.PreRestore = res.PreRestore.ID
+			}
+			return res, err
+		}
+		ipChanges = ch
+	}
+	if ip == nil {
+		if err := s.plan(ctx, &res, work, before, pos, target, prefixes); err != nil {
+			return res, err
+		}
+		// The writes checkTarget could not foresee (files changed since the last
+		// seal), read before the first file is written.
+		if err := s.checkWrites(ctx, tc, work); err != nil {
+			var dmg *ckpt.TargetDamagedError
+			if errors.As(err, &dmg) && res.PreRestore != nil {
+				dmg.PreRestore = res.PreRestore.ID
+			}
+			return res, err
+		}
 	}
 	if opts.DryRun {
 		return res, nil
@@ -136,7 +209,21 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 
 	// 3. Apply.
 	progress(3, fmt.Sprintf("writing %d files, deleting %d", len(res.Write), len(res.Delete)))
-	if err := s.checkoutTarget(ctx, &res, work, target, prefixes); err != nil {
+	s.lastRestore = EngineGit
+	if ip != nil {
+		s.lastRestore = EngineInproc
+		if err := ip.applyInproc(ctx, ipChanges); err != nil {
+			return res, err
+		}
+		if err := ip.indexAfter(ctx, before, ipChanges); err != nil {
+			return res, err
+		}
+		if len(prefixes) == 0 {
+			if err := ip.detachHead(ctx); err != nil {
+				return res, err
+			}
+		}
+	} else if err := s.checkoutTarget(ctx, &res, work, target, prefixes); err != nil {
 		return res, err
 	}
 
@@ -430,19 +517,32 @@ func (s *Store) checkoutTarget(ctx context.Context, res *ckpt.Outcome, work *res
 // the pre-restore checkpoint, and checkout does not touch them.
 func (s *Store) verify(ctx context.Context, res *ckpt.Outcome, work *restoreWork) ([]ckpt.PathIssue, error) {
 	var issues []ckpt.PathIssue
-	for _, w := range res.Write {
+	// Several files at once (most of a small file's time is opening it),
+	// the issues in the plan's order.
+	found := make([]string, len(res.Write))
+	gitobj.ForEach(len(res.Write), func(i int) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		w := res.Write[i]
 		want := work.wrote[w.Path]
 		got, exec, err := s.blobHash(w.Path, len(want.sha))
 		switch {
 		case err != nil:
-			issues = append(issues, ckpt.PathIssue{Path: w.Path, Reason: "not written: " + err.Error()})
+			found[i] = "not written: " + err.Error()
 		case got != want.sha:
-			issues = append(issues, ckpt.PathIssue{Path: w.Path, Reason: "content differs from the target"})
+			found[i] = "content differs from the target"
 		case exec != (want.mode == "100755"):
-			issues = append(issues, ckpt.PathIssue{Path: w.Path, Reason: "mode differs from the target"})
+			found[i] = "mode differs from the target"
 		}
-		if ctx.Err() != nil {
-			return issues, ctx.Err()
+		return nil
+	})
+	if err := ctx.Err(); err != nil {
+		return issues, err
+	}
+	for i, why := range found {
+		if why != "" {
+			issues = append(issues, ckpt.PathIssue{Path: res.Write[i].Path, Reason: why})
 		}
 	}
 	for _, d := range res.Delete {

@@ -19,7 +19,9 @@ import (
 // damageFixture seals three checkpoints of a workspace: one (the target a
 // test damages), two (undamaged, every file other than one's) and three
 // (the position: a/ changed again, b/ removed, c/ added). a/f07.txt in one
-// is 8 KiB of random hex, so a pack stores it whole, never as a delta.
+// is 8 KiB of random hex, so a pack stores it whole, never as a delta. The
+// seals are git's whatever the store's engine (the tests damage loose
+// objects git wrote); engine is the restores'.
 func damageFixture(t *testing.T, engine string) (dir string, st *Store, one, two, three ckpt.Record) {
 	t.Helper()
 	dir, st = newTestStore(t, Options{Engine: engine})
@@ -38,9 +40,9 @@ func damageFixture(t *testing.T, engine string) (dir string, st *Store, one, two
 	_, _ = rand.Read(rnd[:])
 	m["a/f07.txt"] = hex.EncodeToString(rnd[:])
 	writeTree(t, dir, m)
-	one = mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "one"})
+	one = mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "one", engine: EngineGit})
 	writeTree(t, dir, files("two"))
-	two = mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "two"})
+	two = mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "two", engine: EngineGit})
 	m = files("three")
 	for p := range m {
 		if strings.HasPrefix(p, "b/") {
@@ -52,7 +54,7 @@ func damageFixture(t *testing.T, engine string) (dir string, st *Store, one, two
 		m[fmt.Sprintf("c/new%d.txt", i)] = "new\n"
 	}
 	writeTree(t, dir, m)
-	three = mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "three"})
+	three = mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "three", engine: EngineGit})
 	return dir, st, one, two, three
 }
 
@@ -137,8 +139,14 @@ func restoreClean(t *testing.T, dir string, st *Store, target ckpt.Record) {
 // sealed, written or deleted; a restore to an undamaged checkpoint of the
 // same store still works.
 func TestRestoreRefusesDamagedTarget(t *testing.T) {
+	for _, eng := range []string{EngineGit, EngineInproc} {
+		t.Run(eng, func(t *testing.T) { restoreRefusesDamagedTarget(t, eng) })
+	}
+}
+
+func restoreRefusesDamagedTarget(t *testing.T, eng string) {
 	t.Run("missing loose blob", func(t *testing.T) {
-		dir, st, one, two, _ := damageFixture(t, EngineGit)
+		dir, st, one, two, _ := damageFixture(t, eng)
 		blob := lsTree(t, st, one.SHA)["a/f07.txt"].sha
 		if err := os.Remove(looseObject(t, st, blob)); err != nil {
 			t.Fatal(err)
@@ -152,7 +160,7 @@ func TestRestoreRefusesDamagedTarget(t *testing.T) {
 		restoreClean(t, dir, st, two)
 	})
 	t.Run("missing loose tree", func(t *testing.T) {
-		dir, st, one, two, _ := damageFixture(t, EngineGit)
+		dir, st, one, two, _ := damageFixture(t, eng)
 		tree := strings.TrimSpace(string(gitOut(t, st, nil, "rev-parse", one.SHA+":b")))
 		if err := os.Remove(looseObject(t, st, tree)); err != nil {
 			t.Fatal(err)
@@ -161,7 +169,7 @@ func TestRestoreRefusesDamagedTarget(t *testing.T) {
 		restoreClean(t, dir, st, two)
 	})
 	t.Run("truncated loose blob", func(t *testing.T) {
-		dir, st, one, two, _ := damageFixture(t, EngineGit)
+		dir, st, one, two, _ := damageFixture(t, eng)
 		blob := lsTree(t, st, one.SHA)["a/f07.txt"].sha
 		p := looseObject(t, st, blob)
 		fi, _ := os.Stat(p)
@@ -173,7 +181,7 @@ func TestRestoreRefusesDamagedTarget(t *testing.T) {
 		restoreClean(t, dir, st, two)
 	})
 	t.Run("corrupt pack", func(t *testing.T) {
-		dir, st, one, two, _ := damageFixture(t, EngineGit)
+		dir, st, one, two, _ := damageFixture(t, eng)
 		blob := lsTree(t, st, one.SHA)["a/f07.txt"].sha
 		pack, off := packOffset(t, st, blob)
 		// Bytes in the middle of the blob's deflated data: git still finds
@@ -197,7 +205,7 @@ func TestRestoreRefusesDamagedTarget(t *testing.T) {
 		restoreClean(t, dir, st, two)
 	})
 	t.Run("truncated pack", func(t *testing.T) {
-		dir, st, one, _, _ := damageFixture(t, EngineGit)
+		dir, st, one, _, _ := damageFixture(t, eng)
 		blob := lsTree(t, st, one.SHA)["a/f07.txt"].sha
 		pack, _ := packOffset(t, st, blob)
 		fi, _ := os.Stat(pack)
@@ -223,7 +231,7 @@ func TestRestoreRefusesDamagedTarget(t *testing.T) {
 	t.Run("blob of a file changed since the last seal", func(t *testing.T) {
 		// keep.txt is the same in one and three, so only the plan, once the
 		// pre-restore checkpoint holds the edit, knows it is to be written.
-		dir, st, one, _, three := damageFixture(t, EngineGit)
+		dir, st, one, _, three := damageFixture(t, eng)
 		blob := lsTree(t, st, one.SHA)["keep.txt"].sha
 		if lsTree(t, st, three.SHA)["keep.txt"].sha != blob {
 			t.Fatal("keep.txt changed between one and three")

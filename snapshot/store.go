@@ -110,6 +110,8 @@ type Store struct {
 	inproc *inprocState
 	// lastEngine is the engine that sealed the last checkpoint (tests).
 	lastEngine string
+	// lastRestore is the engine that wrote the last restore (tests).
+	lastRestore string
 	// notes are what the store repaired by itself, for the workspace's
 	// status (TakeNotes).
 	notes []string

@@ -51,8 +51,9 @@ type RestoreConfig struct {
 // Restore benchmark operations, as they appear in the JSON result.
 const (
 	OpRestore = "cairn-restore"
-	// OpRestoreWatched is the daemon's restore: its watch knows what changed
-	// since the last seal (here: nothing), so the pre-restore stages only that.
+	// OpRestoreWatched is a restore told the watch's dirty set (here:
+	// nothing changed since the last seal), so the pre-restore stages only
+	// that. The daemon's restores reconcile the whole tree today.
 	OpRestoreWatched = "cairn-restore-watched"
 	OpCheckout       = "ref-checkout"
 )
@@ -319,7 +320,7 @@ func runRestore(ctx context.Context, cfg RestoreConfig, env *gitEnv, root string
 			return err
 		}
 
-		// The daemon's path: the watch says nothing changed since Y's seal.
+		// A restore told the watch's dirty set: nothing changed since Y's seal.
 		if err := timed(OpRestoreWatched, func() error {
 			r, err := cs.st.Restore(ctx, ckpt.Request{Target: recX.SHA, Label: "X", Changed: []string{}})
 			if err == nil && len(r.Diff) > 0 {
@@ -345,13 +346,13 @@ func runRestore(ctx context.Context, cfg RestoreConfig, env *gitEnv, root string
 
 	res.Notes = notes
 	res.Ops = []OpResult{
-		summarize(OpRestore, fmt.Sprintf("cairn restore to X (pre-restore checkpoint, plan, checkout, verify), %d files away", rep.Changed), samples[OpRestore]),
-		summarize(OpRestoreWatched, "cairn restore as the daemon runs it (the watch's dirty set: pre-restore stages only that)", samples[OpRestoreWatched]),
+		summarize(OpRestore, fmt.Sprintf("cairn restore to X (pre-restore checkpoint, plan, write, verify), %d files away", rep.Changed), samples[OpRestore]),
+		summarize(OpRestoreWatched, "cairn restore told the watch's dirty set (pre-restore stages only that; the daemon reconciles in full today)", samples[OpRestoreWatched]),
 		summarize(OpCheckout, "git checkout -q --force X alone, same tree, own store", samples[OpCheckout]),
 	}
 	for _, op := range []struct{ op, name string }{{OpRestore, "restore/checkout"}, {OpRestoreWatched, "restore-watched/checkout"}} {
 		if a, b := medianOf(res.Ops, op.op), medianOf(res.Ops, OpCheckout); a > 0 && b > 0 {
-			rt := Ratio{Name: op.name, Value: a / b, Target: 2}
+			rt := Ratio{Name: op.name, Value: a / b, Target: 0.5} // issue 26
 			met := rt.Value <= rt.Target
 			rt.Met = &met
 			res.Ratios = append(res.Ratios, rt)
