@@ -110,7 +110,7 @@ func (s *Store) inprocRestorer(ctx context.Context, opts ckpt.Request) *inproc {
 	if lo := s.left(); lo.any() || lo.Foreign != nil {
 		return nil
 	}
-	e, err := s.engine(ctx)
+	e, err := s.inproc.engine(ctx)
 	if err != nil {
 		return nil
 	}
@@ -666,7 +666,7 @@ func (r *ipRestore) indexAfter(ctx context.Context, before string, ch []ipChange
 			return s.saveStatCache(c)
 		}
 	}
-	if err := s.syncIndex(ctx); err != nil {
+	if err := s.inproc.syncIndex(ctx); err != nil {
 		return err
 	}
 	var in bytes.Buffer
