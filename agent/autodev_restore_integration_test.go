@@ -125,7 +125,7 @@ func TestAutodevRestoreOffline(t *testing.T) {
 	if out, errOut, code := cairn("checkpoint", dir, "--label", "first"); code != 0 {
 		t.Fatalf("checkpoint (%d): %s%s", code, out, errOut)
 	}
-	if _, errOut, code := cairn("restore", dir, "c9"); code != 1 || errOut != "Restore failed: unknown checkpoint: c9\n" {
+	if _, errOut, code := cairn("restore", dir, "c9"); code != 5 || errOut != "Restore failed: unknown checkpoint: c9\n" {
 		t.Fatalf("unknown id (%d): %q", code, errOut)
 	}
 	if _, errOut, code := cairn("restore", dir, "c1", "--dry-run"); code == 0 || !strings.Contains(errOut, "no --dry-run") {
