@@ -92,7 +92,7 @@ func TestDegradedCheckpointSeesUnwatchedEdit(t *testing.T) {
 	settle(t, d, ws)
 
 	write(t, filepath.Join(ws, "c", "new.txt"), "unwatched edit\n")
-	out, err := runCairn(t, "checkpoint", ws, "--socket", d.socket, "--label", "by hand", "--json")
+	out, err := cairnJSON(t, "checkpoint", ws, "--socket", d.socket, "--label", "by hand", "--json")
 	if err != nil {
 		t.Fatalf("cairn checkpoint: %v\n%s", err, out)
 	}

@@ -253,6 +253,17 @@ func runCairn(t *testing.T, args ...string) (string, error) {
 	return string(out), err
 }
 
+// cairnJSON runs the binary with --json among args and returns its stdout
+// (the one JSON answer; progress lines go to stderr, shown on failure).
+func cairnJSON(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	out, errOut, code := cairnRun(t, args...)
+	if code != 0 {
+		return out + errOut, fmt.Errorf("exit %d", code)
+	}
+	return out, nil
+}
+
 // cairnRun runs the binary and returns stdout, stderr and the exit code
 // (runCairn: the combined output and the error).
 func cairnRun(t *testing.T, args ...string) (string, string, int) {

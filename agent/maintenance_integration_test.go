@@ -63,7 +63,7 @@ func TestGCWithoutDaemon(t *testing.T) {
 	if out, err := runCairn(t, "checkpoint", "--socket", sock, "--state-dir", state, ws); err != nil {
 		t.Fatalf("checkpoint: %v\n%s", err, out)
 	}
-	out, err := runCairn(t, "gc", "--socket", sock, "--state-dir", state, "--json", ws)
+	out, err := cairnJSON(t, "gc", "--socket", sock, "--state-dir", state, "--json", ws)
 	if err != nil || !strings.Contains(out, `"repack geometric"`) || !strings.Contains(out, `"looseObjects": 0`) {
 		t.Fatalf("cairn gc: %v\n%s", err, out)
 	}
@@ -127,7 +127,7 @@ func TestMaintenanceUnderLoad(t *testing.T) {
 	}
 	before := autosaves()
 
-	out, err := runCairn(t, "gc", "--full", "--json", "--socket", d.socket, "--state-dir", state, ws)
+	out, err := cairnJSON(t, "gc", "--full", "--json", "--socket", d.socket, "--state-dir", state, ws)
 	var res struct {
 		Steps   []string `json:"steps"`
 		Skipped string   `json:"skipped"`

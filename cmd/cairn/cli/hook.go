@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/cairn-dev/cairn/platform/printable"
 )
 
 // Coding agents' hooks (README.md, "Coding agents (Claude Code, Codex)"):
@@ -21,14 +24,14 @@ func init() {
 const defaultHookWait = 2 * time.Second
 
 func runHook(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		hookUsage(e)
-		if len(args) == 0 {
-			return usageErr("hook needs a subcommand")
-		}
-		return nil
+	if len(args) == 0 {
+		fmt.Fprint(e.stderr, hookUsage)
+		return usageErr("hook needs a subcommand")
 	}
 	switch args[0] {
+	case "-h", "--help", "help":
+		fmt.Fprint(e.stdout, hookUsage)
+		return nil
 	case "claude-code":
 		hookGuard(ctx, e, args[1:], agentClaude)
 		return nil // a hook never fails the agent: see hookGuard
@@ -40,20 +43,22 @@ func runHook(ctx context.Context, e *env, args []string) error {
 	case "uninstall":
 		return runHookInstall(ctx, e, args[1:], true)
 	}
-	hookUsage(e)
+	if strings.HasPrefix(args[0], "-") {
+		return &usageError{fmt.Sprintf("cairn hook: unknown flag %s; see 'cairn help hook'", printable.String(dashes(args[0])))}
+	}
+	fmt.Fprint(e.stderr, hookUsage)
 	return usageErr("hook: unknown subcommand %q", args[0])
 }
 
-func hookUsage(e *env) {
-	fmt.Fprint(e.stderr, `usage: cairn hook <subcommand>
+// hookUsage is `cairn hook`'s help.
+const hookUsage = `usage: cairn hook <subcommand>
   claude-code                 Claude Code's hook command: its event JSON on stdin
   codex '<json>'              Codex's notify program: its JSON as the one argument
   install claude-code|codex [DIR] [--user]
   uninstall claude-code|codex [DIR] [--user]
 A hook always exits 0 and prints nothing on stdout; it waits for its checkpoint
 at most --wait (default 2s, or $CAIRN_HOOK_WAIT).
-`)
-}
+`
 
 // hookWait is the bound: the flag, else $CAIRN_HOOK_WAIT, else 2 s; never
 // more than a minute (an agent's own hook timeout is about that).
