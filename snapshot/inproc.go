@@ -38,6 +38,9 @@ type inproc struct {
 	fresh   map[string][]gitobj.TreeEntry
 	ident   string // "Name <email>", as git would write it
 	logAll  string // core.logAllRefUpdates
+	// excludes is core.excludesFile: ignore rules from a file the engine
+	// does not watch (a full seal then asks git about every path).
+	excludes string
 	cfg     [4]fileStamp
 	cfgOK   bool
 	cache   *statCache
@@ -249,6 +252,7 @@ func (s *Store) engine(ctx context.Context) (*inproc, error) {
 		e.cgrain.see(platform.ChangeTime(fi))
 	}
 	e.logAll = strings.ToLower(cfg["core.logallrefupdates"])
+	e.excludes = cfg["core.excludesfile"]
 	e.empty = f.Hash("tree", nil)
 	varOut, err := s.git.Run(ctx, nil, "var", "GIT_COMMITTER_IDENT")
 	if err != nil && ctx.Err() != nil {

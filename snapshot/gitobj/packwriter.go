@@ -342,3 +342,15 @@ func (w *PackWriter) Len() int {
 	defer w.mu.Unlock()
 	return len(w.seen)
 }
+
+// Err is the error that ended the writer (a pack that could not be
+// written), or nil.
+func (w *PackWriter) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// ReadBlob reads exactly size bytes from r: ErrChanged when r holds fewer
+// or more (a file that changed while it was read).
+func ReadBlob(r io.Reader, size int64) ([]byte, error) { return readExactly(r, size) }
