@@ -332,6 +332,10 @@ func (e *inproc) ignoreFileChanged(dir string, list []platform.DirEntryStat, k *
 	return !st.regular || x == nil || !e.vouches(x, st, idxTime)
 }
 
+// beforeFullHash, set by tests only, runs as each file is read (opened,
+// not yet read).
+var beforeFullHash func(rel string)
+
 // hashedFile is a file as the full seal read it.
 type hashedFile struct {
 	mode    uint32
@@ -366,6 +370,9 @@ func (e *inproc) hashFull(pw *gitobj.PackWriter, rel string, checkStored bool) (
 			return hashedFile{reason: err.Error()}, nil
 		}
 		st := walkStatOfInfo(fi)
+		if beforeFullHash != nil {
+			beforeFullHash(rel)
+		}
 		if st.size > s.opts.MaxFileSize {
 			f.Close()
 			return hashedFile{skip: fmt.Sprintf("larger than the %d-byte limit (%d bytes)", s.opts.MaxFileSize, st.size)}, nil
