@@ -38,9 +38,6 @@ type inproc struct {
 	fresh   map[string][]gitobj.TreeEntry
 	ident   string // "Name <email>", as git would write it
 	logAll  string // core.logAllRefUpdates
-	// excludes is core.excludesFile: ignore rules from a file the engine
-	// does not watch (a full seal then asks git about every path).
-	excludes string
 	cfg     [4]fileStamp
 	cfgOK   bool
 	cache   *statCache
@@ -63,6 +60,9 @@ type inproc struct {
 	// The work tree's timestamp granularities, learned from its own times
 	// (settled).
 	mgrain, cgrain *grain
+	// excludes is core.excludesFile: ignore rules from a file the engine
+	// does not watch (a full seal then asks git about every path).
+	excludes string
 }
 
 // ignoreSource is what an ignore file was: its stamp and file system, or absent.
