@@ -524,6 +524,14 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 	} else if err != nil {
 		return sealOutcome{}, err
 	}
+	// Found in memory is not found stored: a full reconcile is what repairs
+	// a damaged store, so it looks (git's engine then seals on what is whole).
+	if !e.known.Has(parent) {
+		return sealOutcome{}, s.damaged("the parent checkpoint " + parent)
+	}
+	if ptree != e.empty && !e.known.Has(ptree) {
+		return sealOutcome{}, s.damaged("the tree of the parent checkpoint " + parent)
+	}
 	if !s.statCacheFresh(e.cache) {
 		e.cache = s.loadStatCache(e.format.Name)
 	}
