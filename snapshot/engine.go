@@ -8,8 +8,9 @@ import (
 	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
-// Engines: how an incremental seal is done (docs/engine.md, "The seam"). Full
-// reconciles, first seals and restores always use git.
+// Engines: how a seal is done (docs/engine.md, "The seam"). The in-process
+// engine seals incremental seals, first seals and full reconciles (Linux);
+// pre-restore checkpoints and restores always use git.
 const (
 	EngineGit    = "git"    // update-index, write-tree, commit-tree, update-ref
 	EngineInproc = "inproc" // objects, trees, commit and ref written by cairn itself

@@ -561,6 +561,7 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 
 	// Each file: vouched for by its stat, or read.
 	entries := make([]idxEntry, 0, len(w.files))
+	asIndexed := 0 // entries taken from the index as they are
 	var todo []walkFile
 	for _, f := range w.files {
 		mode := f.st.gitMode()
@@ -570,6 +571,7 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 		}
 		if x := k.indexed(f.rel); x != nil && e.vouches(x, f.st, idxTime) {
 			entries = append(entries, *x)
+			asIndexed++
 			continue
 		}
 		todo = append(todo, f)
@@ -696,8 +698,13 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 
 	// cairn's index, whole, with the stat data read: the next seal of
 	// either engine starts from it. The stat cache then stands for it.
-	if err := e.writeIndex(sel, entries); err != nil {
-		return sealOutcome{}, err
+	// Nothing new (every entry the index's own, none dropped): the index
+	// stays as it is.
+	same := len(e.cache.pending) == 0 && asIndexed == len(entries) && len(entries) == len(indexEntries) && idxTime != 0
+	if !same || !e.indexMetaIs(sel) {
+		if err := e.writeIndex(sel, entries); err != nil {
+			return sealOutcome{}, err
+		}
 	}
 	st, ok := stampFile(s.git.Index)
 	if !ok {
@@ -747,6 +754,14 @@ func (e *inproc) finishPacks(pw *gitobj.PackWriter, closed *bool) error {
 		e.broken = true
 	}
 	return err
+}
+
+// indexMetaIs reports whether cairn's index is noted as staged under sel
+// and the store's size limit.
+func (e *inproc) indexMetaIs(sel *Selector) bool {
+	var prev indexMeta
+	b, err := readNoFollow(e.s.git.Index+".json", maxSmallFile)
+	return err == nil && json.Unmarshal(b, &prev) == nil && prev == (indexMeta{Selection: sel.Key(), MaxSize: e.s.opts.MaxFileSize})
 }
 
 // writeIndex replaces cairn's index with entries, and notes the selection
