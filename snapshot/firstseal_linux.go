@@ -34,9 +34,10 @@ import (
 // built from the list, and cairn's index is written whole with the stat
 // data read, so the next seal, by either engine, starts from it.
 
-// fullPackLevel is the zlib level of a full seal's pack entries: git's
-// default for packs.
-const fullPackLevel = zlib.DefaultCompression
+// fullPackLevel is the zlib level of a full seal's pack entries: the
+// fastest, as git's loose objects; a first seal is bound by compression,
+// and maintenance's repack recompresses with deltas later.
+const fullPackLevel = zlib.BestSpeed
 
 // inprocFullReady returns the in-process engine for a full seal, when the
 // store's options and state let it seal one exactly as git would.
@@ -197,8 +198,9 @@ func errWalkFallback(format string, args ...any) error {
 func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTime int64, global bool) (*fullWalk, error) {
 	s := e.s
 	out := &fullWalk{}
-	var ic *ignoreChecker
-	defer func() { ic.stop() }()
+	if e.ignSrc == nil {
+		e.ignSrc = map[string]ignoreSource{}
+	}
 	dirty := map[string]bool{".": global}
 	cur := []string{"."}
 	err := s.withWorkTree(func(t *platform.Tree) error {
@@ -222,6 +224,18 @@ func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTi
 				if errs[i] != nil {
 					return errWalkFallback("folder %s: %v", dir, errs[i])
 				}
+				// The engine's check-ignore keeps the rules it read: one
+				// it may have read that changed since restarts it.
+				key := dir
+				if dir == "." {
+					key = ""
+				}
+				now := ignoreSourceIn(lists[i])
+				if was, ok := e.ignSrc[key]; ok && was != now && e.ign != nil {
+					e.ign.stop()
+					e.ign = nil
+				}
+				e.ignSrc[key] = now
 				d := dirty[dir] || e.ignoreFileChanged(dir, lists[i], k, idxTime)
 				dirty[dir] = d
 				for _, ent := range lists[i] {
@@ -262,14 +276,16 @@ func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTi
 			}
 			var ignored map[string]bool
 			if len(ask) > 0 {
-				if ic == nil {
-					var err error
-					if ic, err = startIgnoreChecker(s.git); err != nil {
+				if e.ign == nil {
+					ic, err := startIgnoreChecker(s.git)
+					if err != nil {
 						return errWalkFallback("check-ignore: %v", err)
 					}
+					e.ign = ic
 				}
 				var err error
-				if ignored, err = ic.ignored(ctx, ask); err != nil {
+				if ignored, err = e.ign.ignored(ctx, ask); err != nil {
+					e.stopIgnore() // its answers may be out of step with its questions now
 					return errWalkFallback("check-ignore: %v", err)
 				}
 				out.asked += len(ask)
@@ -297,6 +313,43 @@ func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTi
 		return nil
 	})
 	return out, err
+}
+
+// ownExclude reports whether info/exclude holds what the store wrote there
+// (infoExclude: cairn's mandatory exclusions, which the walk leaves out
+// itself).
+func (s *Store) ownExclude(path string) bool {
+	b, err := readNoFollow(path, maxSmallFile)
+	return err == nil && string(b) == infoExclude
+}
+
+// holdsRules reports whether the ignore file at path may hold a rule: a
+// line that is neither blank nor a comment (git init's info/exclude holds
+// only comments), or a file that cannot be read.
+func holdsRules(path string) bool {
+	b, err := readNoFollow(path, maxSmallFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false
+	} else if err != nil {
+		return true
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			return true
+		}
+	}
+	return false
+}
+
+// ignoreSourceIn is the folder's .gitignore as its listing describes it
+// (as stampIgnore would).
+func ignoreSourceIn(list []platform.DirEntryStat) ignoreSource {
+	i := slices.IndexFunc(list, func(d platform.DirEntryStat) bool { return d.Name == ".gitignore" })
+	if i < 0 || list[i].Err != nil {
+		return ignoreSource{}
+	}
+	st := walkStatOf(&list[i].Stat)
+	return ignoreSource{fileStamp: st.stamp(), dev: uint64(list[i].Stat.Dev), present: true}
 }
 
 // modeType is a file type as fs.FileMode words it.
@@ -539,11 +592,8 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 	// excludes file): every path is asked of git while one is there.
 	global := e.excludes != ""
 	cfgFiles := s.cfgFiles()
-	for _, p := range cfgFiles[2:] {
-		if fi, err := os.Lstat(p); err == nil && fi.Size() > 0 {
-			global = true
-		}
-	}
+	// cairn's own info/exclude names only what the walk never enters (Excluded).
+	global = global || holdsRules(cfgFiles[3]) || !s.ownExclude(cfgFiles[2]) && holdsRules(cfgFiles[2])
 	// cairn's index: the stat data of what the last seals held (none for
 	// a first seal, or one that cannot be read exactly: every file is read).
 	var idxTime int64
@@ -617,26 +667,32 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 	sortIssues(skipped)
 	rec.Issues, rec.Skipped = dedupeIssues(issues), dedupeIssues(skipped)
 
-	root, err := e.buildTrees(pw, entries, checkStored)
-	if err != nil {
-		return sealOutcome{}, err
-	}
-	tree := root.id
-	if len(entries) == 0 {
-		tree = e.empty
-		if !e.known.Has(tree) {
+	// Nothing new (every entry the index's own, none dropped, nothing
+	// pending): the index stays as it is, and when the stat cache says it
+	// stands for a tree found whole, that tree is the checkpoint's.
+	same := len(e.cache.pending) == 0 && asIndexed == len(entries) && len(entries) == len(indexEntries) && idxTime != 0
+	var root *treeNode
+	tree := ""
+	if st, ok := stampFile(s.git.Index); same && ok && st == e.cache.hdr.Index && e.cache.hdr.Base != "" && e.whole[e.cache.hdr.Base] {
+		tree = e.cache.hdr.Base
+	} else {
+		if root, err = e.buildTrees(pw, entries, checkStored); err != nil {
+			return sealOutcome{}, err
+		}
+		tree = root.id
+		if len(entries) == 0 && !e.known.Has(tree) {
 			if _, err := pw.Write("tree", nil); err != nil {
 				return sealOutcome{}, err
 			}
 		}
-	}
-	if err := e.checkTree(pw, root, ""); err != nil {
-		return sealOutcome{}, err
+		if err := e.checkTree(pw, root, ""); err != nil {
+			return sealOutcome{}, err
+		}
+		e.fresh = map[string][]gitobj.TreeEntry{}
+		defer func() { e.fresh = nil }()
+		freshTrees(root, e.fresh)
 	}
 	faultPoint("tree-written")
-	e.fresh = map[string][]gitobj.TreeEntry{}
-	defer func() { e.fresh = nil }()
-	freshTrees(root, e.fresh)
 
 	var counts [3]int
 	if err := e.diff(ctx, s, ptree, tree, "", func(_ string, old, nw *gitobj.TreeEntry) {
@@ -694,13 +750,12 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 		return sealOutcome{}, err
 	}
 	faultPoint("pack-written")
-	e.markWhole(root)
+	if root != nil {
+		e.markWhole(root)
+	}
 
 	// cairn's index, whole, with the stat data read: the next seal of
 	// either engine starts from it. The stat cache then stands for it.
-	// Nothing new (every entry the index's own, none dropped): the index
-	// stays as it is.
-	same := len(e.cache.pending) == 0 && asIndexed == len(entries) && len(entries) == len(indexEntries) && idxTime != 0
 	if !same || !e.indexMetaIs(sel) {
 		if err := e.writeIndex(sel, entries); err != nil {
 			return sealOutcome{}, err
@@ -710,7 +765,6 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 	if !ok {
 		return sealOutcome{}, errors.New("cairn's index vanished as it was written")
 	}
-	e.stopIgnore() // the long-running checker may hold rules older than the walk's
 	e.cache.clearPending()
 	e.cache.hdr.Base, e.cache.hdr.Index = tree, st
 	if skip {

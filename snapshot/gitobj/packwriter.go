@@ -116,8 +116,9 @@ func appendEntryHeader(b []byte, typ int, n uint64) []byte {
 }
 
 // WriteBlobFrom stores a blob of exactly size bytes read from r and returns
-// its id: read whole up to 1 MiB, else compressed from r into the pack as it
-// is read (the writer held meanwhile), so a large file is never in memory.
+// its id: read whole up to 1 MiB, else compressed from r as it is read into
+// a temporary file beside the packs (so a large file is never in memory,
+// and the other writers go on meanwhile), then copied into the pack.
 // ErrChanged means r held another number of bytes; nothing of it stays.
 func (w *PackWriter) WriteBlobFrom(r io.Reader, size int64) (string, error) {
 	if size <= smallBlob {
@@ -127,22 +128,24 @@ func (w *PackWriter) WriteBlobFrom(r io.Reader, size int64) (string, error) {
 		}
 		return w.Write("blob", data)
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if err := w.begin(); err != nil {
+	if err := w.Err(); err != nil {
 		return "", err
 	}
-	// The entry is written straight into the file: the buffered bytes go
-	// first, then the entry, counted and summed as it goes.
-	if err := w.bw.Flush(); err != nil {
-		return "", w.fail(err)
+	dir := filepath.Join(w.db.Dir, "pack")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("write blob: %w", err)
 	}
-	start := w.off
+	spool, err := createTemp(dir, "tmp_pack_blob_")
+	if err != nil {
+		return "", fmt.Errorf("write blob: %w", err)
+	}
+	defer discard(spool)
 	crc := crc32.NewIEEE()
-	cw := &countWriter{w: io.MultiWriter(w.f, crc)}
+	bw := bufio.NewWriterSize(io.MultiWriter(spool, crc), 64<<10)
+	cw := &countWriter{w: bw}
 	cw.Write(appendEntryHeader(nil, packTypes["blob"], uint64(size)))
 	h := w.db.Format.new()
-	err := deflateAt(cw, w.level, func(zw io.Writer) error {
+	err = deflateAt(cw, w.level, func(zw io.Writer) error {
 		writeHeader(h, "blob", size)
 		n, err := io.CopyN(io.MultiWriter(h, zw), r, size)
 		if err == io.EOF || err == nil && n == size && moreThan(r) {
@@ -153,18 +156,39 @@ func (w *PackWriter) WriteBlobFrom(r io.Reader, size int64) (string, error) {
 	if err == nil {
 		err = cw.err
 	}
-	id := hex.EncodeToString(h.Sum(nil))
-	if err != nil || w.seen[id] {
-		// Taken back out: the file ends where the entry began.
-		if terr := w.truncate(start); terr != nil {
-			return "", w.fail(terr)
-		}
-		if err != nil && !errors.Is(err, ErrChanged) {
-			err = fmt.Errorf("write blob: %w", err)
-		}
-		return id, err
+	if err == nil {
+		err = bw.Flush()
 	}
+	if errors.Is(err, ErrChanged) {
+		return "", err
+	} else if err != nil {
+		return "", fmt.Errorf("write blob: %w", err)
+	}
+	id := hex.EncodeToString(h.Sum(nil))
 	raw, _ := hex.DecodeString(id)
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.seen[id] {
+		return id, nil
+	}
+	if err := w.begin(); err != nil {
+		return "", err
+	}
+	// The buffered entries go first, then this one, copied whole.
+	if err := w.bw.Flush(); err != nil {
+		return "", w.fail(err)
+	}
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		return "", w.fail(err)
+	}
+	n, err := io.Copy(w.f, spool)
+	if err == nil && uint64(n) != cw.n {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return "", w.fail(err)
+	}
 	return id, w.added(raw, id, cw.n, crc.Sum32())
 }
 
@@ -183,15 +207,6 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	c.n += uint64(n)
 	c.err = err
 	return n, err
-}
-
-// truncate drops what the file holds past off (an entry taken back).
-func (w *PackWriter) truncate(off uint64) error {
-	if err := w.f.Truncate(int64(off)); err != nil {
-		return err
-	}
-	_, err := w.f.Seek(int64(off), io.SeekStart)
-	return err
 }
 
 // begin opens a new pack file when none is open. Called with w.mu held.
