@@ -60,15 +60,15 @@ func (s *Store) inprocFullReady(ctx context.Context) (*inproc, bool) {
 type walkStat struct {
 	size                 int64
 	mtime, ctime         int64 // ns
-	ino                  uint64
-	dev, mode, uid, gid  uint32
+	ino, dev             uint64
+	mode, uid, gid       uint32
 	exec, regular, isDir bool
 }
 
 func walkStatOf(st *unix.Stat_t) walkStat {
 	m := st.Mode & unix.S_IFMT
 	return walkStat{size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: st.Ino,
-		dev: uint32(st.Dev), mode: st.Mode, uid: st.Uid, gid: st.Gid,
+		dev: uint64(st.Dev), mode: st.Mode, uid: st.Uid, gid: st.Gid,
 		exec: st.Mode&0o100 != 0, regular: m == unix.S_IFREG, isDir: m == unix.S_IFDIR}
 }
 
@@ -76,7 +76,7 @@ func walkStatOfInfo(fi fs.FileInfo) walkStat {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		m := st.Mode & unix.S_IFMT
 		return walkStat{size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: st.Ino,
-			dev: uint32(st.Dev), mode: st.Mode, uid: st.Uid, gid: st.Gid,
+			dev: uint64(st.Dev), mode: st.Mode, uid: st.Uid, gid: st.Gid,
 			exec: st.Mode&0o100 != 0, regular: m == unix.S_IFREG, isDir: m == unix.S_IFDIR}
 	}
 	return walkStat{size: fi.Size(), mtime: fi.ModTime().UnixNano(), regular: fi.Mode().IsRegular()}
@@ -97,7 +97,7 @@ func (w walkStat) gitMode() uint32 {
 // when the file was too young to vouch for, so git compares its content
 // again, as it does a racily clean entry.
 func (w walkStat) entry(rel string, mode uint32, id string, settled bool) idxEntry {
-	e := idxEntry{path: rel, mode: mode, id: id, dev: w.dev, ino: uint32(w.ino), uid: w.uid, gid: w.gid, size: uint32(w.size)}
+	e := idxEntry{path: rel, mode: mode, id: id, dev: uint32(w.dev), ino: uint32(w.ino), uid: w.uid, gid: w.gid, size: uint32(w.size)}
 	if settled {
 		e.mtimeS, e.mtimeN = uint32(w.mtime/1e9), uint32(w.mtime%1e9)
 		e.ctimeS, e.ctimeN = uint32(w.ctime/1e9), uint32(w.ctime%1e9)
@@ -208,10 +208,10 @@ func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTi
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			lists := make([][]platform.DirEntryStat, len(cur))
+			lists := make([][]dirEnt, len(cur))
 			errs := make([]error, len(cur))
 			gitobj.ForEach(len(cur), func(i int) error {
-				lists[i], errs[i] = t.ReadDirStat(cur[i])
+				lists[i], errs[i] = listDir(t, cur[i])
 				return nil
 			})
 			type cand struct {
@@ -239,20 +239,25 @@ func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTi
 				d := dirty[dir] || e.ignoreFileChanged(dir, lists[i], k, idxTime)
 				dirty[dir] = d
 				for _, ent := range lists[i] {
-					rel := ent.Name
+					rel := ent.name
 					if dir != "." {
-						rel = dir + "/" + ent.Name
+						rel = dir + "/" + ent.name
 					}
 					if Excluded(rel) {
 						continue
 					}
-					if ent.Err != nil {
-						if ent.Err == unix.ENOENT {
+					if ntfsDotGit(ent.name) {
+						// git refuses such a name (core.protectNTFS): its
+						// staging names it; left to git to say so.
+						return errWalkFallback("%q: a name git refuses", rel)
+					}
+					if ent.err != nil {
+						if ent.err == unix.ENOENT {
 							continue // gone since the folder was listed
 						}
-						return errWalkFallback("lstat %s: %v", rel, ent.Err)
+						return errWalkFallback("lstat %s: %v", rel, ent.err)
 					}
-					st := walkStatOf(&ent.Stat)
+					st := ent.st
 					var untracked bool
 					switch {
 					case st.isDir:
@@ -273,6 +278,7 @@ func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTi
 					}
 					cands = append(cands, cand{rel, st})
 				}
+				lists[i] = nil
 			}
 			var ignored map[string]bool
 			if len(ask) > 0 {
@@ -341,15 +347,55 @@ func holdsRules(path string) bool {
 	return false
 }
 
+// ntfsDotGit reports whether git's verify_path refuses name under
+// core.protectNTFS (on by default everywhere): ".git" or "git~1", any case,
+// followed by nothing but spaces and periods, or by ':' (a stream name).
+func ntfsDotGit(name string) bool {
+	l := strings.ToLower(name)
+	var rest string
+	switch {
+	case strings.HasPrefix(l, ".git"):
+		rest = l[4:]
+	case strings.HasPrefix(l, "git~1"):
+		rest = l[5:]
+	default:
+		return false
+	}
+	if strings.HasPrefix(rest, ":") {
+		return true
+	}
+	return strings.Trim(rest, " .") == ""
+}
+
 // ignoreSourceIn is the folder's .gitignore as its listing describes it
 // (as stampIgnore would).
-func ignoreSourceIn(list []platform.DirEntryStat) ignoreSource {
-	i := slices.IndexFunc(list, func(d platform.DirEntryStat) bool { return d.Name == ".gitignore" })
-	if i < 0 || list[i].Err != nil {
+func ignoreSourceIn(list []dirEnt) ignoreSource {
+	i := slices.IndexFunc(list, func(d dirEnt) bool { return d.name == ".gitignore" })
+	if i < 0 || list[i].err != nil {
 		return ignoreSource{}
 	}
-	st := walkStatOf(&list[i].Stat)
-	return ignoreSource{fileStamp: st.stamp(), dev: uint64(list[i].Stat.Dev), present: true}
+	return ignoreSource{fileStamp: list[i].st.stamp(), dev: list[i].st.dev, present: true}
+}
+
+// dirEnt is a folder's entry as the walk keeps it: its lstat, compacted.
+type dirEnt struct {
+	name string
+	st   walkStat
+	err  error
+}
+
+// listDir lists a folder beneath the work tree with its entries' lstat
+// (platform.Tree.ReadDirStat), keeping only what the walk uses.
+func listDir(t *platform.Tree, rel string) ([]dirEnt, error) {
+	raw, err := t.ReadDirStat(rel)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]dirEnt, len(raw))
+	for i := range raw {
+		out[i] = dirEnt{name: raw[i].Name, st: walkStatOf(&raw[i].Stat), err: raw[i].Err}
+	}
+	return out, nil
 }
 
 // modeType is a file type as fs.FileMode words it.
@@ -371,16 +417,16 @@ func modeType(m uint32) fs.FileMode {
 // rules than the ones cairn's index was staged under: present and not
 // vouched for by its index entry, or gone while the index holds it. Then
 // what the index holds under the folder is asked of git again.
-func (e *inproc) ignoreFileChanged(dir string, list []platform.DirEntryStat, k *knownEntries, idxTime int64) bool {
+func (e *inproc) ignoreFileChanged(dir string, list []dirEnt, k *knownEntries, idxTime int64) bool {
 	rel := ".gitignore"
 	if dir != "." {
 		rel = dir + "/.gitignore"
 	}
-	i := slices.IndexFunc(list, func(d platform.DirEntryStat) bool { return d.Name == ".gitignore" })
-	if i < 0 || list[i].Err != nil {
+	i := slices.IndexFunc(list, func(d dirEnt) bool { return d.name == ".gitignore" })
+	if i < 0 || list[i].err != nil {
 		return k.tracked(rel)
 	}
-	st := walkStatOf(&list[i].Stat)
+	st := list[i].st
 	x := k.indexed(rel)
 	return !st.regular || x == nil || !e.vouches(x, st, idxTime)
 }
@@ -659,6 +705,9 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 			}
 		default:
 			entries = append(entries, h.st.entry(rel, h.mode, h.id, h.settled))
+			if h.settled && len(todo) <= statCacheMax {
+				e.cache.remember(rel, h.st.stamp(), h.mode, h.id) // vouched for next time, whatever the index says
+			}
 		}
 	}
 	slices.SortFunc(entries, func(a, b idxEntry) int { return strings.Compare(a.path, b.path) })
@@ -671,11 +720,47 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 	// pending): the index stays as it is, and when the stat cache says it
 	// stands for a tree found whole, that tree is the checkpoint's.
 	same := len(e.cache.pending) == 0 && asIndexed == len(entries) && len(entries) == len(indexEntries) && idxTime != 0
+	// When the stat cache says cairn's index (and the entries pending over
+	// it) stands for a tree found whole, the checkpoint is that tree with
+	// what differs applied, as an incremental seal applies it: only the
+	// trees along changed paths are rebuilt, and the index stays as it is.
+	idxSt, _ := stampFile(s.git.Index)
+	base := e.cache.hdr.Base
+	onBase := idxTime != 0 && base != "" && idxSt == e.cache.hdr.Index && e.whole[base] && e.indexMetaIs(sel)
 	var root *treeNode
+	var edits map[string]edit
 	tree := ""
-	if st, ok := stampFile(s.git.Index); same && ok && st == e.cache.hdr.Index && e.cache.hdr.Base != "" && e.whole[e.cache.hdr.Base] {
-		tree = e.cache.hdr.Base
-	} else {
+	switch {
+	case onBase:
+		edits = baseEdits(entries, k)
+		if len(edits) == 0 {
+			tree = base
+			break
+		}
+		// The blobs first, where the rebuilt trees' check finds them.
+		if err := e.finishPacks(pw, &closed); err != nil {
+			return sealOutcome{}, err
+		}
+		e.batch = e.db.Batch()
+		defer func() {
+			if e.batch.Len() > 0 {
+				if _, err := e.batch.Flush(); err != nil {
+					e.broken = true
+				}
+			}
+			e.batch, e.fresh = nil, nil
+		}()
+		var replaced []string
+		if tree, replaced, err = e.rebuild(ctx, s, base, edits); err != nil {
+			return sealOutcome{}, err
+		}
+		if err := e.vouch(ctx, s, tree, base, ""); err != nil {
+			return sealOutcome{}, err
+		}
+		if tree != base {
+			e.trees.drop(replaced)
+		}
+	default:
 		if root, err = e.buildTrees(pw, entries, checkStored); err != nil {
 			return sealOutcome{}, err
 		}
@@ -723,8 +808,12 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 		}
 		msg := message(req, *rec, logical, now)
 		if gitobj.MessageAsIs(msg) {
-			sha, err = pw.Write("commit", gitobj.Commit{Tree: tree, Parents: parents, Author: e.ident, Committer: e.ident,
-				When: now, Message: msg}.Encode())
+			commit := gitobj.Commit{Tree: tree, Parents: parents, Author: e.ident, Committer: e.ident, When: now, Message: msg}.Encode()
+			if e.batch != nil {
+				sha, err = e.batch.Write("commit", commit)
+			} else {
+				sha, err = pw.Write("commit", commit)
+			}
 			if err != nil {
 				return sealOutcome{}, err
 			}
@@ -732,6 +821,9 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 		faultPoint("commit-written")
 		if sha == "" { // git rewrites such a message: let it, once it can read the tree
 			if err := e.finishPacks(pw, &closed); err != nil {
+				return sealOutcome{}, err
+			}
+			if err := e.flushBatch(); err != nil {
 				return sealOutcome{}, err
 			}
 			args := []string{"commit-tree", tree, "-F", "-"}
@@ -749,24 +841,40 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 	if err := e.finishPacks(pw, &closed); err != nil {
 		return sealOutcome{}, err
 	}
+	if err := e.flushBatch(); err != nil {
+		return sealOutcome{}, err
+	}
 	faultPoint("pack-written")
 	if root != nil {
 		e.markWhole(root)
 	}
 
-	// cairn's index, whole, with the stat data read: the next seal of
-	// either engine starts from it. The stat cache then stands for it.
-	if !same || !e.indexMetaIs(sel) {
-		if err := e.writeIndex(sel, entries); err != nil {
-			return sealOutcome{}, err
+	if onBase {
+		// What differs from the base waits, as an incremental seal's
+		// entries do, to enter the index before git next reads it.
+		for p, ed := range edits {
+			if ed.del {
+				e.cache.setPending(p, pendEntry{})
+			} else {
+				e.cache.setPending(p, pendEntry{Mode: ed.mode, ID: ed.id})
+			}
 		}
+		e.cache.hdr.Base = tree
+	} else {
+		// cairn's index, whole, with the stat data read: the next seal of
+		// either engine starts from it. The stat cache then stands for it.
+		if !same || !e.indexMetaIs(sel) {
+			if err := e.writeIndex(sel, entries); err != nil {
+				return sealOutcome{}, err
+			}
+		}
+		st, ok := stampFile(s.git.Index)
+		if !ok {
+			return sealOutcome{}, errors.New("cairn's index vanished as it was written")
+		}
+		e.cache.clearPending()
+		e.cache.hdr.Base, e.cache.hdr.Index = tree, st
 	}
-	st, ok := stampFile(s.git.Index)
-	if !ok {
-		return sealOutcome{}, errors.New("cairn's index vanished as it was written")
-	}
-	e.cache.clearPending()
-	e.cache.hdr.Base, e.cache.hdr.Index = tree, st
 	if skip {
 		if last, ok := s.lastSealed(); ok {
 			e.cache.hdr.Commit = last.SHA
@@ -791,6 +899,43 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 		return sealOutcome{}, fmt.Errorf("ref %s moved while sealing (another writer?); not overwritten: %w", rec.Ref, err)
 	}
 	return sealOutcome{sha: sha, parent: parent, counts: counts}, nil
+}
+
+// baseEdits lists what entries (sorted, the new checkpoint's files) change
+// in the tree cairn's index and its pending entries stand for.
+func baseEdits(entries []idxEntry, k *knownEntries) map[string]edit {
+	edits := map[string]edit{}
+	final := make(map[string]bool, len(entries))
+	for _, x := range entries {
+		final[x.path] = true
+		if mode, id, ok := k.old(x.path); !ok || mode != x.mode || id != x.id {
+			edits[x.path] = edit{mode: x.mode, id: x.id}
+		}
+	}
+	for p := range k.byPath {
+		if !final[p] && k.tracked(p) {
+			edits[p] = edit{del: true}
+		}
+	}
+	for p, pe := range k.pending {
+		if pe.Mode != 0 && !final[p] {
+			edits[p] = edit{del: true}
+		}
+	}
+	return edits
+}
+
+// flushBatch writes the seal's in-memory batch (the trees and commit of a
+// seal on the base), if there is one.
+func (e *inproc) flushBatch() error {
+	if e.batch == nil || e.batch.Len() == 0 {
+		return nil
+	}
+	if _, err := e.batch.Flush(); err != nil {
+		e.broken = true
+		return err
+	}
+	return nil
 }
 
 // finishPacks closes the seal's pack writer once, and has the engine see

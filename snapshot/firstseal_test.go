@@ -57,7 +57,11 @@ func storeSound(t *testing.T, st *Store, loose string) {
 	if got := looseObjects(t, st); got != loose {
 		t.Errorf("loose objects after an in-process full seal: %s, want the store's first ones: %s", got, loose)
 	}
-	// git reads the index the engine wrote: nothing modified, nothing deleted.
+	// git reads the index the engine wrote (its pending entries in, as
+	// cairn puts them before git reads it): nothing modified, nothing deleted.
+	if err := st.syncIndex(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if out := gitOut(t, st, nil, "ls-files", "-z", "-m", "-d"); len(out) > 0 {
 		t.Errorf("git finds cairn's index out of step with the disk: %q", out)
 	}
@@ -231,4 +235,25 @@ func TestInprocFullSealFileChangingWhileRead(t *testing.T) {
 func setBeforeFullHash(t *testing.T, fn func(rel string)) {
 	beforeFullHash = fn
 	t.Cleanup(func() { beforeFullHash = nil })
+}
+
+// TestInprocFullSealLeavesRefusedNamesToGit: a name git's staging refuses
+// (core.protectNTFS: "git~1", ".git.") sends the full seal to git, which
+// names it.
+func TestInprocFullSealLeavesRefusedNamesToGit(t *testing.T) {
+	for _, name := range []string{"GIT~1", ".git.", "a/.Git ", "b/git~1::$DATA"} {
+		dir := t.TempDir()
+		writeTree(t, dir, map[string]string{"ok.txt": "ok\n", name: "refused\n"})
+		st := openTestStore(t, dir, Options{Engine: EngineInproc})
+		rec, err := st.Seal(context.Background(), SealRequest{Kind: ckpt.KindManual})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.lastEngine != EngineGit {
+			t.Errorf("%q: sealed by %s, want git", name, st.lastEngine)
+		}
+		if slices.Contains(treePaths(t, st, rec.SHA), name) {
+			t.Errorf("%q is in the checkpoint", name)
+		}
+	}
 }
