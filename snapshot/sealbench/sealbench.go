@@ -93,8 +93,8 @@ var ratioOrder = []struct {
 	{"git-engine/floor", OpIncrGit, OpFloor, 0},
 	{"seed-a/incremental", OpSeedA, OpIncremental, 0},
 	{"seed-b/incremental", OpSeedB, OpIncremental, 0},
-	{"reconcile/status", OpReconcile, OpStatus, 2},
-	{"first-seal/addall", OpFirstSeal, OpAddAll, 1.3},
+	{"reconcile/status", OpReconcile, OpStatus, 1},
+	{"first-seal/addall", OpFirstSeal, OpAddAll, 0.3},
 }
 
 // Report is the machine-readable result.
