@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cairn-dev/cairn/restore/ckpt"
@@ -255,5 +256,50 @@ func TestInprocFullSealLeavesRefusedNamesToGit(t *testing.T) {
 		if slices.Contains(treePaths(t, st, rec.SHA), name) {
 			t.Errorf("%q is in the checkpoint", name)
 		}
+	}
+}
+
+// TestInprocFullSealFolderSwappedForLink: as a local attacker would, a
+// folder the walk listed is swapped for a link to a folder outside while
+// its files are read: nothing outside is read or sealed (a file read
+// before the swap holds what it held; one after is named, not followed).
+func TestInprocFullSealFolderSwappedForLink(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	writeTree(t, dir, map[string]string{"keep.txt": "keep\n", "d/f.txt": "inside\n"})
+	writeTree(t, outside, map[string]string{"f.txt": "SECRET outside the work tree\n"})
+	st := openTestStore(t, dir, Options{Engine: EngineInproc})
+	var once sync.Once
+	setBeforeFullHash(t, func(rel string) { once.Do(func() { swap(t, dir, outside) }) })
+	rec, err := st.Seal(context.Background(), SealRequest{Kind: ckpt.KindManual})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNoSecret(t, st, rec)
+}
+
+// swap moves dir/d away and puts a link to outside in its place.
+func swap(t *testing.T, dir, outside string) {
+	if err := os.Rename(filepath.Join(dir, "d"), filepath.Join(t.TempDir(), "d")); err != nil {
+		t.Error(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "d")); err != nil {
+		t.Error(err)
+	}
+}
+
+// checkNoSecret fails when the checkpoint holds what lies outside the work
+// tree, or names d/f.txt unread yet seals it.
+func checkNoSecret(t *testing.T, st *Store, rec ckpt.Record) {
+	t.Helper()
+	if st.lastEngine != EngineInproc {
+		t.Fatalf("sealed by %s", st.lastEngine)
+	}
+	for p, e := range lsTree(t, st, rec.SHA) {
+		if b := readBlobs(t, st, []string{e.sha})[e.sha]; strings.Contains(string(b), "SECRET") {
+			t.Errorf("%s holds the outside file's content", p)
+		}
+	}
+	if slices.Contains(issuePaths(rec.Issues), "d/f.txt") && slices.Contains(treePaths(t, st, rec.SHA), "d/f.txt") {
+		t.Errorf("d/f.txt named as unread yet sealed: %+v", rec)
 	}
 }
