@@ -58,19 +58,26 @@ func TestCrashAtEveryStep(t *testing.T) {
 		step    string
 		changed []string // the child's incremental set: the in-process engine
 		moved   bool     // the ref holds the new checkpoint after the crash
+		full    bool     // a full reconcile by the in-process engine (changed nil)
 	}{
-		{"stage", nil, false}, {"write-tree", nil, false}, {"commit-tree", nil, false},
-		{"update-ref", nil, true}, {"position", nil, true}, {"ledger", nil, true},
-		{"blob-written", inprocChanged, false}, {"tree-written", inprocChanged, false},
-		{"commit-written", inprocChanged, false}, {"pack-written", inprocChanged, false}, {"packs-merged", inprocChanged, false}, {"ref-locked", inprocChanged, false},
-		{"ref-renamed", inprocChanged, true}, {"update-ref", inprocChanged, true}, {"position", inprocChanged, true},
-		{"ledger", inprocChanged, true},
+		{"stage", nil, false, false}, {"write-tree", nil, false, false}, {"commit-tree", nil, false, false},
+		{"update-ref", nil, true, false}, {"position", nil, true, false}, {"ledger", nil, true, false},
+		{"blob-written", inprocChanged, false, false}, {"tree-written", inprocChanged, false, false},
+		{"commit-written", inprocChanged, false, false}, {"pack-written", inprocChanged, false, false}, {"packs-merged", inprocChanged, false, false}, {"ref-locked", inprocChanged, false, false},
+		{"ref-renamed", inprocChanged, true, false}, {"update-ref", inprocChanged, true, false}, {"position", inprocChanged, true, false},
+		{"ledger", inprocChanged, true, false},
+		{"blob-written", nil, false, true}, {"tree-written", nil, false, true}, {"commit-written", nil, false, true},
+		{"pack-written", nil, false, true}, {"ref-locked", nil, false, true}, {"ref-renamed", nil, true, true},
+		{"update-ref", nil, true, true}, {"ledger", nil, true, true},
 	}
 	for _, sc := range steps {
 		step := sc.step
 		name := step
-		if sc.changed != nil {
+		switch {
+		case sc.changed != nil:
 			name = "inproc-" + step
+		case sc.full:
+			name = "inproc-full-" + step
 		}
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
@@ -102,6 +109,9 @@ func TestCrashAtEveryStep(t *testing.T) {
 
 			cmd := exec.Command(child, append([]string{ws, state}, sc.changed...)...)
 			cmd.Env = append(os.Environ(), FaultEnv+"="+step)
+			if sc.changed == nil && !sc.full {
+				cmd.Env = append(cmd.Env, "FAULTSEAL_ENGINE="+EngineGit)
+			}
 			out, err := cmd.CombinedOutput()
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.ExitCode() != FaultExitCode {

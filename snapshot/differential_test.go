@@ -169,6 +169,10 @@ type diffWorld struct {
 	shas    []string // every checkpoint sealed, in order: a restore's targets
 	stash   [][2]string
 	filler  string
+	// stores counts the stores opened over the work tree; reopened makes
+	// the next seal a full one (a new store's first seal).
+	stores   int
+	reopened bool
 }
 
 // diffStep is one step of the log: ops and the seal that followed.
@@ -304,7 +308,10 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 				w.dirty[p] = true
 			}
 			req := SealRequest{Kind: kind, SkipUnchanged: skip}
-			if !full {
+			if w.reopened {
+				log[len(log)-1].seal += fmt.Sprintf("; %s: a new store's first seal", w.engine)
+			}
+			if !full && !w.reopened {
 				req.Changed = []string{}
 				for p := range w.dirty {
 					req.Changed = append(req.Changed, p)
@@ -314,6 +321,7 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			rec, err := w.st.Seal(ctx, req)
 			cancel()
+			w.reopened = false
 			switch {
 			case rec.State == ckpt.StateFailed:
 				// No checkpoint; the paths stay dirty for the next seal.
@@ -760,7 +768,7 @@ var diffOpNames = []struct {
 	{"create", 12}, {"edit", 12}, {"rewrite", 8}, {"delete", 6}, {"rmdir", 3}, {"mvfile", 6}, {"mvdir", 4},
 	{"swap", 6}, {"chmod", 5}, {"ignore", 4}, {"unignore", 3}, {"negate", 2}, {"selfignore", 3}, {"cachewrite", 4}, {"selfswap", 4},
 	{"ignoredir-out", 2}, {"ignoredir-in", 2}, {"nested", 2}, {"fifo", 1}, {"big", 1}, {"large", 2}, {"statcache", 3},
-	{"delobj", 2}, {"enospc", 1}, {"tick", 1},
+	{"delobj", 2}, {"enospc", 1}, {"tick", 1}, {"newstore", 1},
 }
 
 // genOp picks an op (by the first world's tree) that each world then replays.
@@ -1089,6 +1097,9 @@ func makeOp(t *testing.T, c chooser, name string, tr diffTree, w0 *diffWorld, re
 			what = "blob"
 		}
 		return diffOp{desc: fmt.Sprintf("next second; %s #%d (mod their count) of the last checkpoint deleted from the store (its loose file, or the pack holding it)", what, k), do: func(t *testing.T, w *diffWorld) []string {
+			if w.reopened {
+				return nil // a new store: the last checkpoint is the old one's
+			}
 			if len(w.stash) > 0 {
 				// An earlier op of this step deleted one already: the last
 				// checkpoint can no longer be listed whole (a tree of it
@@ -1200,6 +1211,17 @@ func makeOp(t *testing.T, c chooser, name string, tr diffTree, w0 *diffWorld, re
 				os.Remove(w.filler)
 				w.filler = ""
 			}
+		}}, true
+	case "newstore":
+		return diffOp{desc: "a new store over the work tree (its first seal follows)", do: func(t *testing.T, w *diffWorld) []string {
+			w.st.Close()
+			w.stores++
+			// Beside the old one, on the same file system (the tmpfs of the
+			// ENOSPC op, when there is one).
+			state := filepath.Join(w.state, fmt.Sprintf("store-%d", w.stores))
+			w.st = openTestStore(t, w.root, Options{Engine: w.engine, StateDir: state, MaxFileSize: diffMaxFileSize, Patterns: diffPatterns})
+			w.reopened = true
+			return nil
 		}}, true
 	case "tick":
 		return diffOp{desc: "wait for the next whole second", do: func(t *testing.T, w *diffWorld) []string {

@@ -8,9 +8,9 @@ import (
 	"github.com/cairn-dev/cairn/restore/ckpt"
 )
 
-// Engines: how an incremental seal is done (docs/engine.md, "The seam"). Full
-// reconciles and first seals always use git; restores are the in-process
-// engine's when it is ready (inprocrestore.go).
+// Engines: how a seal is done (docs/engine.md, "The seam"). The in-process
+// engine seals incremental seals, first seals and full reconciles (Linux),
+// and restores when it is ready (inprocrestore.go); git does the rest.
 const (
 	EngineGit    = "git"    // update-index, write-tree, commit-tree, update-ref
 	EngineInproc = "inproc" // objects, trees, commit and ref written by cairn itself

@@ -60,6 +60,9 @@ type inproc struct {
 	// The work tree's timestamp granularities, learned from its own times
 	// (settled).
 	mgrain, cgrain *grain
+	// excludes is core.excludesFile: ignore rules from a file the engine
+	// does not watch (a full seal then asks git about every path).
+	excludes string
 }
 
 // ignoreSource is what an ignore file was: its stamp and file system, or absent.

@@ -494,7 +494,7 @@ func TestInprocUnwrittenPackNotBuiltUpon(t *testing.T) {
 	t.Parallel()
 	dir, st := newTestStore(t, Options{})
 	writeTree(t, dir, map[string]string{"a/x.txt": "x0", "a/y.txt": "y0", "b/z.txt": "z0"})
-	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, engine: EngineGit}) // its objects loose, beside the pack folder
 	packDir := filepath.Join(st.GitDir(), "objects", "pack")
 	if err := os.RemoveAll(packDir); err != nil {
 		t.Fatal(err)

@@ -142,6 +142,7 @@ func (h *inprocState) start(ctx context.Context, stamps [4]fileStamp) (*inproc, 
 		e.cgrain.see(platform.ChangeTime(fi))
 	}
 	e.logAll = strings.ToLower(cfg["core.logallrefupdates"])
+	e.excludes = cfg["core.excludesfile"]
 	e.empty = f.Hash("tree", nil)
 	varOut, err := s.git.Run(ctx, nil, "var", "GIT_COMMITTER_IDENT")
 	if err != nil && ctx.Err() != nil {

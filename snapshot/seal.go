@@ -95,15 +95,29 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 		}
 	}
 	job := &sealJob{req: req, rec: &rec, sel: sel, parent: parent, oldTip: oldTip, now: now}
-	if job.req.Changed != nil && job.req.afterStage == nil && job.req.engine != EngineGit {
-		if e, ok := s.inproc.ready(ctx, sel); ok {
-			out, err := e.seal(ctx, job)
+	if job.req.afterStage == nil && job.req.engine != EngineGit {
+		var e *inproc
+		var ok bool
+		full := job.req.Changed == nil
+		if full {
+			e, ok = s.inprocFullReady(ctx)
+		} else {
+			e, ok = s.inproc.ready(ctx, sel)
+		}
+		if ok {
+			var out sealOutcome
+			var err error
+			if full {
+				out, err = e.sealFull(ctx, job)
+			} else {
+				out, err = e.seal(ctx, job)
+			}
 			if e.broken {
 				s.inproc.drop() // a pack it gathered could not be written
 			}
 			switch {
 			case errors.Is(err, errFallback):
-				zerologCtx(ctx).Debug().Err(err).Msg("incremental seal by git")
+				zerologCtx(ctx).Debug().Err(err).Bool("full", full).Msg("seal by git")
 			case errors.Is(err, ErrDamaged):
 				// The parent checkpoint or its tree is gone: the git engine
 				// finds what to seal on (recoverParent), from the whole tree.

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/cairn-dev/cairn/restore/ckpt"
@@ -79,4 +80,26 @@ func withProgress(ctx context.Context, fn func(Progress)) context.Context {
 func progressOf(ctx context.Context) func(Progress) {
 	fn, _ := ctx.Value(progressKey{}).(func(Progress))
 	return fn
+}
+
+// progressTeller counts the files a seal's workers read, of total, and
+// tells the seal's Progress (if any) every 500 files and at the last; safe
+// for concurrent use.
+func progressTeller(ctx context.Context, total int) (read func(size int64)) {
+	tell := progressOf(ctx)
+	if tell == nil {
+		return func(int64) {}
+	}
+	var mu sync.Mutex
+	var done int
+	var bytes int64
+	return func(size int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		done++
+		bytes += size
+		if done%500 == 0 || done == total {
+			tell(Progress{Done: done, Total: total, Bytes: bytes})
+		}
+	}
 }

@@ -257,14 +257,20 @@ var inflaters sync.Pool
 // deflateTo writes what body writes to w, compressed at the database's
 // level: a loose object's file, or a pack entry's buffer.
 func (d *DB) deflateTo(w io.Writer, body func(io.Writer) error) error {
+	return deflateAt(w, d.Compression, body)
+}
+
+// deflateAt writes what body writes to w, compressed at zlib level level,
+// with a compressor from the idle ones when one of that level is there.
+func deflateAt(w io.Writer, level int, body func(io.Writer) error) error {
 	var df *deflater
 	select {
 	case df = <-deflaters:
 	default:
 	}
-	if df == nil || df.level != d.Compression {
-		df = &deflater{bw: bufio.NewWriterSize(w, 32<<10), level: d.Compression}
-		zw, err := zlib.NewWriterLevel(df.bw, d.Compression)
+	if df == nil || df.level != level {
+		df = &deflater{bw: bufio.NewWriterSize(w, 32<<10), level: level}
+		zw, err := zlib.NewWriterLevel(df.bw, level)
 		if err != nil {
 			return err
 		}

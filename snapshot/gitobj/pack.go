@@ -208,8 +208,40 @@ func (d *DB) writePack(objs []packEntry) (string, error) {
 		return "", fmt.Errorf("write pack: %w", err)
 	}
 
-	// The index: objects in id order (version 2: fan-out, ids, CRC-32s,
-	// offsets, large offsets, the pack's checksum, its own).
+	idx := f.packIndex(objs, offsets, sum)
+
+	base := filepath.Join(dir, "pack-"+hex.EncodeToString(sum))
+	created := false
+	if freshen(base + ".pack") { // the same objects in the same order: this pack
+		discard(tmp)
+	} else if err := finalize(tmp, base+".pack", filepath.Base(base)+".pack"); err != nil {
+		return "", err
+	} else {
+		created = true
+	}
+	if fault := idxFaultHook(); fault != nil {
+		err = fault()
+	} else {
+		err = d.writeFileOnce(dir, base+".idx", idx)
+	}
+	if err != nil {
+		// A pack without its index is invisible to git and would stay for
+		// good (a full disk, then retried seals, would leave one each). Only
+		// the one just written goes: a pack found already there (one left
+		// without its index, which the next open indexes) is not this
+		// write's to remove.
+		if _, serr := os.Lstat(base + ".idx"); created && errors.Is(serr, fs.ErrNotExist) {
+			os.Remove(base + ".pack")
+		}
+		return "", err
+	}
+	return base + ".pack", nil
+}
+
+// packIndex encodes the version 2 index of a pack holding objs (their ids
+// and CRC-32s) at offsets, whose checksum is sum: fan-out, ids, CRC-32s,
+// offsets, large offsets, the pack's checksum, its own; objects in id order.
+func (f Format) packIndex(objs []packEntry, offsets []uint64, sum []byte) []byte {
 	order := make([]int, len(objs))
 	for i := range order {
 		order[i] = i
@@ -250,33 +282,7 @@ func (d *DB) writePack(objs []packEntry) (string, error) {
 	ih := f.new()
 	ih.Write(idx.Bytes())
 	idx.Write(ih.Sum(nil))
-
-	base := filepath.Join(dir, "pack-"+hex.EncodeToString(sum))
-	created := false
-	if freshen(base + ".pack") { // the same objects in the same order: this pack
-		discard(tmp)
-	} else if err := finalize(tmp, base+".pack", filepath.Base(base)+".pack"); err != nil {
-		return "", err
-	} else {
-		created = true
-	}
-	if fault := idxFaultHook(); fault != nil {
-		err = fault()
-	} else {
-		err = d.writeFileOnce(dir, base+".idx", idx.Bytes())
-	}
-	if err != nil {
-		// A pack without its index is invisible to git and would stay for
-		// good (a full disk, then retried seals, would leave one each). Only
-		// the one just written goes: a pack found already there (one left
-		// without its index, which the next open indexes) is not this
-		// write's to remove.
-		if _, serr := os.Lstat(base + ".idx"); created && errors.Is(serr, fs.ErrNotExist) {
-			os.Remove(base + ".pack")
-		}
-		return "", err
-	}
-	return base + ".pack", nil
+	return idx.Bytes()
 }
 
 // writeFileOnce writes data to a new read-only file named final, through a

@@ -45,6 +45,10 @@ func writeTable(out io.Writer, git string, runs int, r SizeResult) error {
 		}
 		fmt.Fprintf(w, "   %-20s %7.2fx  %s\n", rt.Name, rt.Value, target)
 	}
+	if r.GCBytes > 0 {
+		fmt.Fprintf(w, "   store after the first seal: cairn %.1f MiB, git add -A + commit %.1f MiB, the latter after git gc %.1f MiB (cairn/gc %.2fx, target <= 1.3)\n",
+			float64(r.FirstSealBytes)/(1<<20), float64(r.AddAllBytes)/(1<<20), float64(r.GCBytes)/(1<<20), float64(r.FirstSealBytes)/float64(r.GCBytes))
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "   note: %s\n", n)
 	}

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -92,8 +93,8 @@ var ratioOrder = []struct {
 	{"git-engine/floor", OpIncrGit, OpFloor, 0},
 	{"seed-a/incremental", OpSeedA, OpIncremental, 0},
 	{"seed-b/incremental", OpSeedB, OpIncremental, 0},
-	{"reconcile/status", OpReconcile, OpStatus, 2},
-	{"first-seal/addall", OpFirstSeal, OpAddAll, 1.3},
+	{"reconcile/status", OpReconcile, OpStatus, 1},
+	{"first-seal/addall", OpFirstSeal, OpAddAll, 0.3},
 }
 
 // Report is the machine-readable result.
@@ -122,6 +123,12 @@ type SizeResult struct {
 	Runs          int        `json:"runs"`                 // counted
 	LoadBefore    string     `json:"loadBefore,omitempty"` // /proc/loadavg, where there is one
 	LoadAfter     string     `json:"loadAfter,omitempty"`
+	// Store sizes right after the last run's first seals (bytes under
+	// objects/): cairn's, git's after add -A + commit, and git's after a
+	// `git gc` of it (not timed).
+	FirstSealBytes int64 `json:"firstSealBytes,omitempty"`
+	AddAllBytes    int64 `json:"addAllBytes,omitempty"`
+	GCBytes        int64 `json:"gcBytes,omitempty"`
 }
 
 // OpResult is one operation's timings over the counted runs.
@@ -382,7 +389,7 @@ func runSize(ctx context.Context, cfg Config, env *gitEnv, n int, dir string, lo
 		}
 
 		logf("%d files, %s: first seals on fresh stores", n, what)
-		if err := firstSeals(ctx, env, treeDir, filepath.Join(dir, fmt.Sprintf("first-%d", run)), floor, floorTree, pair, note); err != nil {
+		if err := firstSeals(ctx, env, treeDir, filepath.Join(dir, fmt.Sprintf("first-%d", run)), floor, floorTree, pair, note, &res); err != nil {
 			return res, err
 		}
 		if run < cfg.Runs { // nothing timed follows the last run
@@ -416,7 +423,7 @@ func runSize(ctx context.Context, cfg Config, env *gitEnv, n int, dir string, lo
 // fresh store over the same tree, and removes both stores afterwards: at
 // 100k files each holds hundreds of MB of loose objects.
 func firstSeals(ctx context.Context, env *gitEnv, treeDir, dir string, floor *refStore, want string,
-	pair func(string, func() error, string, func() error) error, note func(kind, format string, args ...any)) error {
+	pair func(string, func() error, string, func() error) error, note func(kind, format string, args ...any), res *SizeResult) error {
 	defer os.RemoveAll(dir)
 	cs, err := openCairn(ctx, treeDir, filepath.Join(dir, "cairn-state"))
 	if err != nil {
@@ -446,7 +453,29 @@ func firstSeals(ctx context.Context, env *gitEnv, treeDir, dir string, floor *re
 	if got != want {
 		note("addall", "git add -A sealed tree %s, the floor %s", got, want)
 	}
+	// What each store takes on disk, and git's after a gc (untimed).
+	res.FirstSealBytes = dirBytes(filepath.Join(cs.st.GitDir(), "objects"))
+	res.AddAllBytes = dirBytes(filepath.Join(dir, "ref", "objects"))
+	if _, err := ref.out(ctx, nil, "gc", "-q"); err != nil {
+		return err
+	}
+	res.GCBytes = dirBytes(filepath.Join(dir, "ref", "objects"))
 	return nil
+}
+
+// dirBytes is the space the files under dir take (allocated blocks).
+func dirBytes(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil {
+			n += diskBytes(fi)
+		}
+		return nil
+	})
+	return n
 }
 
 // sameTree notes when cairn sealed another tree than the floor holds for

@@ -20,13 +20,19 @@ func main() {
 		os.Exit(2)
 	}
 	ctx := context.Background()
-	st, err := snapshot.Open(ctx, os.Args[1], snapshot.Options{Layout: snapshot.LayoutPlain, StateDir: os.Args[2], Engine: snapshot.EngineInproc})
+	// FAULTSEAL_ENGINE=git seals a full reconcile the git way (its steps).
+	engine := snapshot.EngineInproc
+	if e := os.Getenv("FAULTSEAL_ENGINE"); e != "" {
+		engine = e
+	}
+	st, err := snapshot.Open(ctx, os.Args[1], snapshot.Options{Layout: snapshot.LayoutPlain, StateDir: os.Args[2], Engine: engine})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	// Paths after the state directory make the seal incremental (the
-	// in-process engine's steps); none, a full reconcile.
+	// in-process engine's steps); none, a full reconcile (the in-process
+	// engine's too, or git's with FAULTSEAL_ENGINE=git).
 	var changed []string
 	if len(os.Args) > 3 {
 		changed = os.Args[3:]

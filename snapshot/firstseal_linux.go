@@ -1,0 +1,991 @@
+//go:build linux
+
+package snapshot
+
+import (
+	"compress/zlib"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cairn-dev/cairn/platform"
+	"github.com/cairn-dev/cairn/restore/ckpt"
+	"github.com/cairn-dev/cairn/snapshot/gitobj"
+)
+
+// The in-process engine's full seal: a first seal and a full reconcile
+// (docs/engine.md, "The in-process engine"). The work tree is walked level
+// by level beneath it (each folder opened once through platform.Tree, its
+// names described with lstat from its descriptor, nothing followed), git's
+// ignore rules are asked of check-ignore only for what cairn's index does
+// not hold (and, where an ignore file changed, for what it holds), files
+// whose stat the index or the stat cache vouches for are not read, the rest
+// are read on every core into packs (gitobj.PackWriter), the trees are
+// built from the list, and cairn's index is written whole with the stat
+// data read, so the next seal, by either engine, starts from it.
+
+// fullPackLevel is the zlib level of a full seal's pack entries: the
+// fastest, as git's loose objects; a first seal is bound by compression,
+// and maintenance's repack recompresses with deltas later.
+const fullPackLevel = zlib.BestSpeed
+
+// inprocFullReady returns the in-process engine for a full seal, when the
+// store's options and state let it seal one exactly as git would.
+func (s *Store) inprocFullReady(ctx context.Context) (*inproc, bool) {
+	if s.engineName() != EngineInproc {
+		return nil, false
+	}
+	if lo := s.left(); lo.any() || lo.Foreign != nil {
+		return nil, false // folders left out: git's walk is told to skip them (ls-files -x)
+	}
+	e, err := s.inproc.engine(ctx)
+	if err != nil {
+		return nil, false
+	}
+	return e, true
+}
+
+// walkStat is what the walk keeps of a file's lstat: what git's index
+// compares, and what the stat cache does.
+type walkStat struct {
+	size                 int64
+	mtime, ctime         int64 // ns
+	ino, dev             uint64
+	mode, uid, gid       uint32
+	exec, regular, isDir bool
+}
+
+func walkStatOf(st *unix.Stat_t) walkStat {
+	m := st.Mode & unix.S_IFMT
+	return walkStat{size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: st.Ino,
+		dev: uint64(st.Dev), mode: st.Mode, uid: st.Uid, gid: st.Gid,
+		exec: st.Mode&0o100 != 0, regular: m == unix.S_IFREG, isDir: m == unix.S_IFDIR}
+}
+
+func walkStatOfInfo(fi fs.FileInfo) walkStat {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		m := st.Mode & unix.S_IFMT
+		return walkStat{size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: st.Ino,
+			dev: uint64(st.Dev), mode: st.Mode, uid: st.Uid, gid: st.Gid,
+			exec: st.Mode&0o100 != 0, regular: m == unix.S_IFREG, isDir: m == unix.S_IFDIR}
+	}
+	return walkStat{size: fi.Size(), mtime: fi.ModTime().UnixNano(), regular: fi.Mode().IsRegular()}
+}
+
+func (w walkStat) stamp() fileStamp {
+	return fileStamp{Size: w.size, Mtime: w.mtime, Ctime: w.ctime, Ino: w.ino}
+}
+
+func (w walkStat) gitMode() uint32 {
+	if w.exec {
+		return gitobj.ModeExec
+	}
+	return gitobj.ModeFile
+}
+
+// entry is w as an index entry for blob id at rel; smudged (times zero)
+// when the file was too young to vouch for, so git compares its content
+// again, as it does a racily clean entry.
+func (w walkStat) entry(rel string, mode uint32, id string, settled bool) idxEntry {
+	e := idxEntry{path: rel, mode: mode, id: id, dev: uint32(w.dev), ino: uint32(w.ino), uid: w.uid, gid: w.gid, size: uint32(w.size)}
+	if settled {
+		e.mtimeS, e.mtimeN = uint32(w.mtime/1e9), uint32(w.mtime%1e9)
+		e.ctimeS, e.ctimeN = uint32(w.ctime/1e9), uint32(w.ctime%1e9)
+	}
+	return e
+}
+
+// vouches reports whether index entry x holds the content of a file with
+// stat w, as git decides it: the same mode, size, times, inode and owner,
+// and the entry older than the index file by the work tree's granularity
+// (git's racy rule, in the work tree's own clock).
+func (e *inproc) vouches(x *idxEntry, w walkStat, idxTime int64) bool {
+	if x.mode != w.gitMode() || x.size != uint32(w.size) || x.ino != uint32(w.ino) || x.uid != w.uid || x.gid != w.gid ||
+		x.mtimeS != uint32(w.mtime/1e9) || x.mtimeN != uint32(w.mtime%1e9) ||
+		x.ctimeS != uint32(w.ctime/1e9) || x.ctimeN != uint32(w.ctime%1e9) {
+		return false
+	}
+	return settled(w.stamp(), idxTime, e.mgrain, e.cgrain)
+}
+
+// walkFile is a file the walk found to seal.
+type walkFile struct {
+	rel string
+	st  walkStat
+}
+
+// fullWalk is what a full seal found on disk.
+type fullWalk struct {
+	files   []walkFile       // regular files, selected, not ignored, within the size limit
+	issues  []ckpt.PathIssue // tracked paths that are no longer files
+	skipped []ckpt.PathIssue // files over the size limit
+	asked   int              // paths asked of check-ignore
+}
+
+// known is what cairn's index (and the pending entries over it) holds.
+type knownEntries struct {
+	byPath  map[string]*idxEntry // nil entry: pending, no stat
+	pending map[string]pendEntry
+	dirs    map[string]bool
+}
+
+func (k *knownEntries) tracked(rel string) bool {
+	if p, ok := k.pending[rel]; ok {
+		return p.Mode != 0
+	}
+	_, ok := k.byPath[rel]
+	return ok
+}
+
+// old is the entry a path keeps when it cannot be read now: the index's, as
+// the pending entries leave it.
+func (k *knownEntries) old(rel string) (uint32, string, bool) {
+	if p, ok := k.pending[rel]; ok {
+		return p.Mode, p.ID, p.Mode != 0
+	}
+	if x := k.byPath[rel]; x != nil {
+		return x.mode, x.id, true
+	}
+	return 0, "", false
+}
+
+// indexed returns the index's entry for rel when its stat data stands (not
+// overridden by a pending entry).
+func (k *knownEntries) indexed(rel string) *idxEntry {
+	if _, ok := k.pending[rel]; ok {
+		return nil
+	}
+	return k.byPath[rel]
+}
+
+func loadKnown(entries []idxEntry, pending map[string]pendEntry) *knownEntries {
+	k := &knownEntries{byPath: make(map[string]*idxEntry, len(entries)), pending: pending, dirs: map[string]bool{}}
+	addDirs := func(p string) {
+		for d := path.Dir(p); d != "." && !k.dirs[d]; d = path.Dir(d) {
+			k.dirs[d] = true
+		}
+	}
+	for i := range entries {
+		k.byPath[entries[i].path] = &entries[i]
+		addDirs(entries[i].path)
+	}
+	for p, pe := range pending {
+		if pe.Mode != 0 {
+			addDirs(p)
+		}
+	}
+	return k
+}
+
+// errWalkFallback words what sends a full seal to git.
+func errWalkFallback(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errFallback, fmt.Sprintf(format, args...))
+}
+
+// walk lists the work tree as git's full reconcile sees it: every regular
+// file not ignored, not excluded, selected. A folder it cannot read, or
+// anything else it cannot judge as git would, is errFallback.
+func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTime int64, global bool) (*fullWalk, error) {
+	s := e.s
+	out := &fullWalk{}
+	if e.ignSrc == nil {
+		e.ignSrc = map[string]ignoreSource{}
+	}
+	dirty := map[string]bool{".": global}
+	cur := []string{"."}
+	err := s.withWorkTree(func(t *platform.Tree) error {
+		for len(cur) > 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			lists := make([][]dirEnt, len(cur))
+			errs := make([]error, len(cur))
+			gitobj.ForEach(len(cur), func(i int) error {
+				lists[i], errs[i] = listDir(t, cur[i])
+				return nil
+			})
+			type cand struct {
+				rel string
+				st  walkStat
+			}
+			var cands []cand
+			var ask []string
+			for i, dir := range cur {
+				if errs[i] != nil {
+					return errWalkFallback("folder %s: %v", dir, errs[i])
+				}
+				// The engine's check-ignore keeps the rules it read: one
+				// it may have read that changed since restarts it.
+				key := dir
+				if dir == "." {
+					key = ""
+				}
+				now := ignoreSourceIn(lists[i])
+				if was, ok := e.ignSrc[key]; ok && was != now && e.ign != nil {
+					e.ign.stop()
+					e.ign = nil
+				}
+				e.ignSrc[key] = now
+				d := dirty[dir] || e.ignoreFileChanged(dir, lists[i], k, idxTime)
+				dirty[dir] = d
+				for _, ent := range lists[i] {
+					rel := ent.name
+					if dir != "." {
+						rel = dir + "/" + ent.name
+					}
+					if Excluded(rel) {
+						continue
+					}
+					if ntfsDotGit(ent.name) {
+						// git refuses such a name (core.protectNTFS): its
+						// staging names it; left to git to say so.
+						return errWalkFallback("%q: a name git refuses", rel)
+					}
+					if ent.err != nil {
+						if ent.err == unix.ENOENT {
+							continue // gone since the folder was listed
+						}
+						return errWalkFallback("lstat %s: %v", rel, ent.err)
+					}
+					st := ent.st
+					var untracked bool
+					switch {
+					case st.isDir:
+						untracked = !k.dirs[rel]
+						dirty[rel] = d
+					case st.mode&unix.S_IFMT == unix.S_IFLNK:
+						continue // links are not checkpointed, nor followed
+					case !sel.Match(rel):
+						continue
+					default:
+						untracked = !k.tracked(rel)
+						if !st.regular && untracked {
+							continue // git's walk lists no FIFO, socket or device
+						}
+					}
+					if untracked || d {
+						ask = append(ask, rel)
+					}
+					cands = append(cands, cand{rel, st})
+				}
+				lists[i] = nil
+			}
+			var ignored map[string]bool
+			if len(ask) > 0 {
+				if e.ign == nil {
+					ic, err := startIgnoreChecker(s.git)
+					if err != nil {
+						return errWalkFallback("check-ignore: %v", err)
+					}
+					e.ign = ic
+				}
+				var err error
+				if ignored, err = e.ign.ignored(ctx, ask); err != nil {
+					e.stopIgnore() // its answers may be out of step with its questions now
+					return errWalkFallback("check-ignore: %v", err)
+				}
+				out.asked += len(ask)
+			}
+			var next []string
+			for _, c := range cands {
+				if ignored[c.rel] {
+					continue
+				}
+				switch {
+				case c.st.isDir:
+					next = append(next, c.rel)
+				case !c.st.regular:
+					out.issues = append(out.issues, ckpt.PathIssue{Path: c.rel, Reason: "not a regular file (" + modeType(c.st.mode).String() + ")"})
+				case c.st.size > s.opts.MaxFileSize:
+					out.skipped = append(out.skipped, ckpt.PathIssue{Path: c.rel, Reason: fmt.Sprintf("larger than the %d-byte limit (%d bytes)", s.opts.MaxFileSize, c.st.size)})
+				default:
+					e.mgrain.see(c.st.mtime)
+					e.cgrain.see(c.st.ctime)
+					out.files = append(out.files, walkFile{c.rel, c.st})
+				}
+			}
+			cur = next
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ownExclude reports whether info/exclude holds what the store wrote there
+// (infoExclude: cairn's mandatory exclusions, which the walk leaves out
+// itself).
+func (s *Store) ownExclude(path string) bool {
+	b, err := readNoFollow(path, maxSmallFile)
+	return err == nil && string(b) == infoExclude
+}
+
+// holdsRules reports whether the ignore file at path may hold a rule: a
+// line that is neither blank nor a comment (git init's info/exclude holds
+// only comments), or a file that cannot be read.
+func holdsRules(path string) bool {
+	b, err := readNoFollow(path, maxSmallFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false
+	} else if err != nil {
+		return true
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			return true
+		}
+	}
+	return false
+}
+
+// ntfsDotGit reports whether git's verify_path refuses name under
+// core.protectNTFS (on by default everywhere): ".git" or "git~1", any case,
+// followed by nothing but spaces and periods, or by ':' (a stream name).
+func ntfsDotGit(name string) bool {
+	l := strings.ToLower(name)
+	var rest string
+	switch {
+	case strings.HasPrefix(l, ".git"):
+		rest = l[4:]
+	case strings.HasPrefix(l, "git~1"):
+		rest = l[5:]
+	default:
+		return false
+	}
+	if strings.HasPrefix(rest, ":") {
+		return true
+	}
+	return strings.Trim(rest, " .") == ""
+}
+
+// ignoreSourceIn is the folder's .gitignore as its listing describes it
+// (as stampIgnore would).
+func ignoreSourceIn(list []dirEnt) ignoreSource {
+	i := slices.IndexFunc(list, func(d dirEnt) bool { return d.name == ".gitignore" })
+	if i < 0 || list[i].err != nil {
+		return ignoreSource{}
+	}
+	return ignoreSource{fileStamp: list[i].st.stamp(), dev: list[i].st.dev, present: true}
+}
+
+// dirEnt is a folder's entry as the walk keeps it: its lstat, compacted.
+type dirEnt struct {
+	name string
+	st   walkStat
+	err  error
+}
+
+// listDir lists a folder beneath the work tree with its entries' lstat
+// (platform.Tree.ReadDirStat), keeping only what the walk uses.
+func listDir(t *platform.Tree, rel string) ([]dirEnt, error) {
+	raw, err := t.ReadDirStat(rel)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]dirEnt, len(raw))
+	for i := range raw {
+		out[i] = dirEnt{name: raw[i].Name, st: walkStatOf(&raw[i].Stat), err: raw[i].Err}
+	}
+	return out, nil
+}
+
+// modeType is a file type as fs.FileMode words it.
+func modeType(m uint32) fs.FileMode {
+	switch m & unix.S_IFMT {
+	case unix.S_IFIFO:
+		return fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		return fs.ModeSocket
+	case unix.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		return fs.ModeDevice
+	}
+	return fs.ModeIrregular
+}
+
+// ignoreFileChanged reports whether the folder's .gitignore may hold other
+// rules than the ones cairn's index was staged under: present and not
+// vouched for by its index entry, or gone while the index holds it. Then
+// what the index holds under the folder is asked of git again.
+func (e *inproc) ignoreFileChanged(dir string, list []dirEnt, k *knownEntries, idxTime int64) bool {
+	rel := ".gitignore"
+	if dir != "." {
+		rel = dir + "/.gitignore"
+	}
+	i := slices.IndexFunc(list, func(d dirEnt) bool { return d.name == ".gitignore" })
+	if i < 0 || list[i].err != nil {
+		return k.tracked(rel)
+	}
+	st := list[i].st
+	x := k.indexed(rel)
+	return !st.regular || x == nil || !e.vouches(x, st, idxTime)
+}
+
+// beforeFullHash, set by tests only, runs as each file is read (opened,
+// not yet read).
+var beforeFullHash func(rel string)
+
+// hashedFile is a file as the full seal read it.
+type hashedFile struct {
+	mode    uint32
+	id      string
+	st      walkStat
+	settled bool
+	gone    bool
+	reason  string // could not be read: the issue's reason
+	skip    string // grew past the size limit: the skipped reason
+}
+
+// hashFull reads a file into the pack writer (or finds its blob stored),
+// three times at most while it changes under the read. An error is the
+// pack writer's: the seal cannot go on.
+func (e *inproc) hashFull(pw *gitobj.PackWriter, rel string, checkStored bool) (hashedFile, error) {
+	s := e.s
+	for attempt := 0; ; attempt++ {
+		readAt := time.Now().UnixNano()
+		f, err := s.openWork(rel)
+		if err != nil {
+			switch {
+			case errors.Is(err, platform.ErrThroughLink):
+				return hashedFile{reason: throughLinkReason}, nil
+			case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, platform.ErrSymlink) || errors.Is(err, platform.ErrNotRegular):
+				return hashedFile{gone: true}, nil
+			}
+			return hashedFile{reason: gitOpenReason(rel, err)}, nil
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return hashedFile{reason: err.Error()}, nil
+		}
+		st := walkStatOfInfo(fi)
+		if beforeFullHash != nil {
+			beforeFullHash(rel)
+		}
+		if st.size > s.opts.MaxFileSize {
+			f.Close()
+			return hashedFile{skip: ckpt.TooLarge(s.opts.MaxFileSize, st.size)}, nil
+		}
+		var id string
+		if st.size <= 1<<20 {
+			var data []byte
+			if data, err = gitobj.ReadBlob(f, st.size); err == nil {
+				id = e.format.Hash("blob", data)
+				if !checkStored || !e.known.Has(id) {
+					err = pw.WriteKnown(gitobj.Object{ID: id, Type: "blob", Data: data})
+				}
+			}
+		} else {
+			id, err = pw.WriteBlobFrom(f, st.size)
+		}
+		after, serr := f.Stat()
+		f.Close()
+		if perr := pw.Err(); perr != nil {
+			return hashedFile{}, perr
+		}
+		if errors.Is(err, gitobj.ErrChanged) || serr == nil && walkStatOfInfo(after).stamp() != st.stamp() {
+			if attempt < 2 {
+				continue
+			}
+			return hashedFile{reason: "changed while the checkpoint was sealed"}, nil
+		}
+		if err != nil {
+			return hashedFile{reason: err.Error()}, nil
+		}
+		return hashedFile{mode: st.gitMode(), id: id, st: st, settled: settled(st.stamp(), readAt, e.mgrain, e.cgrain)}, nil
+	}
+}
+
+// treeNode is a folder of the new checkpoint: its files, its folders.
+type treeNode struct {
+	files []gitobj.TreeEntry
+	kids  map[string]*treeNode
+	id    string
+	ents  []gitobj.TreeEntry
+}
+
+// buildTrees makes the tree objects of entries (sorted by path), writing
+// each one the store lacks into pw (all of them when checkStored is false).
+func (e *inproc) buildTrees(pw *gitobj.PackWriter, entries []idxEntry, checkStored bool) (*treeNode, error) {
+	root := &treeNode{}
+	for _, x := range entries {
+		n := root
+		p := x.path
+		for {
+			i := strings.IndexByte(p, '/')
+			if i < 0 {
+				break
+			}
+			if n.kids == nil {
+				n.kids = map[string]*treeNode{}
+			}
+			k := n.kids[p[:i]]
+			if k == nil {
+				k = &treeNode{}
+				n.kids[p[:i]] = k
+			}
+			n, p = k, p[i+1:]
+		}
+		n.files = append(n.files, gitobj.TreeEntry{Mode: x.mode, Name: p, ID: x.id})
+	}
+	var build func(n *treeNode) error
+	build = func(n *treeNode) error {
+		ents := n.files
+		for name, k := range n.kids {
+			if err := build(k); err != nil {
+				return err
+			}
+			ents = append(ents, gitobj.TreeEntry{Mode: gitobj.ModeTree, Name: name, ID: k.id})
+		}
+		data, err := gitobj.EncodeTree(ents, e.format)
+		if err != nil {
+			return err
+		}
+		n.id, n.ents, n.files = e.format.Hash("tree", data), ents, nil
+		if n.id == e.empty || e.whole[n.id] || pw.Has(n.id) || checkStored && e.known.Has(n.id) {
+			return nil
+		}
+		return pw.WriteKnown(gitobj.Object{ID: n.id, Type: "tree", Data: data})
+	}
+	return root, build(root)
+}
+
+// checkTree makes sure every blob the new tree names is stored or in the
+// seal's packs (a tree found whole before is not looked into again).
+func (e *inproc) checkTree(pw *gitobj.PackWriter, n *treeNode, at string) error {
+	if e.whole[n.id] {
+		return nil
+	}
+	for _, x := range n.ents {
+		if x.IsTree() {
+			if err := e.checkTree(pw, n.kids[x.Name], at+x.Name+"/"); err != nil {
+				return err
+			}
+			continue
+		}
+		if !pw.Has(x.ID) && !e.known.Has(x.ID) {
+			return &errMissingObject{x.ID, "blob " + at + x.Name}
+		}
+	}
+	return nil
+}
+
+// markWhole notes every tree of the new checkpoint as whole, and caches
+// it for the next seal (which then reads none of them from the store).
+func (e *inproc) markWhole(n *treeNode) {
+	if e.whole[n.id] {
+		return
+	}
+	for _, x := range n.ents {
+		if x.IsTree() {
+			e.markWhole(n.kids[x.Name])
+		}
+	}
+	if len(e.whole) < wholeMax {
+		e.whole[n.id] = true
+	}
+	e.cacheTree(n.id, n.ents)
+}
+
+// freshTrees lists the trees of n by id, for the diff that counts paths.
+func freshTrees(n *treeNode, into map[string][]gitobj.TreeEntry) {
+	into[n.id] = n.ents
+	for _, k := range n.kids {
+		freshTrees(k, into)
+	}
+}
+
+// sealFull is a first seal or a full reconcile by the in-process engine.
+// errFallback before anything is written means git seals the request.
+func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) {
+	s, req, rec, sel, parent, oldTip, now := e.s, j.req, j.rec, j.sel, j.parent, j.oldTip, j.now
+	if e.known.Refresh() {
+		clear(e.whole)
+	}
+	ptree, err := e.commitTree(ctx, s, parent)
+	if errors.Is(err, errMissing) {
+		return sealOutcome{}, s.damaged("the parent checkpoint " + parent)
+	} else if err != nil {
+		return sealOutcome{}, err
+	}
+	if _, err := e.tree(ctx, s, ptree); errors.Is(err, errMissing) {
+		return sealOutcome{}, s.damaged("the tree of the parent checkpoint " + parent)
+	} else if err != nil {
+		return sealOutcome{}, err
+	}
+	// Found in memory is not found stored: a full reconcile is what repairs
+	// a damaged store, so it looks (git's engine then seals on what is whole).
+	if !e.known.Has(parent) {
+		return sealOutcome{}, s.damaged("the parent checkpoint " + parent)
+	}
+	if ptree != e.empty && !e.known.Has(ptree) {
+		return sealOutcome{}, s.damaged("the tree of the parent checkpoint " + parent)
+	}
+	if !s.statCacheFresh(e.cache) {
+		e.cache = s.loadStatCache(e.format.Name)
+	}
+	// Ignore rules from files the walk does not see (info/exclude, the
+	// excludes file): every path is asked of git while one is there.
+	global := e.excludes != ""
+	cfgFiles := s.cfgFiles()
+	// cairn's own info/exclude names only what the walk never enters (Excluded).
+	global = global || holdsRules(cfgFiles[3]) || !s.ownExclude(cfgFiles[2]) && holdsRules(cfgFiles[2])
+	// cairn's index: the stat data of what the last seals held (none for
+	// a first seal, or one that cannot be read exactly: every file is read).
+	var idxTime int64
+	indexEntries, err := readGitIndex(s.git.Index, e.format)
+	if err != nil {
+		indexEntries = nil
+	} else if fi, err := os.Lstat(s.git.Index); err == nil {
+		idxTime = fi.ModTime().UnixNano()
+	}
+	k := loadKnown(indexEntries, e.cache.pending)
+	w, err := e.walk(ctx, sel, k, idxTime, global)
+	if err != nil {
+		return sealOutcome{}, err
+	}
+
+	// Each file: vouched for by its stat, or read.
+	entries := make([]idxEntry, 0, len(w.files))
+	asIndexed := 0 // entries taken from the index as they are
+	var todo []walkFile
+	for _, f := range w.files {
+		mode := f.st.gitMode()
+		if id, ok := e.cache.lookup(f.rel, f.st.stamp(), mode); ok {
+			entries = append(entries, f.st.entry(f.rel, mode, id, true))
+			continue
+		}
+		if x := k.indexed(f.rel); x != nil && e.vouches(x, f.st, idxTime) {
+			entries = append(entries, *x)
+			asIndexed++
+			continue
+		}
+		todo = append(todo, f)
+	}
+	// A store with little in it (a first seal) is not asked about each
+	// object: one stored twice costs space until maintenance, never a
+	// wrong checkpoint.
+	checkStored := len(indexEntries) > 0
+	pw := e.db.NewPackWriter(gitobj.DefaultMaxPack, fullPackLevel)
+	closed := false
+	defer func() {
+		if !closed {
+			pw.Abort()
+		}
+	}()
+	results := make([]hashedFile, len(todo))
+	tell := progressTeller(ctx, len(todo))
+	if err := gitobj.ForEach(len(todo), func(i int) error {
+		var err error
+		results[i], err = e.hashFull(pw, todo[i].rel, checkStored)
+		tell(results[i].st.size)
+		return err
+	}); err != nil {
+		return sealOutcome{}, err
+	}
+	issues, skipped := w.issues, w.skipped
+	for i, h := range results {
+		rel := todo[i].rel
+		switch {
+		case h.gone:
+		case h.skip != "":
+			skipped = append(skipped, ckpt.PathIssue{Path: rel, Reason: h.skip})
+		case h.reason != "":
+			issues = append(issues, ckpt.PathIssue{Path: rel, Reason: h.reason})
+			if mode, id, ok := k.old(rel); ok && (pw.Has(id) || e.known.Has(id)) {
+				entries = append(entries, idxEntry{path: rel, mode: mode, id: id}) // its entry stays as it was
+			}
+		default:
+			entries = append(entries, h.st.entry(rel, h.mode, h.id, h.settled))
+			if h.settled && len(todo) <= statCacheMax {
+				e.cache.remember(rel, h.st.stamp(), h.mode, h.id) // vouched for next time, whatever the index says
+			}
+		}
+	}
+	slices.SortFunc(entries, func(a, b idxEntry) int { return strings.Compare(a.path, b.path) })
+	faultPoint("blob-written")
+	sortIssues(issues)
+	sortIssues(skipped)
+	rec.Issues, rec.Skipped = dedupeIssues(issues), dedupeIssues(skipped)
+
+	// Nothing new (every entry the index's own, none dropped, nothing
+	// pending): the index stays as it is, and when the stat cache says it
+	// stands for a tree found whole, that tree is the checkpoint's.
+	same := len(e.cache.pending) == 0 && asIndexed == len(entries) && len(entries) == len(indexEntries) && idxTime != 0
+	// When the stat cache says cairn's index (and the entries pending over
+	// it) stands for a tree found whole, the checkpoint is that tree with
+	// what differs applied, as an incremental seal applies it: only the
+	// trees along changed paths are rebuilt, and the index stays as it is.
+	idxSt, _ := stampFile(s.git.Index)
+	base := e.cache.hdr.Base
+	onBase := idxTime != 0 && base != "" && idxSt == e.cache.hdr.Index && e.whole[base] && e.indexMetaIs(sel)
+	var root *treeNode
+	var edits map[string]edit
+	tree := ""
+	switch {
+	case onBase:
+		edits = baseEdits(entries, k)
+		if len(edits) == 0 {
+			tree = base
+			break
+		}
+		// The blobs first, where the rebuilt trees' check finds them.
+		if err := e.finishPacks(pw, &closed); err != nil {
+			return sealOutcome{}, err
+		}
+		e.batch = e.db.Batch()
+		defer func() {
+			if e.batch.Len() > 0 {
+				if _, err := e.batch.Flush(); err != nil {
+					e.broken = true
+				}
+			}
+			e.batch, e.fresh = nil, nil
+		}()
+		var replaced []string
+		if tree, replaced, err = e.rebuild(ctx, s, base, edits); err != nil {
+			return sealOutcome{}, err
+		}
+		if err := e.vouch(ctx, s, tree, base, ""); err != nil {
+			return sealOutcome{}, err
+		}
+		if tree != base {
+			e.trees.drop(replaced)
+		}
+	default:
+		if root, err = e.buildTrees(pw, entries, checkStored); err != nil {
+			return sealOutcome{}, err
+		}
+		tree = root.id
+		if len(entries) == 0 && !e.known.Has(tree) {
+			if _, err := pw.Write("tree", nil); err != nil {
+				return sealOutcome{}, err
+			}
+		}
+		if err := e.checkTree(pw, root, ""); err != nil {
+			return sealOutcome{}, err
+		}
+		e.fresh = map[string][]gitobj.TreeEntry{}
+		defer func() { e.fresh = nil }()
+		freshTrees(root, e.fresh)
+	}
+	faultPoint("tree-written")
+
+	var counts [3]int
+	if err := e.diff(ctx, s, ptree, tree, "", func(_ string, old, nw *gitobj.TreeEntry) {
+		switch {
+		case old == nil:
+			counts[0]++
+		case nw == nil:
+			counts[2]++
+		default:
+			counts[1]++
+		}
+	}); err != nil {
+		return sealOutcome{}, err
+	}
+
+	skip := req.SkipUnchanged && tree == ptree && s.nothingNew(parent, rec.Issues)
+	var sha string
+	if !skip {
+		logical := ""
+		var parents []string
+		if ownRef(rec.Ref) {
+			logical = parent
+		} else {
+			parents = []string{parent}
+			if !e.known.Has(parent) {
+				return sealOutcome{}, &errMissingObject{parent, "the parent checkpoint"}
+			}
+		}
+		msg := message(req, *rec, logical, now)
+		if gitobj.MessageAsIs(msg) {
+			commit := gitobj.Commit{Tree: tree, Parents: parents, Author: e.ident, Committer: e.ident, When: now, Message: msg}.Encode()
+			if e.batch != nil {
+				sha, err = e.batch.Write("commit", commit)
+			} else {
+				sha, err = pw.Write("commit", commit)
+			}
+			if err != nil {
+				return sealOutcome{}, err
+			}
+		}
+		faultPoint("commit-written")
+		if sha == "" { // git rewrites such a message: let it, once it can read the tree
+			if err := e.finishPacks(pw, &closed); err != nil {
+				return sealOutcome{}, err
+			}
+			if err := e.flushBatch(); err != nil {
+				return sealOutcome{}, err
+			}
+			args := []string{"commit-tree", tree, "-F", "-"}
+			for _, pp := range parents {
+				args = append(args, "-p", pp)
+			}
+			ts := isoTime(now)
+			out, err := s.git.withEnv("GIT_AUTHOR_DATE="+ts, "GIT_COMMITTER_DATE="+ts).Run(ctx, strings.NewReader(msg), args...)
+			if err != nil {
+				return sealOutcome{}, err
+			}
+			sha = strings.TrimSpace(string(out))
+		}
+	}
+	if err := e.finishPacks(pw, &closed); err != nil {
+		return sealOutcome{}, err
+	}
+	if err := e.flushBatch(); err != nil {
+		return sealOutcome{}, err
+	}
+	faultPoint("pack-written")
+	if root != nil {
+		e.markWhole(root)
+	}
+
+	if onBase {
+		// What differs from the base waits, as an incremental seal's
+		// entries do, to enter the index before git next reads it.
+		for p, ed := range edits {
+			if ed.del {
+				e.cache.setPending(p, pendEntry{})
+			} else {
+				e.cache.setPending(p, pendEntry{Mode: ed.mode, ID: ed.id})
+			}
+		}
+		e.cache.hdr.Base = tree
+	} else {
+		// cairn's index, whole, with the stat data read: the next seal of
+		// either engine starts from it. The stat cache then stands for it.
+		if !same || !e.indexMetaIs(sel) {
+			if err := e.writeIndex(sel, entries); err != nil {
+				return sealOutcome{}, err
+			}
+		}
+		st, ok := stampFile(s.git.Index)
+		if !ok {
+			return sealOutcome{}, errors.New("cairn's index vanished as it was written")
+		}
+		e.cache.clearPending()
+		e.cache.hdr.Base, e.cache.hdr.Index = tree, st
+	}
+	if skip {
+		if last, ok := s.lastSealed(); ok {
+			e.cache.hdr.Commit = last.SHA
+		}
+		return sealOutcome{skipped: true}, s.saveStatCache(e.cache)
+	}
+	e.cache.hdr.Commit = sha
+	if err := s.saveStatCache(e.cache); err != nil {
+		return sealOutcome{}, err
+	}
+
+	beforeUpdateRef()
+	mv, err := e.lockRef(rec.Ref, sha)
+	if err != nil {
+		return sealOutcome{}, fmt.Errorf("ref %s moved while sealing (another writer?); not overwritten: %w", rec.Ref, err)
+	}
+	defer mv.release()
+	if err := platform.SyncFS(s.gitDir); err != nil {
+		return sealOutcome{}, err
+	}
+	if err := mv.finish(ctx, s, oldTip, "cairn: "+string(req.Kind)+" "+rec.ID); err != nil {
+		return sealOutcome{}, fmt.Errorf("ref %s moved while sealing (another writer?); not overwritten: %w", rec.Ref, err)
+	}
+	return sealOutcome{sha: sha, parent: parent, counts: counts}, nil
+}
+
+// baseEdits lists what entries (sorted, the new checkpoint's files) change
+// in the tree cairn's index and its pending entries stand for.
+func baseEdits(entries []idxEntry, k *knownEntries) map[string]edit {
+	edits := map[string]edit{}
+	final := make(map[string]bool, len(entries))
+	for _, x := range entries {
+		final[x.path] = true
+		if mode, id, ok := k.old(x.path); !ok || mode != x.mode || id != x.id {
+			edits[x.path] = edit{mode: x.mode, id: x.id}
+		}
+	}
+	for p := range k.byPath {
+		if !final[p] && k.tracked(p) {
+			edits[p] = edit{del: true}
+		}
+	}
+	for p, pe := range k.pending {
+		if pe.Mode != 0 && !final[p] {
+			edits[p] = edit{del: true}
+		}
+	}
+	return edits
+}
+
+// flushBatch writes the seal's in-memory batch (the trees and commit of a
+// seal on the base), if there is one.
+func (e *inproc) flushBatch() error {
+	if e.batch == nil || e.batch.Len() == 0 {
+		return nil
+	}
+	if _, err := e.batch.Flush(); err != nil {
+		e.broken = true
+		return err
+	}
+	return nil
+}
+
+// finishPacks closes the seal's pack writer once, and has the engine see
+// its packs.
+func (e *inproc) finishPacks(pw *gitobj.PackWriter, closed *bool) error {
+	if *closed {
+		return nil
+	}
+	*closed = true
+	_, err := pw.Close()
+	if e.known.Refresh() {
+		clear(e.whole)
+	}
+	if err != nil {
+		e.broken = true
+	}
+	return err
+}
+
+// indexMetaIs reports whether cairn's index is noted as staged under sel
+// and the store's size limit.
+func (e *inproc) indexMetaIs(sel *Selector) bool {
+	var prev indexMeta
+	b, err := readNoFollow(e.s.git.Index+".json", maxSmallFile)
+	return err == nil && json.Unmarshal(b, &prev) == nil && prev == (indexMeta{Selection: sel.Key(), MaxSize: e.s.opts.MaxFileSize})
+}
+
+// writeIndex replaces cairn's index with entries, and notes the selection
+// and size limit it was staged under (as the git engine's stage does).
+func (e *inproc) writeIndex(sel *Selector, entries []idxEntry) error {
+	s := e.s
+	// Under the store lock no cairn runs, nor any git one started: a lock
+	// left is a dead writer's (stage removes it the same way).
+	os.Remove(s.git.Index + ".lock")
+	if err := writeGitIndex(s.git.Index, e.format, entries); err != nil {
+		return err
+	}
+	meta := indexMeta{Selection: sel.Key(), MaxSize: s.opts.MaxFileSize}
+	var prev indexMeta
+	metaPath := s.git.Index + ".json"
+	if b, err := readNoFollow(metaPath, maxSmallFile); err == nil {
+		_ = json.Unmarshal(b, &prev)
+	}
+	if prev != meta {
+		b, _ := json.Marshal(meta)
+		if err := platform.WriteFileAtomic(metaPath, b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
