@@ -14,7 +14,7 @@ const module = "github.com/cairn-dev/cairn"
 // Each package is its own room: a subpackage is not folded into its parent,
 // so agent/storebench → agent or agent/autodev → snapshot/gitobj is a row
 // here, not an accident. Imports run one way, cmd → agent → {watcher,
-// snapshot, restore} → platform; README.md's "Layout of the code" says what
+// snapshot, restore} → platform; docs/architecture.md ("Every package, file by file") says what
 // each package holds. A new package, or a new import of ours, is a change to
 // this table, made on purpose.
 var allowed = map[string][]string{
@@ -106,7 +106,7 @@ func TestImportsFollowTheTable(t *testing.T) {
 		seen[from] = true
 		ok, known := allowed[from]
 		if !known {
-			t.Errorf("package %s is not in the table; add it (and to README.md's Layout of the code)", from)
+			t.Errorf("package %s is not in the table; add it (and to docs/architecture.md, \"Every package, file by file\")", from)
 			continue
 		}
 		for _, imp := range f[1:] {
