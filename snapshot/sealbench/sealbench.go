@@ -47,6 +47,11 @@ type Config struct {
 	// SkipSlow skips the runtime's pipelines (a) and (b) at sizes of SlowFiles
 	// and more, where one run takes minutes. Without it they run once there.
 	SkipSlow bool
+	// IncrementalOnly times the incremental seals (both engines) and the
+	// floor alone: no pipelines, reconciles or first seals, whose hundreds
+	// of MB written and deleted per run at 100k files take minutes and
+	// leave the disk busy between the incremental seals.
+	IncrementalOnly bool
 	// Seed makes the trees and mutations; default 1.
 	Seed uint64
 	// Progress, when set, gets a line as each step starts: a run at 100k
@@ -244,6 +249,9 @@ func runSize(ctx context.Context, cfg Config, env *gitEnv, n int, dir string, lo
 	case slow:
 		res.SlowPipelines = "once"
 	}
+	if cfg.IncrementalOnly {
+		res.SlowPipelines = "skipped"
+	}
 	var seedA, seedB *refStore
 	if res.SlowPipelines != "skipped" {
 		if seedA, err = env.newRefStore(ctx, filepath.Join(dir, "ref-a"), treeDir, ""); err != nil {
@@ -348,6 +356,9 @@ func runSize(ctx context.Context, cfg Config, env *gitEnv, n int, dir string, lo
 		// At SlowFiles and over, the runtime's pipelines run in the first
 		// counted run only: they cover everything that changed since
 		// their last commit, so skipping runs costs them nothing.
+		if cfg.IncrementalOnly {
+			continue
+		}
 		if seedA != nil && (!slow || run == 1) {
 			logf("%d files, %s: seed pipelines (a) and (b)", n, what)
 			files := tr.files()
