@@ -122,7 +122,7 @@ type SizeResult struct {
 	Ops           []OpResult `json:"ops"`
 	Ratios        []Ratio    `json:"ratios"`
 	Notes         []string   `json:"notes,omitempty"`
-	SlowPipelines string     `json:"slowPipelines"`        // the runtime's pipelines (a) and (b): "every run", "once" or "skipped"
+	SlowPipelines string     `json:"slowPipelines"`        // the runtime's pipelines (a) and (b): "every run", "once", "skipped" or "incremental only"
 	WarmupRuns    int        `json:"warmupRuns"`           // not counted
 	Runs          int        `json:"runs"`                 // counted
 	LoadBefore    string     `json:"loadBefore,omitempty"` // /proc/loadavg, where there is one
@@ -250,10 +250,10 @@ func runSize(ctx context.Context, cfg Config, env *gitEnv, n int, dir string, lo
 		res.SlowPipelines = "once"
 	}
 	if cfg.IncrementalOnly {
-		res.SlowPipelines = "skipped"
+		res.SlowPipelines = "incremental only"
 	}
 	var seedA, seedB *refStore
-	if res.SlowPipelines != "skipped" {
+	if res.SlowPipelines == "every run" || res.SlowPipelines == "once" {
 		if seedA, err = env.newRefStore(ctx, filepath.Join(dir, "ref-a"), treeDir, ""); err != nil {
 			return res, err
 		}
