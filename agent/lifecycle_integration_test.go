@@ -793,3 +793,64 @@ func TestLifecycleRacyWhileSealBusy(t *testing.T) {
 		t.Errorf("b's parent %s, want a's checkpoint %s", rb.Parent, ra.SHA)
 	}
 }
+
+// TestLifecycleBarrierTakesInWritesBeforeMarker: a pass may read a state.json
+// newer than the events it has taken (here: the daemon, held on the store
+// lock, finds b's start, a burst of writes and b's completion queued at
+// once; the state.json change it takes first sends it to read the state
+// while most of the burst is still on its way through the watch). Every
+// write made before b's marker must still be in b's checkpoint: the
+// barrier, not the order in which the events happen to be read, sees to it.
+func TestLifecycleBarrierTakesInWritesBeforeMarker(t *testing.T) {
+	const burst = 3000
+	exec, sim := newHankExec(t, hwsim.Plan(
+		hwsim.Codon{ID: "a", Name: "A", Files: []string{"**"}},
+		hwsim.Codon{ID: "b", Name: "B", Files: []string{"**"}},
+	))
+	state := t.TempDir()
+	startDaemon(t, state, "--config", configFile(t, noAutosave), "--watch", exec)
+	gitDir := hwStore(exec)
+	waitBaseline(t, exec, state)
+
+	run := sim.StartRun()
+	sim.StartCodon("a")
+	sim.WriteFile("a.txt", "a\n")
+	lockPath := filepath.Join(gitDir, "cairn", "lock")
+	var lk *platform.FileLock
+	waitFor(t, 10*time.Second, "the store lock", func() bool {
+		var err error
+		lk, err = platform.TryLock(lockPath)
+		return err == nil
+	})
+	ow := newOpenWatch(t, lockPath)
+	ow.drain(t)
+	sim.CompleteCodon("a")
+	ow.wait(t, 10*time.Second, "the daemon waiting for the store lock after a's completion")
+	sim.StartCodon("b")
+	for i := range burst {
+		sim.WriteFile(fmt.Sprintf("burst/%02d/f%04d.txt", i%50, i), "x\n")
+	}
+	sim.WriteFile("last-before-b.txt", "before b's marker\n")
+	sim.CompleteCodon("b")
+	lk.Unlock()
+
+	rb := waitMarker(t, exec, state, markerKey{ckpt.KindCompleted, run, "b", 0})
+	files := treeFiles(t, gitDir, rb.SHA)
+	have := map[string]bool{}
+	for _, f := range files {
+		have[f] = true
+	}
+	var missing []string
+	for i := range burst {
+		if p := fmt.Sprintf("burst/%02d/f%04d.txt", i%50, i); !have[p] {
+			missing = append(missing, p)
+		}
+	}
+	if !have["last-before-b.txt"] {
+		missing = append(missing, "last-before-b.txt")
+	}
+	if len(missing) > 0 {
+		t.Errorf("b's checkpoint (%s, %s) lacks %d files written before its marker, e.g. %v",
+			rb.ID, rb.State, len(missing), missing[:min(5, len(missing))])
+	}
+}

@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"errors"
+	"hash/maphash"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -56,7 +57,10 @@ type hankState struct {
 	// unread: a control file changed after the last read (an event taken
 	// while sealing), so the state must be read again.
 	unread bool
-	sights map[string]*sighting // markers due and not yet in the ledger, by key
+	// stateSum hashes the state file last read: a pass whose read differs
+	// makes its barrier at once (lifecycle).
+	stateSum uint64
+	sights   map[string]*sighting // markers due and not yet in the ledger, by key
 	// ckptRuns are the runs the journal shows a CheckpointCreated for.
 	ckptRuns map[string]bool
 }
@@ -139,7 +143,29 @@ func (l *hankLayout) lifecycle(ctx context.Context, wt *watcher.Watcher, startup
 	// The lock before the state: a runtime writes its lock before its first transition.
 	lock, lockErr := hankweave.ReadLock(w.dir)
 	readAt := time.Now()
-	st, err := hankweave.ReadState(w.dir)
+	// A barrier made right after the state's bytes are read is as good as
+	// one made after parsing them (the version parsed was fixed at the
+	// read): whenever the bytes differ from the last read's, it is made
+	// beside the parsing, and its round trip through the watch runs
+	// meanwhile. barrierMade: one was made after the last file read.
+	barrierMade := false
+	var making []<-chan barrierOps
+	st, err := hankweave.ReadStateThen(w.dir, func(data []byte) {
+		sum := maphash.Bytes(stateSeed, data)
+		barrierMade = sum != h.stateSum && wt != nil
+		if barrierMade {
+			making = append(making, w.startBarrier())
+		}
+		h.stateSum = sum
+	})
+	for i, c := range making {
+		// Counted before anything is taken from the watch.
+		ops := <-c
+		w.barriers += ops.removals
+		if i == len(making)-1 {
+			barrierMade = barrierMade && ops.made
+		}
+	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil // no run yet
@@ -217,8 +243,20 @@ func (l *hankLayout) lifecycle(ctx context.Context, wt *watcher.Watcher, startup
 	}
 	rerun := false
 	if len(due) > 0 {
-		// Every change made before the state was read is taken in before anything is sealed.
-		rerun = w.barrier(wt)
+		// Every change made before the state was read is taken in before
+		// anything is sealed. A state read before (unchanged since) makes
+		// its barrier now: a marker due without a new state (an exit, a
+		// wait that ended) is ordered the old way.
+		made := barrierMade
+		if !made && wt != nil {
+			ops := <-w.startBarrier()
+			w.barriers += ops.removals
+			made = ops.made
+			if ops.err != nil {
+				w.log.Warn().Err(ops.err).Msg("the barrier file could not be made; the checkpoint holds the changes the watch has reported so far")
+			}
+		}
+		rerun = w.barrier(wt, made)
 	}
 	for _, m := range due {
 		w.sealMarker(ctx, wt, st, m, h.sights[m.Key()])
@@ -402,31 +440,61 @@ const (
 	barrierWait = time.Second
 )
 
-// barrier takes in every change queued before now; it reports whether a
-// control file changed meanwhile.
-func (w *Workspace) barrier(wt *watcher.Watcher) (control bool) {
-	if wt == nil {
-		return false
-	}
+// stateSeed hashes the state files read, to tell a changed state from one
+// read before (hankState.stateSum).
+var stateSeed = maphash.MakeSeed()
+
+// barrierOps is what making a barrier did: whether it made one, and how
+// many removals of the barrier file the watch will report.
+type barrierOps struct {
+	made     bool
+	removals int
+	err      error // why none was made
+}
+
+// startBarrier creates and removes the barrier file on another goroutine;
+// the result comes on the channel, and its removals must be added to
+// barriers before anything is taken from the watch again.
+func (w *Workspace) startBarrier() <-chan barrierOps {
+	c := make(chan barrierOps, 1)
+	go func() { c <- makeBarrier(w.dir) }()
+	return c
+}
+
+// makeBarrier creates and removes the barrier file in dir.
+func makeBarrier(dir string) (ops barrierOps) {
 	// Resolved beneath the workspace, no link followed on the way, and
 	// created with O_EXCL: nothing is made or removed through a link.
-	tree, err := platform.OpenTree(w.dir)
-	var f *os.File
-	if err == nil {
-		defer tree.Close()
-		p := filepath.FromSlash(barrierRel)
-		_ = tree.Remove(p)
-		f, err = tree.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err == nil {
-			f.Close()
-			_ = tree.Remove(p)
-		}
-	}
+	tree, err := platform.OpenTree(dir)
 	if err != nil {
-		_, control = w.drain(wt, false)
-		return control
+		ops.err = err
+		return ops
 	}
-	_, control = w.drain(wt, true)
+	defer tree.Close()
+	p := filepath.FromSlash(barrierRel)
+	if tree.Remove(p) == nil {
+		ops.removals++ // a leftover's removal comes first
+	}
+	f, err := tree.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		ops.err = err
+		return ops
+	}
+	f.Close()
+	if err := tree.Remove(p); err != nil {
+		ops.err = err
+		return ops
+	}
+	ops.removals++
+	ops.made = true
+	return ops
+}
+
+// barrier takes in every change queued before the barriers made (made: this
+// pass made one after its read; without, it takes in what is queued); it
+// reports whether a control file changed meanwhile.
+func (w *Workspace) barrier(wt *watcher.Watcher, made bool) (control bool) {
+	_, control = w.drain(wt, made)
 	return control
 }
 

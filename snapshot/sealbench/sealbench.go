@@ -48,6 +48,11 @@ type Config struct {
 	// SkipSlow skips the runtime's pipelines (a) and (b) at sizes of SlowFiles
 	// and more, where one run takes minutes. Without it they run once there.
 	SkipSlow bool
+	// IncrementalOnly times the incremental seals (both engines) and the
+	// floor alone: no pipelines, reconciles or first seals, whose hundreds
+	// of MB written and deleted per run at 100k files take minutes and
+	// leave the disk busy between the incremental seals.
+	IncrementalOnly bool
 	// Seed makes the trees and mutations; default 1.
 	Seed uint64
 	// Progress, when set, gets a line as each step starts: a run at 100k
@@ -118,7 +123,7 @@ type SizeResult struct {
 	Ops           []OpResult `json:"ops"`
 	Ratios        []Ratio    `json:"ratios"`
 	Notes         []string   `json:"notes,omitempty"`
-	SlowPipelines string     `json:"slowPipelines"`        // the runtime's pipelines (a) and (b): "every run", "once" or "skipped"
+	SlowPipelines string     `json:"slowPipelines"`        // the runtime's pipelines (a) and (b): "every run", "once", "skipped" or "incremental only"
 	WarmupRuns    int        `json:"warmupRuns"`           // not counted
 	Runs          int        `json:"runs"`                 // counted
 	LoadBefore    string     `json:"loadBefore,omitempty"` // /proc/loadavg, where there is one
@@ -251,8 +256,11 @@ func runSize(ctx context.Context, cfg Config, env *gitEnv, n int, dir string, lo
 	case slow:
 		res.SlowPipelines = "once"
 	}
+	if cfg.IncrementalOnly {
+		res.SlowPipelines = "incremental only"
+	}
 	var seedA, seedB *refStore
-	if res.SlowPipelines != "skipped" {
+	if res.SlowPipelines == "every run" || res.SlowPipelines == "once" {
 		if seedA, err = env.newRefStore(ctx, filepath.Join(dir, "ref-a"), treeDir, ""); err != nil {
 			return res, err
 		}
@@ -355,6 +363,9 @@ func runSize(ctx context.Context, cfg Config, env *gitEnv, n int, dir string, lo
 		// At SlowFiles and over, the runtime's pipelines run in the first
 		// counted run only: they cover everything that changed since
 		// their last commit, so skipping runs costs them nothing.
+		if cfg.IncrementalOnly {
+			continue
+		}
 		if seedA != nil && (!slow || run == 1) {
 			logf("%d files, %s: seed pipelines (a) and (b)", n, what)
 			files := tr.files()

@@ -55,18 +55,20 @@ type Sim struct {
 	dir  string
 	plan []Entry
 
-	now        func() time.Time
-	pid        int
-	port       int
-	runIDs     []string
-	sealer     func(kind, runID, codonID string) string
-	epochLock  bool
-	rng        *rand.Rand
-	state      *obj
-	runID      string
-	lockID     string
-	lockStart  time.Time
-	claudePids int
+	now       func() time.Time
+	pid       int
+	port      int
+	runIDs    []string
+	sealer    func(kind, runID, codonID string) string
+	epochLock bool
+	// beforeRename, when set, is called just before each state.json rename.
+	beforeRename func()
+	rng          *rand.Rand
+	state        *obj
+	runID        string
+	lockID       string
+	lockStart    time.Time
+	claudePids   int
 }
 
 // Option adjusts a Sim.
@@ -107,6 +109,11 @@ func WithRuntimeCheckpoints(seal func(kind, runID, codonID string) string) Optio
 // milliseconds instead of ISO strings (which the runtime uses is not
 // documented; readers must accept both).
 func WithEpochMillisLock() Option { return func(s *Sim) { s.epochLock = true } }
+
+// WithBeforeStateRename calls f just before each rename of state.json.tmp
+// over state.json, the moment a transition (a lifecycle marker) lands: a
+// benchmark times from there, not from before the simulator builds the JSON.
+func WithBeforeStateRename(f func()) Option { return func(s *Sim) { s.beforeRename = f } }
 
 // New prepares execDir (agentRoot/, .hankweave/, .hankweave/events/) for a
 // simulated runtime that will run plan. Nothing else is written until StartRun.
@@ -860,6 +867,9 @@ func (s *Sim) save() error {
 	tmp := s.path(StateTempRel)
 	if err := os.WriteFile(tmp, body, 0o644); err != nil {
 		return err
+	}
+	if s.beforeRename != nil {
+		s.beforeRename()
 	}
 	return os.Rename(tmp, primary)
 }
