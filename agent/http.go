@@ -653,13 +653,6 @@ func (d *Daemon) handleGC(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
-// isRefusal answers whether err is a refusal (the asker's to fix, answered
-// 4xx) rather than a failure.
-func isRefusal(err error) bool {
-	code, _ := errorStatus(err, workspace.CodeRestoreFailed)
-	return code < http.StatusInternalServerError
-}
-
 // mayWatch answers whether uid may add or remove dir as a watch root: root,
 // or the owner of the folder, read from a descriptor opened without
 // following any link. Missing and forbidden look the same to the caller.

@@ -27,16 +27,20 @@ type DiffOptions struct {
 	Patch bool     // the patch too (binary files are named, never dumped)
 	Files bool     // each file changed, with its status
 	Paths []string // only these files (literal, slash-separated paths)
-	// ShortStat makes Stat git's one-line summary, not a line a file (a
-	// checkpoint of 100,000 files has a diffstat of 100,000 lines).
-	ShortStat bool
+	// NamesOnly (with Files) lists the files and how each changed without
+	// their line counts, and leaves Stat empty: neither reads a blob, so a
+	// checkpoint of 100,000 files is listed in the time git diffs its trees.
+	NamesOnly bool
 }
 
 // DiffResult is what DiffWith found.
 type DiffResult struct {
-	Stat  string
-	Patch string
-	Files []ckpt.FileChange
+	// TreeA and TreeB are the trees compared (the work tree's as staged):
+	// a second DiffWith of them (line counts for some paths) compares the same.
+	TreeA, TreeB string
+	Stat         string
+	Patch        string
+	Files        []ckpt.FileChange
 }
 
 // DiffWith is Diff with options: the files changed, and only some paths.
@@ -92,23 +96,24 @@ func (s *Store) diffTrees(ctx context.Context, ta, tb string, o DiffOptions) (Di
 		run := func(args ...string) ([]byte, error) {
 			return s.git.Run(ctx, nil, append(append(args, ta, tb), spec...)...)
 		}
-		stat := "--stat=200"
-		if o.ShortStat {
-			stat = "--shortstat"
+		res.TreeA, res.TreeB = ta, tb
+		if !o.NamesOnly {
+			out, err := run("diff-tree", "-r", "--stat=200", "--no-renames", "--no-color")
+			if err != nil {
+				return err
+			}
+			res.Stat = string(out)
 		}
-		out, err := run("diff-tree", "-r", stat, "--no-renames", "--no-color")
-		if err != nil {
-			return err
-		}
-		res.Stat = string(out)
 		if o.Files {
 			status, err := run("diff-tree", "-r", "-z", "--no-renames", "--name-status")
 			if err != nil {
 				return err
 			}
-			counts, err := run("diff-tree", "-r", "-z", "--no-renames", "--numstat")
-			if err != nil {
-				return err
+			var counts []byte
+			if !o.NamesOnly {
+				if counts, err = run("diff-tree", "-r", "-z", "--no-renames", "--numstat"); err != nil {
+					return err
+				}
 			}
 			res.Files = fileChanges(status, counts)
 		}

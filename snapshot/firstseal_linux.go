@@ -307,11 +307,11 @@ func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTi
 				case !c.st.regular:
 					out.issues = append(out.issues, ckpt.PathIssue{Path: c.rel, Reason: "not a regular file (" + modeType(c.st.mode).String() + ")"})
 				case c.st.size > s.opts.MaxFileSize:
-					out.skipped = append(out.skipped, ckpt.PathIssue{Path: c.rel, Reason: fmt.Sprintf("larger than the %d-byte limit (%d bytes)", s.opts.MaxFileSize, c.st.size)})
+					out.skipped = append(out.skipped, ckpt.PathIssue{Path: c.rel, Reason: ckpt.TooLarge(s.opts.MaxFileSize, c.st.size)})
 				default:
 					e.mgrain.see(c.st.mtime)
 					e.cgrain.see(c.st.ctime)
-					out.files = append(out.files, walkFile{c.rel, c.st})
+					out.files = append(out.files, walkFile(c))
 				}
 			}
 			cur = next

@@ -207,14 +207,9 @@ func (r *ipRestore) blob(ctx context.Context, id string) ([]byte, error) {
 	return r.readBlob(ctx, id)
 }
 
-// lostTree is a tree of the target the store cannot give back.
-type lostTree struct{ ckpt.LostObject }
-
-func (l *lostTree) Error() string { return "tree " + l.SHA + " lost" }
-
 // diffTrees calls fn for each path whose entry differs from tree a to tree
-// b under prefixes, as inproc.diff does; a tree of b the store cannot read
-// is a *lostTree (a's trees are the position's, read before).
+// b under prefixes, as inproc.diff does; the trees of b the store cannot
+// read are returned as lost (a's trees are the position's, read before).
 func (r *ipRestore) diffTrees(ctx context.Context, a, b string, fn func(p string, old, new *gitobj.TreeEntry)) ([]ckpt.LostObject, error) {
 	var lost []ckpt.LostObject
 	var walk func(a, b, prefix string) error

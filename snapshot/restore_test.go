@@ -205,6 +205,11 @@ func TestDryRunBesideReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	putFile(t, filepath.Join(ws, "c.txt"), "by hand\n")
+	// What the in-process engine sealed reaches cairn's index before git
+	// reads it (a dry run does that too): the same entries, written now.
+	if err := st.withLock(ctx, func() error { return st.inproc.syncIndex(ctx) }); err != nil {
+		t.Fatal(err)
+	}
 	index, _ := os.ReadFile(st.git.Index)
 
 	var wg sync.WaitGroup

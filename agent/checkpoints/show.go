@@ -44,14 +44,19 @@ type Paging struct {
 func (p Paging) On() bool { return p.Limit > 0 || p.Offset > 0 || p.Folders }
 
 // DiffPage fills d (whose A and B are set: B empty is the work tree) with
-// the diff o asks for, its files paged and counted as p asks.
+// the diff o asks for, its files paged and counted as p asks. Paged, the
+// files are listed by name first (no blob read) and only the page's get
+// their line counts; Stat is then a one-line count of what changed.
 func DiffPage(ctx context.Context, st *snapshot.Store, d *api.Diff, o snapshot.DiffOptions, p Paging) error {
-	if p.On() {
-		o.Files, o.ShortStat = true, true
+	if !p.On() {
+		res, err := st.DiffWith(ctx, d.A, d.B, o)
+		d.Stat, d.Patch, d.Files = res.Stat, res.Patch, res.Files
+		return err
 	}
-	res, err := st.DiffWith(ctx, d.A, d.B, o)
-	d.Stat, d.Patch, d.Files = res.Stat, res.Patch, res.Files
-	if err != nil || !p.On() {
+	names := o
+	names.Files, names.NamesOnly, names.Patch = true, true, false
+	res, err := st.DiffWith(ctx, d.A, d.B, names)
+	if err != nil {
 		return err
 	}
 	files := res.Files
@@ -62,6 +67,18 @@ func DiffPage(ctx context.Context, st *snapshot.Store, d *api.Diff, o snapshot.D
 		d.Folders = ckpt.GroupFiles(files, p.Folder)
 	}
 	d.Total, d.Offset = len(files), min(max(p.Offset, 0), len(files))
-	d.Files = ckpt.Page(files, p.Offset, p.Limit)
-	return nil
+	d.Stat = ckpt.CountLine(files)
+	page := ckpt.Page(files, p.Offset, p.Limit)
+	if len(page) == 0 {
+		d.Files = []api.FileChange{}
+		return nil
+	}
+	counted := o
+	counted.Files, counted.NamesOnly, counted.Paths = true, false, make([]string, len(page))
+	for i, f := range page {
+		counted.Paths[i] = f.Path
+	}
+	cres, err := st.DiffWith(ctx, res.TreeA, res.TreeB, counted)
+	d.Files, d.Patch = cres.Files, cres.Patch
+	return err
 }

@@ -1,6 +1,7 @@
 package ckpt
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 )
@@ -102,6 +103,27 @@ func Under(files []FileChange, folder string) []FileChange {
 		}
 	}
 	return out
+}
+
+// CountLine says how many files changed and how: "60 files changed: 40
+// added, 15 changed, 5 removed".
+func CountLine(files []FileChange) string {
+	var a, c, r int
+	for _, f := range files {
+		switch f.Status {
+		case FileAdded:
+			a++
+		case FileRemoved:
+			r++
+		default:
+			c++
+		}
+	}
+	word := "files"
+	if len(files) == 1 {
+		word = "file"
+	}
+	return fmt.Sprintf("%d %s changed: %d added, %d changed, %d removed\n", len(files), word, a, c, r)
 }
 
 // Page is files[offset:offset+limit], clamped; limit 0 is the rest.

@@ -37,8 +37,8 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-// silent is an exit code's only cause: the output already said it all.
-var silent = errors.New("(printed)")
+// errSilent is an exit code's only cause: the output already said it all.
+var errSilent = errors.New("(printed)")
 
 func usageErr(format string, a ...any) error {
 	return &exitError{ExitUsage, fmt.Errorf(format, a...)}
@@ -103,7 +103,7 @@ func report(stderr io.Writer, err error) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return ExitOK
 	}
-	if errors.Is(err, silent) {
+	if errors.Is(err, errSilent) {
 		var ee *exitError
 		if errors.As(err, &ee) {
 			return ee.code

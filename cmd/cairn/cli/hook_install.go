@@ -24,9 +24,6 @@ const (
 // claudeEvents are the events cairn hooks, in the order it adds them.
 var claudeEvents = []string{"SessionStart", "UserPromptSubmit", "PreToolUse", "Stop", "SessionEnd"}
 
-// codexNotify is Codex's notify setting cairn installs.
-var codexNotify = []string{"cairn", "hook", "codex"}
-
 func runHookInstall(ctx context.Context, e *env, args []string, uninstall bool) error {
 	verb := "install"
 	if uninstall {

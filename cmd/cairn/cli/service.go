@@ -198,7 +198,7 @@ func serviceStatus(e *env, m *service.Manager, asJSON bool) error {
 		fmt.Fprintf(e.stdout, "state     %s\nsocket    %s\nlogs      %s\n", s.StateDir, s.Socket, s.Logs)
 	}
 	if s.ExitStatus != serviceRunning {
-		return &exitError{s.ExitStatus, silent}
+		return &exitError{s.ExitStatus, errSilent}
 	}
 	return nil
 }

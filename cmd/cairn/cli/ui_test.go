@@ -61,6 +61,13 @@ func shotsDir(t *testing.T) string {
 // every checkpoint) and waits for its baseline.
 func startDaemon(t *testing.T, ws string) (sock, state string) {
 	t.Helper()
+	return startDaemonWithin(t, ws, 20*time.Second)
+}
+
+// startDaemonWithin is startDaemon waiting at most within for the baseline
+// (a big workspace's takes longer).
+func startDaemonWithin(t *testing.T, ws string, within time.Duration) (sock, state string) {
+	t.Helper()
 	state = t.TempDir()
 	cfg := filepath.Join(t.TempDir(), "config.toml")
 	if err := os.WriteFile(cfg, []byte("[defaults]\nautosave = false\n"), 0o644); err != nil {
@@ -81,7 +88,7 @@ func startDaemon(t *testing.T, ws string) (sock, state string) {
 			t.Logf("daemon log:\n%s", dlog.String())
 		}
 	})
-	testsupport.WaitFor(t, 20*time.Second, "the daemon's baseline", func() bool { // its log is shown on failure
+	testsupport.WaitFor(t, within, "the daemon's baseline", func() bool { // its log is shown on failure
 		out, _, code := cairn(t, nil, "list", ws, "--socket", sock, "--state-dir", t.TempDir())
 		return code == 0 && strings.Contains(out, "c1")
 	})
@@ -529,7 +536,7 @@ func TestPanelBigCheckpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sock, _ := startDaemon(t, ws) // c1: the baseline, every file added
+	sock, _ := startDaemonWithin(t, ws, 5*time.Minute) // c1: the baseline, every file added
 	panel := startUI(t, sock)
 	ctx, cancel := context.WithTimeout(newBrowser(t, chrome), 5*time.Minute)
 	defer cancel()
