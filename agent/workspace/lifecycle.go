@@ -252,9 +252,6 @@ func (l *hankLayout) lifecycle(ctx context.Context, wt *watcher.Watcher, startup
 			ops := <-w.startBarrier()
 			w.barriers += ops.removals
 			made = ops.made
-			if ops.err != nil {
-				w.log.Warn().Err(ops.err).Msg("the barrier file could not be made; the checkpoint holds the changes the watch has reported so far")
-			}
 		}
 		rerun = w.barrier(wt, made)
 	}
@@ -449,7 +446,6 @@ var stateSeed = maphash.MakeSeed()
 type barrierOps struct {
 	made     bool
 	removals int
-	err      error // why none was made
 }
 
 // startBarrier creates and removes the barrier file on another goroutine;
@@ -467,7 +463,6 @@ func makeBarrier(dir string) (ops barrierOps) {
 	// created with O_EXCL: nothing is made or removed through a link.
 	tree, err := platform.OpenTree(dir)
 	if err != nil {
-		ops.err = err
 		return ops
 	}
 	defer tree.Close()
@@ -477,12 +472,10 @@ func makeBarrier(dir string) (ops barrierOps) {
 	}
 	f, err := tree.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		ops.err = err
 		return ops
 	}
 	f.Close()
-	if err := tree.Remove(p); err != nil {
-		ops.err = err
+	if tree.Remove(p) != nil {
 		return ops
 	}
 	ops.removals++
