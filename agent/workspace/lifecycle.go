@@ -145,27 +145,14 @@ func (l *hankLayout) lifecycle(ctx context.Context, wt *watcher.Watcher, startup
 	readAt := time.Now()
 	// A barrier made right after the state's bytes are read is as good as
 	// one made after parsing them (the version parsed was fixed at the
-	// read): whenever the bytes differ from the last read's, it is made
-	// beside the parsing, and its round trip through the watch runs
-	// meanwhile. barrierMade: one was made after the last file read.
+	// read), and its round trip through the watch runs while they are
+	// parsed: made whenever the bytes differ from the last read's.
 	barrierMade := false
-	var making []<-chan barrierOps
 	st, err := hankweave.ReadStateThen(w.dir, func(data []byte) {
 		sum := maphash.Bytes(stateSeed, data)
-		barrierMade = sum != h.stateSum && wt != nil
-		if barrierMade {
-			making = append(making, w.startBarrier())
-		}
+		barrierMade = sum != h.stateSum && w.makeBarrier(wt)
 		h.stateSum = sum
 	})
-	for i, c := range making {
-		// Counted before anything is taken from the watch.
-		ops := <-c
-		w.barriers += ops.removals
-		if i == len(making)-1 {
-			barrierMade = barrierMade && ops.made
-		}
-	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil // no run yet
@@ -247,12 +234,7 @@ func (l *hankLayout) lifecycle(ctx context.Context, wt *watcher.Watcher, startup
 		// anything is sealed. A state read before (unchanged since) makes
 		// its barrier now: a marker due without a new state (an exit, a
 		// wait that ended) is ordered the old way.
-		made := barrierMade
-		if !made && wt != nil {
-			ops := <-w.startBarrier()
-			w.barriers += ops.removals
-			made = ops.made
-		}
+		made := barrierMade || w.makeBarrier(wt)
 		rerun = w.barrier(wt, made)
 	}
 	for _, m := range due {
@@ -441,46 +423,34 @@ const (
 // read before (hankState.stateSum).
 var stateSeed = maphash.MakeSeed()
 
-// barrierOps is what making a barrier did: whether it made one, and how
-// many removals of the barrier file the watch will report.
-type barrierOps struct {
-	made     bool
-	removals int
-}
-
-// startBarrier creates and removes the barrier file on another goroutine;
-// the result comes on the channel, and its removals must be added to
-// barriers before anything is taken from the watch again.
-func (w *Workspace) startBarrier() <-chan barrierOps {
-	c := make(chan barrierOps, 1)
-	go func() { c <- makeBarrier(w.dir) }()
-	return c
-}
-
-// makeBarrier creates and removes the barrier file in dir.
-func makeBarrier(dir string) (ops barrierOps) {
+// makeBarrier creates and removes the barrier file and counts the removals
+// the watch will report (barriers); barrier waits for them. It reports
+// whether it made one.
+func (w *Workspace) makeBarrier(wt *watcher.Watcher) bool {
+	if wt == nil {
+		return false
+	}
 	// Resolved beneath the workspace, no link followed on the way, and
 	// created with O_EXCL: nothing is made or removed through a link.
-	tree, err := platform.OpenTree(dir)
+	tree, err := platform.OpenTree(w.dir)
 	if err != nil {
-		return ops
+		return false
 	}
 	defer tree.Close()
 	p := filepath.FromSlash(barrierRel)
 	if tree.Remove(p) == nil {
-		ops.removals++ // a leftover's removal comes first
+		w.barriers++ // a leftover's removal comes first
 	}
 	f, err := tree.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return ops
+		return false
 	}
 	f.Close()
 	if tree.Remove(p) != nil {
-		return ops
+		return false
 	}
-	ops.removals++
-	ops.made = true
-	return ops
+	w.barriers++
+	return true
 }
 
 // barrier takes in every change queued before the barriers made (made: this
