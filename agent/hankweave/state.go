@@ -291,16 +291,7 @@ func isJSONKind(v json.RawMessage, first byte) bool {
 // with state.json. A missing state.json is an error matching fs.ErrNotExist
 // (the runtime writes it at its first transition and never removes it).
 // When both files are unusable the error is an *InvalidStateError.
-func ReadState(execDir string) (*State, error) { return ReadStateThen(execDir, nil) }
-
-// ReadStateThen is ReadState calling read (when not nil) with each file's
-// bytes as soon as they are read, before they are parsed: the version of
-// the file parsed is fixed from then on, so a caller can start what must
-// follow the read (the daemon's barrier) while the parsing runs.
-func ReadStateThen(execDir string, read func(data []byte)) (*State, error) {
-	if read == nil {
-		read = func([]byte) {}
-	}
+func ReadState(execDir string) (*State, error) {
 	primary := StatePath(execDir)
 	// The workspace's owner controls these files: a link, a FIFO, a device or
 	// a huge file is refused rather than followed, waited on or read whole.
@@ -315,7 +306,6 @@ func ReadStateThen(execDir string, read func(data []byte)) (*State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read state: %w", err)
 	}
-	read(data)
 	st, perr := ParseState(data)
 	if perr == nil {
 		st.Source = StateFile
@@ -330,7 +320,6 @@ func ReadStateThen(execDir string, read func(data []byte)) (*State, error) {
 		}
 		return nil, fmt.Errorf("%w; and the backup: %w", perr, berr)
 	}
-	read(bdata)
 	bst, bperr := ParseState(bdata)
 	if bperr != nil {
 		setPath(bperr, backup)

@@ -111,19 +111,15 @@ func (l *hankLayout) skip(rel string, isDir bool) bool {
 }
 
 func (l *hankLayout) take(c watcher.Change) (string, changeKind) {
-	if c.Path == barrierRel {
-		// cairn's own (lifecycle.go), in any layout of the execution directory.
-		if c.Op.Has(watcher.Remove) && l.w.barriers > 0 {
-			l.w.barriers--
-		}
-		return "", changeNone
-	}
 	if !l.sub() {
 		if !isControl(c.Path) {
 			return c.Path, changeWork
 		}
 	} else if r, ok := strings.CutPrefix(c.Path, "agentRoot/"); ok {
 		return r, changeWork
+	}
+	if c.Path == barrierRel {
+		return "", changeNone
 	}
 	l.h.saw(c)
 	return "", changeControl

@@ -3,7 +3,6 @@ package workspace
 import (
 	"context"
 	"errors"
-	"hash/maphash"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -57,10 +56,7 @@ type hankState struct {
 	// unread: a control file changed after the last read (an event taken
 	// while sealing), so the state must be read again.
 	unread bool
-	// stateSum hashes the state file last read: a pass whose read differs
-	// makes its barrier at once (lifecycle).
-	stateSum uint64
-	sights   map[string]*sighting // markers due and not yet in the ledger, by key
+	sights map[string]*sighting // markers due and not yet in the ledger, by key
 	// ckptRuns are the runs the journal shows a CheckpointCreated for.
 	ckptRuns map[string]bool
 }
@@ -143,16 +139,7 @@ func (l *hankLayout) lifecycle(ctx context.Context, wt *watcher.Watcher, startup
 	// The lock before the state: a runtime writes its lock before its first transition.
 	lock, lockErr := hankweave.ReadLock(w.dir)
 	readAt := time.Now()
-	// A barrier made right after the state's bytes are read is as good as
-	// one made after parsing them (the version parsed was fixed at the
-	// read), and its round trip through the watch runs while they are
-	// parsed: made whenever the bytes differ from the last read's.
-	barrierMade := false
-	st, err := hankweave.ReadStateThen(w.dir, func(data []byte) {
-		sum := maphash.Bytes(stateSeed, data)
-		barrierMade = sum != h.stateSum && w.makeBarrier(wt)
-		h.stateSum = sum
-	})
+	st, err := hankweave.ReadState(w.dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil // no run yet
@@ -230,12 +217,8 @@ func (l *hankLayout) lifecycle(ctx context.Context, wt *watcher.Watcher, startup
 	}
 	rerun := false
 	if len(due) > 0 {
-		// Every change made before the state was read is taken in before
-		// anything is sealed. A state read before (unchanged since) makes
-		// its barrier now: a marker due without a new state (an exit, a
-		// wait that ended) is ordered the old way.
-		made := barrierMade || w.makeBarrier(wt)
-		rerun = w.barrier(wt, made)
+		// Every change made before the state was read is taken in before anything is sealed.
+		rerun = w.barrier(wt)
 	}
 	for _, m := range due {
 		w.sealMarker(ctx, wt, st, m, h.sights[m.Key()])
@@ -419,45 +402,31 @@ const (
 	barrierWait = time.Second
 )
 
-// stateSeed hashes the state files read, to tell a changed state from one
-// read before (hankState.stateSum).
-var stateSeed = maphash.MakeSeed()
-
-// makeBarrier creates and removes the barrier file and counts the removals
-// the watch will report (barriers); barrier waits for them. It reports
-// whether it made one.
-func (w *Workspace) makeBarrier(wt *watcher.Watcher) bool {
+// barrier takes in every change queued before now; it reports whether a
+// control file changed meanwhile.
+func (w *Workspace) barrier(wt *watcher.Watcher) (control bool) {
 	if wt == nil {
 		return false
 	}
 	// Resolved beneath the workspace, no link followed on the way, and
 	// created with O_EXCL: nothing is made or removed through a link.
 	tree, err := platform.OpenTree(w.dir)
+	var f *os.File
+	if err == nil {
+		defer tree.Close()
+		p := filepath.FromSlash(barrierRel)
+		_ = tree.Remove(p)
+		f, err = tree.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			f.Close()
+			_ = tree.Remove(p)
+		}
+	}
 	if err != nil {
-		return false
+		_, control = w.drain(wt, false)
+		return control
 	}
-	defer tree.Close()
-	p := filepath.FromSlash(barrierRel)
-	if tree.Remove(p) == nil {
-		w.barriers++ // a leftover's removal comes first
-	}
-	f, err := tree.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return false
-	}
-	f.Close()
-	if tree.Remove(p) != nil {
-		return false
-	}
-	w.barriers++
-	return true
-}
-
-// barrier takes in every change queued before the barriers made (made: this
-// pass made one after its read; without, it takes in what is queued); it
-// reports whether a control file changed meanwhile.
-func (w *Workspace) barrier(wt *watcher.Watcher, made bool) (control bool) {
-	_, control = w.drain(wt, made)
+	_, control = w.drain(wt, true)
 	return control
 }
 

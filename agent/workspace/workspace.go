@@ -77,9 +77,6 @@ type Workspace struct {
 	dirty    map[string]time.Time
 	needFull bool
 	deb      *watcher.Debouncer // autosave timing (when, not what); nil until watching
-	// barriers counts the barrier removals cairn made and has not read from
-	// the watch yet (lifecycle.go): a barrier's wait ends when it is zero.
-	barriers int
 
 	// Owned by the workspace's goroutine: degraded mode, seal retries, health.
 	degraded       bool              // the watch limit was hit: part of the tree is unwatched
@@ -455,7 +452,6 @@ func (w *Workspace) serve(ctx context.Context) error {
 	defer deb.Stop()
 	w.deb = deb
 	w.failing, w.gone, w.degraded = nil, false, false
-	w.barriers = 0
 	w.rewatchBackoff, w.retryBackoff = rewatchFirst, retryFirst
 	defer func() {
 		w.reconcile.stop()
@@ -489,7 +485,6 @@ func (w *Workspace) serve(ctx context.Context) error {
 		case <-wt.Overflow():
 			w.met.Overflow()
 			w.needFull = true
-			w.barriers = 0 // a barrier's removal may be among the lost events
 			w.watchChanged(wt)
 			if w.checkGone() {
 				break // the root went with its folder: nothing to seal
@@ -531,7 +526,6 @@ func (w *Workspace) serve(ctx context.Context) error {
 				wt = nw
 				w.setStatus(func(*api.WorkspaceStatus) { w.wt = nw })
 				w.needFull = true // changes between the two watches
-				w.barriers = 0    // the old watch's events are gone
 				w.rewatchBackoff = rewatchFirst
 				w.watchChanged(wt)
 				w.log.Info().Msg("watch complete again")
@@ -828,13 +822,11 @@ func (w *Workspace) autosave(ctx context.Context, wt *watcher.Watcher) {
 // seal a full reconcile. It returns the work-tree paths it took (changes that
 // came after whatever is being sealed for) and whether a control file
 // changed meanwhile. It stops when the queue is empty or, for a barrier, once
-// the removals of every barrier made are read (at most barrierWait later);
-// a barrier's wait with none outstanding takes in what is queued.
+// the barrier's removal is read (at most barrierWait later).
 func (w *Workspace) drain(wt *watcher.Watcher, barrier bool) (moved []string, control bool) {
 	if wt == nil {
 		return nil, false
 	}
-	barrier = barrier && w.barriers > 0
 	var timeout <-chan time.Time
 	if barrier {
 		t := time.NewTimer(barrierWait)
@@ -842,9 +834,6 @@ func (w *Workspace) drain(wt *watcher.Watcher, barrier bool) (moved []string, co
 		timeout = t.C
 	}
 	for {
-		if barrier && w.barriers == 0 {
-			return moved, control // every change made before the barriers is taken in
-		}
 		var c watcher.Change
 		open := true
 		if barrier {
@@ -853,10 +842,8 @@ func (w *Workspace) drain(wt *watcher.Watcher, barrier bool) (moved []string, co
 			case <-wt.Overflow():
 				w.met.Overflow()
 				w.needFull = true
-				w.barriers = 0 // their removals may be lost; the next seal reconciles everything anyway
 				continue
 			case <-timeout:
-				w.barriers = 0
 				return moved, control
 			}
 		} else {
@@ -872,6 +859,12 @@ func (w *Workspace) drain(wt *watcher.Watcher, barrier bool) (moved []string, co
 		}
 		if !open {
 			return moved, control // the watcher stopped (shutdown)
+		}
+		if barrier && c.Path == barrierRel {
+			if c.Op.Has(watcher.Remove) {
+				return moved, control
+			}
+			continue
 		}
 		switch rel, k := w.take(c); k {
 		case changeWork:
