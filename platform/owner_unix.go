@@ -12,6 +12,15 @@ import (
 	"syscall"
 )
 
+// InfoOwner is the uid owning the file fi describes (from an Lstat or Stat).
+func InfoOwner(fi os.FileInfo) (uint32, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return st.Uid, true
+}
+
 // OwnerUID is the uid owning path.
 func OwnerUID(path string) (uint32, bool) {
 	uid, _, ok := Owner(path)

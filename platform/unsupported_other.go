@@ -30,6 +30,7 @@ func (l *FileLock) Unlock() error                       { return nil }
 func (l *FileLock) File() *os.File                      { return nil }
 func SyncFS(path string) error                          { return ErrUnsupported }
 func OwnerUID(path string) (uint32, bool)               { return 0, false }
+func InfoOwner(fi os.FileInfo) (uint32, bool)           { return 0, false }
 func Owner(path string) (uid, gid uint32, ok bool)      { return 0, 0, false }
 func NoSymlinkBelow(base, path string, last bool) error { return ErrUnsupported }
 

@@ -313,7 +313,8 @@ func TestParentCheckpointRemoved(t *testing.T) {
 				t.Parallel()
 				dir, st := newTestStore(t, Options{Engine: engine})
 				writeTree(t, dir, map[string]string{"a.txt": "a0", "b.txt": "b0"})
-				c1 := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, RunID: run})
+				// c1 loose (the git way), so removing c2's pack leaves it.
+				c1 := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, RunID: run, engine: EngineGit})
 				writeFile(t, dir, "a.txt", "a1", 0o644)
 				c2 := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, RunID: run, Changed: []string{"a.txt"}})
 				// Remove c2's commit wherever it is stored: loose, or the

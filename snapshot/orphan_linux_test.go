@@ -135,7 +135,8 @@ func testKillNineDuringGit(t *testing.T, real, child, verb string, survivor bool
 
 	// A full seal: git stages and moves the ref.
 	cmd := exec.Command(child, ws, state)
-	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+	// The git way: its update-index and update-ref are what is killed.
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "FAULTSEAL_ENGINE=git")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

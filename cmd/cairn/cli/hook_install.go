@@ -11,7 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
+
+	"github.com/cairn-dev/cairn/platform"
 )
 
 // The hook command cairn installs: `cairn` must be on the agent's PATH.
@@ -155,8 +156,8 @@ func rootMayEdit(path string) error {
 		case fi.Mode()&fs.ModeSymlink != 0:
 			return &exitError{ExitRefused, fmt.Errorf("%s is a link: as root, cairn edits no file a link leads to; run it as the settings' owner", p)}
 		default:
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
-				return &exitError{ExitRefused, fmt.Errorf("%s belongs to uid %d: as root, cairn does not edit a user's files; run it as that user", p, st.Uid)}
+			if uid, ok := platform.InfoOwner(fi); ok && uid != 0 {
+				return &exitError{ExitRefused, fmt.Errorf("%s belongs to uid %d: as root, cairn does not edit a user's files; run it as that user", p, uid)}
 			}
 		}
 		if p == filepath.Dir(p) {

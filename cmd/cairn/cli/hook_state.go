@@ -8,7 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
+
+	"github.com/cairn-dev/cairn/platform"
 )
 
 // turnState is one session's (one run's) turn count, kept between hook
@@ -41,7 +42,7 @@ func (f fileTurns) load(run string) (turnState, error) {
 	if f.dir == "" {
 		return st, errors.New("no state directory for turn counts")
 	}
-	file, err := os.OpenFile(filepath.Join(f.dir, run+".json"), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	file, err := os.OpenFile(filepath.Join(f.dir, run+".json"), os.O_RDONLY|platform.NoFollow, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil
 	}
