@@ -380,7 +380,14 @@ func (w *Workspace) changedAfter(m hankweave.Marker, s *sighting) []ckpt.PathIss
 		return nil
 	}
 	var racy []ckpt.PathIssue
+	seen := make(map[string]time.Time, len(w.dirty)+len(w.racyCarry))
+	for p, taken := range w.racyCarry {
+		seen[p] = taken
+	}
 	for p, taken := range w.dirty {
+		seen[p] = taken
+	}
+	for p, taken := range seen {
 		when := taken
 		if fi, err := os.Lstat(filepath.Join(w.store.WorkTree(), filepath.FromSlash(p))); err == nil {
 			when = fi.ModTime()

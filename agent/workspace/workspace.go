@@ -93,6 +93,11 @@ type Workspace struct {
 	// unsealed are the paths the last checkpoint could not read (a full
 	// disk, a permission): dirty until a checkpoint holds them.
 	unsealed map[string]bool
+	// racyCarry are the paths the last lifecycle checkpoint named racy
+	// (written after its marker), with when the watch saw them: sealed, so
+	// no longer dirty, yet the next marker's checkpoint holds them too and
+	// must name those written after its own marker (changedAfter).
+	racyCarry map[string]time.Time
 	// fg are the folders in and above the workspace others can write (foreign.go).
 	fg foreignState
 
@@ -949,6 +954,17 @@ func (w *Workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 			w.sealFailed(err)
 		}
 		return rec, err
+	}
+	w.racyCarry = nil
+	if marker {
+		for _, is := range req.Racy {
+			if taken, ok := w.dirty[is.Path]; ok {
+				if w.racyCarry == nil {
+					w.racyCarry = map[string]time.Time{}
+				}
+				w.racyCarry[is.Path] = taken
+			}
+		}
 	}
 	clear(w.dirty)
 	w.needFull = false
