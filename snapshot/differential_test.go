@@ -1221,6 +1221,7 @@ func makeOp(t *testing.T, c chooser, name string, tr diffTree, w0 *diffWorld, re
 			state := filepath.Join(w.state, fmt.Sprintf("store-%d", w.stores))
 			w.st = openTestStore(t, w.root, Options{Engine: w.engine, StateDir: state, MaxFileSize: diffMaxFileSize, Patterns: diffPatterns})
 			w.reopened = true
+			w.shas = nil // the old store's checkpoints are not the new one's to restore to
 			return nil
 		}}, true
 	case "tick":
