@@ -38,43 +38,6 @@ import (
 // 434 ms, 8 369 ms, 16 320 ms; medians of 7).
 const restoreWriters = 8
 
-// forEachN calls fn(0) … fn(n-1) from at most workers goroutines and
-// returns the first error once every call has ended; none starts after an
-// error.
-func forEachN(n, workers int, fn func(int) error) error {
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		next  int
-		first error
-	)
-	for range min(n, workers) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				i := next
-				next++
-				stop := first != nil || i >= n
-				mu.Unlock()
-				if stop {
-					return
-				}
-				if err := fn(i); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return first
-}
-
 // maxHeldBlobs bounds the blob bytes a restore keeps between reading them
 // (the check) and writing them; the rest are read again when written.
 var maxHeldBlobs int64 = 64 << 20 // a variable for tests
@@ -540,7 +503,7 @@ func (r *ipRestore) applyInproc(ctx context.Context, ch []ipChange) error {
 				failed[d] = true // verify names the files not written
 			}
 		}
-		return forEachN(len(writes), restoreWriters, func(i int) error {
+		return gitobj.ForEachN(len(writes), restoreWriters, func(i int) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}

@@ -135,7 +135,12 @@ func (d *DB) WriteAll(objs []Object) error {
 // returns the first error, once every call has ended; none starts after an
 // error.
 func ForEach(n int, fn func(int) error) error {
-	workers := min(n, writers())
+	return ForEachN(n, writers(), fn)
+}
+
+// ForEachN is ForEach with at most workers goroutines.
+func ForEachN(n, workers int, fn func(int) error) error {
+	workers = min(n, workers)
 	if workers <= 1 {
 		for i := range n {
 			if err := fn(i); err != nil {
