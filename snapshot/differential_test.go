@@ -38,7 +38,9 @@ import (
 // (default a few seconds); CAIRN_DIFF_SEED replays one sequence;
 // CAIRN_DIFF_OPS (comma-separated op names) restricts the operations, to
 // narrow a failure down; CAIRN_DIFF_STEPS sets the steps of a sequence;
-// CAIRN_DIFF_LOG=1 logs every sequence's op log, not only a failing one's.
+// CAIRN_DIFF_LOG=1 logs every sequence's op log, not only a failing one's;
+// CAIRN_DIFF_DUMP=1 logs, on a failure, every checkpoint's files and the
+// work tree (with each .gitignore's rules).
 
 const (
 	diffDefaultBudget = 3 * time.Second
@@ -238,6 +240,25 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 	}
 	fail := func(w *diffWorld, format string, args ...any) {
 		t.Helper()
+		if os.Getenv("CAIRN_DIFF_DUMP") != "" {
+			for _, sha := range w.shas {
+				out, err := w.st.git.Run(context.Background(), nil, "ls-tree", "-r", "-z", sha)
+				t.Logf("checkpoint %.12s (%v):\n%q", sha, err, splitNul(out))
+			}
+			var tree []string
+			filepath.WalkDir(w.root, func(abs string, d fs.DirEntry, err error) error {
+				if d != nil && d.IsDir() && d.Name() == ".git" {
+					return filepath.SkipDir
+				}
+				if b, rerr := os.ReadFile(abs); rerr == nil && d.Name() == ".gitignore" {
+					tree = append(tree, fmt.Sprintf("%s = %q", relOf(w.root, abs), b))
+				} else {
+					tree = append(tree, relOf(w.root, abs))
+				}
+				return nil
+			})
+			t.Logf("work tree:\n%s", strings.Join(tree, "\n"))
+		}
 		t.Fatalf("%s; engine %s: %s\nreplay: %s (CAIRN_DIFF_STEPS=%d)\nop log:\n%s", replay, w.engine, fmt.Sprintf(format, args...), replay, len(log)-1, logText())
 	}
 	for _, w := range worlds {

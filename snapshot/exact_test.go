@@ -97,6 +97,54 @@ func TestInprocCoarseTimestamps(t *testing.T) {
 	}
 }
 
+// On a file system with 1-second timestamps, an ignore file rewritten in
+// place with as many bytes, in the second the ignore checker read it, keeps
+// its stamp. The engine took the unchanged stamp for unchanged rules and
+// asked its running check-ignore, which answered from the old ones: a file
+// the new rules let in was left out of an ok checkpoint (the differential
+// test's seed 1796195574160332818). Both the full reconcile and a seal
+// naming only the file are tried.
+func TestInprocIgnoreFileCoarseRewrite(t *testing.T) {
+	mnt := testsupport.MountExt4Coarse(t, 64<<20)
+	for _, full := range []bool{true, false} {
+		name := map[bool]string{true: "full", false: "changed"}[full]
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(mnt, name)
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			st := openTestStore(t, dir, Options{})
+			writeTree(t, dir, map[string]string{".gitignore": "*.log\n", "a.txt": "a", "d/y.log": "y\n"})
+			mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+			for i := 1; i <= 8; i++ {
+				rules := []string{"*.log\n", "*.tmp\n"}[i%2]
+				f, err := os.OpenFile(filepath.Join(dir, ".gitignore"), os.O_WRONLY|os.O_TRUNC, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := f.WriteString(rules); err != nil {
+					t.Fatal(err)
+				}
+				f.Close()
+				var rec ckpt.Record
+				if full {
+					rec = mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+					if st.lastEngine != EngineInproc {
+						t.Fatalf("seal %d: the full reconcile was sealed by the %s engine, want the in-process one", i, st.lastEngine)
+					}
+				} else {
+					rec = sealWith(t, st, modeInproc, []string{"d/y.log"})
+				}
+				if rules == "*.tmp\n" {
+					requireFile(t, st, rec.SHA, "d/y.log", "y\n")
+				} else if _, err := st.git.Run(t.Context(), nil, "cat-file", "-e", rec.SHA+":d/y.log"); err == nil {
+					t.Fatalf("seal %d: checkpoint holds d/y.log, which %q ignores", i, rules)
+				}
+			}
+		})
+	}
+}
+
 // A stat cache cut short (at a record's end, or inside one) is not taken
 // for the newest: the next checkpoint still holds the last edits.
 func TestInprocTruncatedStatCache(t *testing.T) {

@@ -210,6 +210,7 @@ func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTi
 			}
 			lists := make([][]dirEnt, len(cur))
 			errs := make([]error, len(cur))
+			listedAt := time.Now().UnixNano()
 			gitobj.ForEach(len(cur), func(i int) error {
 				lists[i], errs[i] = listDir(t, cur[i])
 				return nil
@@ -230,8 +231,8 @@ func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTi
 				if dir == "." {
 					key = ""
 				}
-				now := ignoreSourceIn(lists[i])
-				if was, ok := e.ignSrc[key]; ok && was != now && e.ign != nil {
+				now := e.ignoreSourceIn(lists[i], listedAt)
+				if was, ok := e.ignSrc[key]; ok && !sameIgnore(was, now) && e.ign != nil {
 					e.ign.stop()
 					e.ign = nil
 				}
@@ -369,12 +370,13 @@ func ntfsDotGit(name string) bool {
 
 // ignoreSourceIn is the folder's .gitignore as its listing describes it
 // (as stampIgnore would).
-func ignoreSourceIn(list []dirEnt) ignoreSource {
+func (e *inproc) ignoreSourceIn(list []dirEnt, listedAt int64) ignoreSource {
 	i := slices.IndexFunc(list, func(d dirEnt) bool { return d.name == ".gitignore" })
 	if i < 0 || list[i].err != nil {
 		return ignoreSource{}
 	}
-	return ignoreSource{fileStamp: list[i].st.stamp(), dev: list[i].st.dev, present: true}
+	st := list[i].st.stamp()
+	return ignoreSource{fileStamp: st, dev: list[i].st.dev, present: true, racy: !settled(st, listedAt, e.mgrain, e.cgrain)}
 }
 
 // dirEnt is a folder's entry as the walk keeps it: its lstat, compacted.

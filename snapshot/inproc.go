@@ -66,18 +66,32 @@ type inproc struct {
 }
 
 // ignoreSource is what an ignore file was: its stamp and file system, or absent.
+// A racy one was stamped too soon after it was written for its stamp to
+// tell a later rewrite apart (settled): on a file system with 1-second
+// times, an ignore file rewritten in place with as many bytes within the
+// second keeps every field.
 type ignoreSource struct {
 	fileStamp
 	dev     uint64
 	present bool
+	racy    bool
 }
 
-func stampIgnore(path string) ignoreSource {
+// stampIgnore stamps the ignore file at path; readAt is cairn's clock,
+// taken before the stamp (the checker reads the file after it).
+func (e *inproc) stampIgnore(path string, readAt int64) ignoreSource {
 	fi, err := os.Lstat(path)
 	if err != nil {
 		return ignoreSource{}
 	}
-	return ignoreSource{fileStamp: stampOf(fi), dev: device(fi), present: true}
+	st := stampOf(fi)
+	return ignoreSource{fileStamp: st, dev: device(fi), present: true, racy: !settled(st, readAt, e.mgrain, e.cgrain)}
+}
+
+// sameIgnore reports whether the checker's rules from an ignore file
+// stamped was still hold for one stamped now: only a settled stamp vouches.
+func sameIgnore(was, now ignoreSource) bool {
+	return !was.racy && was == now
 }
 
 // rollUpEvery is how many small packs of whole objects the in-process
@@ -163,6 +177,7 @@ func (e *inproc) ignoreChanged(workTree string, files []string) bool {
 	}
 	seen := map[string]bool{}
 	changed := false
+	readAt := time.Now().UnixNano()
 	for _, f := range files {
 		for dir := path.Dir(f); ; dir = path.Dir(dir) {
 			if dir == "." {
@@ -172,8 +187,8 @@ func (e *inproc) ignoreChanged(workTree string, files []string) bool {
 				break
 			}
 			seen[dir] = true
-			now := stampIgnore(filepath.Join(workTree, filepath.FromSlash(dir), ".gitignore"))
-			if was, ok := e.ignSrc[dir]; ok && was != now {
+			now := e.stampIgnore(filepath.Join(workTree, filepath.FromSlash(dir), ".gitignore"), readAt)
+			if was, ok := e.ignSrc[dir]; ok && !sameIgnore(was, now) {
 				changed = true
 			}
 			e.ignSrc[dir] = now
