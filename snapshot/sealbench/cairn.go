@@ -47,6 +47,16 @@ func (c *cairnStore) seal(ctx context.Context, label string, changed []string) (
 	return rec, nil
 }
 
+// reconcile is the daemon's full reconcile (an autosave that skips an
+// unchanged tree): the empty record when nothing changed.
+func (c *cairnStore) reconcile(ctx context.Context) (ckpt.Record, error) {
+	rec, err := c.st.Seal(ctx, snapshot.SealRequest{Kind: ckpt.KindAutosave, SkipUnchanged: true})
+	if err == nil && rec.State == ckpt.StateFailed {
+		err = fmt.Errorf("sealbench: cairn reconcile failed: %s", rec.Error)
+	}
+	return rec, err
+}
+
 func (c *cairnStore) close() error { return c.st.Close() }
 
 // treeOf returns the tree of a checkpoint cairn sealed, so the benchmark can

@@ -72,6 +72,7 @@ const (
 	OpSeedA       = "ref-seed-a"
 	OpSeedB       = "ref-seed-b"
 	OpReconcile   = "cairn-reconcile-unchanged"
+	OpReconCkpt   = "cairn-reconcile-checkpoint"
 	OpStatus      = "ref-status"
 	OpFirstSeal   = "cairn-first-seal"
 	OpAddAll      = "ref-addall"
@@ -83,7 +84,8 @@ var opOrder = []struct{ name, what string }{
 	{OpFloor, "floor: update-index --stdin of the 30 paths + write-tree + commit-tree + update-ref"},
 	{OpSeedA, "seed (a): reset --mixed + add -f 100 paths/process over every file + commit"},
 	{OpSeedB, "seed (b): read-tree parent + add -f 100 paths/process over every file + commit-tree"},
-	{OpReconcile, "cairn full reconcile, nothing changed"},
+	{OpReconcile, "cairn full reconcile, nothing changed, as the daemon runs it (autosave, skip unchanged: writes nothing)"},
+	{OpReconCkpt, "cairn full reconcile, nothing changed, recorded as a manual checkpoint (commit, ref, ledger)"},
 	{OpStatus, "git status --porcelain -z --untracked-files=all, nothing changed"},
 	{OpFirstSeal, "cairn first seal, fresh store"},
 	{OpAddAll, "git add -A + commit, fresh store"},
@@ -99,6 +101,7 @@ var ratioOrder = []struct {
 	{"seed-a/incremental", OpSeedA, OpIncremental, 0},
 	{"seed-b/incremental", OpSeedB, OpIncremental, 0},
 	{"reconcile/status", OpReconcile, OpStatus, 1},
+	{"reconcile-checkpoint/status", OpReconCkpt, OpStatus, 0},
 	{"first-seal/addall", OpFirstSeal, OpAddAll, 0.3},
 }
 
@@ -381,8 +384,10 @@ func runSize(ctx context.Context, cfg Config, env *gitEnv, n int, dir string, lo
 		var recon ckpt.Record
 		var status string
 		err = pair(OpReconcile, func() error {
-			var err error
-			recon, err = cs.seal(ctx, "sealbench reconcile", nil)
+			rec, err := cs.reconcile(ctx)
+			if err == nil && rec.SHA != "" {
+				err = fmt.Errorf("sealbench: the reconcile found a change (checkpoint %s) where nothing changed", rec.ID)
+			}
 			return err
 		}, OpStatus, func() error {
 			var err error
@@ -390,6 +395,13 @@ func runSize(ctx context.Context, cfg Config, env *gitEnv, n int, dir string, lo
 			return err
 		})
 		if err != nil {
+			return res, err
+		}
+		if err := timed(OpReconCkpt, func() error {
+			var err error
+			recon, err = cs.seal(ctx, "sealbench reconcile", nil)
+			return err
+		}); err != nil {
 			return res, err
 		}
 		if status != "" {
