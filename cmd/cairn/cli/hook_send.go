@@ -17,11 +17,14 @@ import (
 )
 
 // hookGuard runs one agent hook so that it never harms the agent: whatever
-// happens it returns (the command exits 0), writes nothing on stdout, at
-// most one line on stderr, and gives up after the wait bound (plus a
-// moment to say so).
+// happens it returns (the command exits 0), writes on stdout only the
+// agent's "no opinion" (nothing; Gemini CLI's {}), at most one line on
+// stderr, and gives up after the wait bound (plus a moment to say so).
 func hookGuard(ctx context.Context, e *env, args []string, agent agentKind) {
-	fs := newFlags("hook", "hook claude-code|codex ['<json>'] [--wait D] [--direct]", e)
+	if a, ok := stdinAgentOf(agent); ok && a.noOpinion != "" {
+		defer fmt.Fprint(e.stdout, a.noOpinion)
+	}
+	fs := newFlags("hook", "hook claude-code|gemini|codex ['<json>'] [--wait D] [--direct]", e)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {} // one line at most: the error says what is wrong
 	var df daemonFlags
@@ -63,17 +66,17 @@ func hookGuard(ctx context.Context, e *env, args []string, agent agentKind) {
 // nothing was to be done).
 func hookOnce(ctx context.Context, agent agentKind, pos []string, df *daemonFlags, direct bool) string {
 	var raw []byte
-	switch agent {
-	case agentClaude:
+	a, fromStdin := stdinAgentOf(agent)
+	if fromStdin {
 		if len(pos) != 0 {
-			return "claude-code takes its input on stdin, no arguments"
+			return a.name + " takes its input on stdin, no arguments"
 		}
 		b, err := io.ReadAll(io.LimitReader(os.Stdin, 64<<20))
 		if err != nil {
 			return "reading stdin: " + err.Error()
 		}
 		raw = b
-	case agentCodex:
+	} else {
 		if len(pos) != 1 {
 			return "codex takes its notification JSON as the one argument"
 		}
@@ -86,8 +89,8 @@ func hookOnce(ctx context.Context, agent agentKind, pos []string, df *daemonFlag
 	}
 	var step hookStep
 	var problem error
-	if agent == agentClaude {
-		step, problem = claudeStep(raw, tc)
+	if fromStdin {
+		step, problem = stdinStep(a, raw, tc)
 	} else {
 		step, problem = codexStep(raw, tc)
 	}
@@ -172,11 +175,13 @@ func beneath(p, dir string) bool {
 }
 
 // sealDirect seals the store of the project itself, under the store's lock,
-// as the direct path of `cairn checkpoint` does: the project is Claude
-// Code's $CLAUDE_PROJECT_DIR when cwd lies in it, else cwd.
+// as the direct path of `cairn checkpoint` does: the project is the one the
+// agent names ($CLAUDE_PROJECT_DIR, $GEMINI_PROJECT_DIR) when cwd lies in
+// it, else cwd.
 func sealDirect(ctx context.Context, df *daemonFlags, step hookStep, agent agentKind) error {
 	dir := step.cwd
-	if p := os.Getenv("CLAUDE_PROJECT_DIR"); agent == agentClaude && filepath.IsAbs(p) && beneath(resolved(step.cwd), resolved(p)) {
+	a, ok := stdinAgentOf(agent)
+	if p := os.Getenv(a.projectEnv); ok && filepath.IsAbs(p) && beneath(resolved(step.cwd), resolved(p)) {
 		dir = p
 	}
 	if step.label != nil {
