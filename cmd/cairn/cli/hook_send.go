@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -21,10 +22,11 @@ import (
 // agent's "no opinion" (nothing; Gemini CLI's {}), at most one line on
 // stderr, and gives up after the wait bound (plus a moment to say so).
 func hookGuard(ctx context.Context, e *env, args []string, agent agentKind) {
-	if a, ok := stdinAgentOf(agent); ok && a.noOpinion != "" {
-		defer fmt.Fprint(e.stdout, a.noOpinion)
+	name, usage, noOpinion := "codex", "hook codex '<json>' [--wait D] [--direct]", ""
+	if a, ok := stdinAgentOf(agent); ok {
+		name, usage, noOpinion = a.name, "hook "+a.name+" [--wait D] [--direct] < event.json", a.noOpinion
 	}
-	fs := newFlags("hook", "hook claude-code|gemini|codex ['<json>'] [--wait D] [--direct]", e)
+	fs := newFlags("hook "+name, usage, e)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {} // one line at most: the error says what is wrong
 	var df daemonFlags
@@ -32,6 +34,12 @@ func hookGuard(ctx context.Context, e *env, args []string, agent agentKind) {
 	waitFlag := fs.String("wait", "", "wait for the checkpoint at most this long (default 2s, or $CAIRN_HOOK_WAIT)")
 	direct := fs.Bool("direct", false, "with no daemon, seal the store directly (or CAIRN_HOOK_DIRECT=1)")
 	pos, err := parse(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return // a person asked: the help is on stdout
+	}
+	if noOpinion != "" {
+		defer fmt.Fprint(e.stdout, noOpinion)
+	}
 	wait := hookWait(*waitFlag)
 	say := func(msg string) {
 		if msg != "" {
