@@ -60,6 +60,46 @@ func decodeJSON(t *testing.T, b []byte) any {
 	return v
 }
 
+// settingsRoundTrip installs agent's hooks in proj's settings at path,
+// which hold orig: the top keys keep their order, the texts in keep stay,
+// check sees the result; a second install changes nothing and says so;
+// uninstall gives back the same settings, keys in order.
+func settingsRoundTrip(t *testing.T, agent, proj, path, orig string, keys, keep []string, check func(installed []byte)) {
+	t.Helper()
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	if err := os.WriteFile(path, []byte(orig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := mustCairn(t, nil, "hook", "install", agent, proj); strings.Contains(out, "note") {
+		t.Errorf("install warns: %s", out)
+	}
+	installed, _ := os.ReadFile(path)
+	if got := topKeys(t, installed); !reflect.DeepEqual(got, keys) {
+		t.Errorf("top keys reordered: %v\n%s", got, installed)
+	}
+	for _, k := range keep {
+		if !strings.Contains(string(installed), k) {
+			t.Errorf("%s changed:\n%s", k, installed)
+		}
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want the file's own 0600", fi.Mode().Perm())
+	}
+	check(installed)
+	out := mustCairn(t, nil, "hook", "install", agent, proj)
+	if again, _ := os.ReadFile(path); string(again) != string(installed) || !strings.Contains(out, "already") {
+		t.Errorf("a second install changed the file, or did not say so: %s", out)
+	}
+	mustCairn(t, nil, "hook", "uninstall", agent, proj)
+	removed, _ := os.ReadFile(path)
+	if !reflect.DeepEqual(decodeJSON(t, removed), decodeJSON(t, []byte(orig))) {
+		t.Errorf("uninstall did not give back the settings:\n%s", removed)
+	}
+	if !reflect.DeepEqual(topKeys(t, removed), keys) {
+		t.Errorf("uninstall reordered keys:\n%s", removed)
+	}
+}
+
 // TestHookInstallClaudeCodeRoundTrip: install merges cairn's entries into a
 // project's settings that already hold other hooks, keeps every other key,
 // value and order; a second install changes nothing; uninstall gives back
@@ -67,50 +107,26 @@ func decodeJSON(t *testing.T, b []byte) any {
 func TestHookInstallClaudeCodeRoundTrip(t *testing.T) {
 	proj := t.TempDir()
 	path := filepath.Join(proj, ".claude", "settings.json")
-	os.Mkdir(filepath.Dir(path), 0o755)
-	if err := os.WriteFile(path, []byte(otherHooks), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	mustCairn(t, nil, "hook", "install", "claude-code", proj)
-	installed, _ := os.ReadFile(path)
-	if got := topKeys(t, installed); !reflect.DeepEqual(got, []string{"model", "permissions", "hooks", "env"}) {
-		t.Errorf("top keys reordered: %v\n%s", got, installed)
-	}
-	if !strings.Contains(string(installed), `"B": "1",`) || !strings.Contains(string(installed), `~/bin/guard.sh && echo <ok>`) {
-		t.Errorf("other values changed:\n%s", installed)
-	}
-	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
-		t.Errorf("mode %v, want the file's own 0600", fi.Mode().Perm())
-	}
-	var s struct {
-		Hooks map[string][]struct {
-			Matcher string
-			Hooks   []struct{ Type, Command string }
-		}
-	}
-	json.Unmarshal(installed, &s)
-	for _, ev := range []string{"SessionStart", "UserPromptSubmit", "PreToolUse", "Stop", "SessionEnd"} {
-		groups := s.Hooks[ev]
-		last := groups[len(groups)-1]
-		if len(last.Hooks) != 1 || last.Hooks[0].Command != "cairn hook claude-code" {
-			t.Errorf("%s: no cairn hook: %+v", ev, groups)
-		}
-		if ev == "PreToolUse" && (len(groups) != 2 || last.Matcher != "Edit|Write|MultiEdit|NotebookEdit|Bash") {
-			t.Errorf("PreToolUse: %+v", groups)
-		}
-	}
-	out := mustCairn(t, nil, "hook", "install", "claude-code", proj)
-	if again, _ := os.ReadFile(path); string(again) != string(installed) || !strings.Contains(out, "already") {
-		t.Errorf("a second install changed the file, or did not say so: %s", out)
-	}
-	mustCairn(t, nil, "hook", "uninstall", "claude-code", proj)
-	removed, _ := os.ReadFile(path)
-	if !reflect.DeepEqual(decodeJSON(t, removed), decodeJSON(t, []byte(otherHooks))) {
-		t.Errorf("uninstall did not give back the settings:\n%s", removed)
-	}
-	if !reflect.DeepEqual(topKeys(t, removed), []string{"model", "permissions", "hooks", "env"}) {
-		t.Errorf("uninstall reordered keys:\n%s", removed)
-	}
+	settingsRoundTrip(t, "claude-code", proj, path, otherHooks, []string{"model", "permissions", "hooks", "env"},
+		[]string{`"B": "1",`, `~/bin/guard.sh && echo <ok>`}, func(installed []byte) {
+			var s struct {
+				Hooks map[string][]struct {
+					Matcher string
+					Hooks   []struct{ Type, Command string }
+				}
+			}
+			json.Unmarshal(installed, &s)
+			for _, ev := range []string{"SessionStart", "UserPromptSubmit", "PreToolUse", "Stop", "SessionEnd"} {
+				groups := s.Hooks[ev]
+				last := groups[len(groups)-1]
+				if len(last.Hooks) != 1 || last.Hooks[0].Command != "cairn hook claude-code" {
+					t.Errorf("%s: no cairn hook: %+v", ev, groups)
+				}
+				if ev == "PreToolUse" && (len(groups) != 2 || last.Matcher != "Edit|Write|MultiEdit|NotebookEdit|Bash") {
+					t.Errorf("PreToolUse: %+v", groups)
+				}
+			}
+		})
 
 	// A hook the user added to cairn's group stays on uninstall.
 	home := t.TempDir()
@@ -158,58 +174,34 @@ const geminiOtherHooks = `{
 func TestHookInstallGeminiRoundTrip(t *testing.T) {
 	proj := t.TempDir()
 	path := filepath.Join(proj, ".gemini", "settings.json")
-	os.Mkdir(filepath.Dir(path), 0o755)
-	if err := os.WriteFile(path, []byte(geminiOtherHooks), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out := mustCairn(t, nil, "hook", "install", "gemini", proj)
-	if strings.Contains(out, "note") {
-		t.Errorf("hooks are on, yet install warns: %s", out)
-	}
-	installed, _ := os.ReadFile(path)
-	if got := topKeys(t, installed); !reflect.DeepEqual(got, []string{"general", "hooksConfig", "hooks", "ui"}) {
-		t.Errorf("top keys reordered: %v\n%s", got, installed)
-	}
-	if !strings.Contains(string(installed), `scan.sh && echo <ok>`) || !strings.Contains(string(installed), `"disabled": [`) {
-		t.Errorf("other values changed:\n%s", installed)
-	}
-	var s struct {
-		Hooks map[string]json.RawMessage
-	}
-	json.Unmarshal(installed, &s)
-	for _, ev := range []string{"SessionStart", "BeforeAgent", "BeforeTool", "AfterAgent", "SessionEnd"} {
-		var groups []struct {
-			Matcher string
-			Hooks   []struct {
-				Type, Command, Name string
-				Timeout             int
+	settingsRoundTrip(t, "gemini", proj, path, geminiOtherHooks, []string{"general", "hooksConfig", "hooks", "ui"},
+		[]string{`scan.sh && echo <ok>`, `"disabled": [`}, func(installed []byte) {
+			var s struct {
+				Hooks map[string]json.RawMessage
 			}
-		}
-		json.Unmarshal(s.Hooks[ev], &groups)
-		last := groups[len(groups)-1]
-		if len(last.Hooks) != 1 || last.Hooks[0].Command != "cairn hook gemini" || last.Hooks[0].Type != "command" ||
-			last.Hooks[0].Name != "cairn" || last.Hooks[0].Timeout != 10000 {
-			t.Errorf("%s: no cairn hook: %+v", ev, groups)
-		}
-		if ev == "BeforeTool" && (len(groups) != 2 || last.Matcher != "^(write_file|replace|run_shell_command)$") {
-			t.Errorf("BeforeTool: %+v", groups)
-		}
-		if ev != "BeforeTool" && last.Matcher != "" {
-			t.Errorf("%s: matcher %q", ev, last.Matcher)
-		}
-	}
-	out = mustCairn(t, nil, "hook", "install", "gemini", proj)
-	if again, _ := os.ReadFile(path); string(again) != string(installed) || !strings.Contains(out, "already") {
-		t.Errorf("a second install changed the file, or did not say so: %s", out)
-	}
-	mustCairn(t, nil, "hook", "uninstall", "gemini", proj)
-	removed, _ := os.ReadFile(path)
-	if !reflect.DeepEqual(decodeJSON(t, removed), decodeJSON(t, []byte(geminiOtherHooks))) {
-		t.Errorf("uninstall did not give back the settings:\n%s", removed)
-	}
-	if !reflect.DeepEqual(topKeys(t, removed), []string{"general", "hooksConfig", "hooks", "ui"}) {
-		t.Errorf("uninstall reordered keys:\n%s", removed)
-	}
+			json.Unmarshal(installed, &s)
+			for _, ev := range []string{"SessionStart", "BeforeAgent", "BeforeTool", "AfterAgent", "SessionEnd"} {
+				var groups []struct {
+					Matcher string
+					Hooks   []struct {
+						Type, Command, Name string
+						Timeout             int
+					}
+				}
+				json.Unmarshal(s.Hooks[ev], &groups)
+				last := groups[len(groups)-1]
+				if len(last.Hooks) != 1 || last.Hooks[0].Command != "cairn hook gemini" || last.Hooks[0].Type != "command" ||
+					last.Hooks[0].Name != "cairn" || last.Hooks[0].Timeout != 10000 {
+					t.Errorf("%s: no cairn hook: %+v", ev, groups)
+				}
+				if ev == "BeforeTool" && (len(groups) != 2 || last.Matcher != "^(write_file|replace|run_shell_command)$") {
+					t.Errorf("BeforeTool: %+v", groups)
+				}
+				if ev != "BeforeTool" && last.Matcher != "" {
+					t.Errorf("%s: matcher %q", ev, last.Matcher)
+				}
+			}
+		})
 
 	// --user, with hooks turned off: installed, and said.
 	home := t.TempDir()
