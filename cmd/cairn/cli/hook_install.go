@@ -19,8 +19,10 @@ import (
 // (Claude Code, Gemini CLI: hooks → event → [{matcher?, hooks: [{type:
 // "command", command, ...}]}]). `cairn` must be on the agent's PATH.
 type settingsHooks struct {
-	command string   // the hook command; an entry running it is cairn's
-	events  []string // the events hooked, in the order they are added
+	folder  string                 // a project's settings are DIR/<folder>/settings.json
+	userDir func() (string, error) // the folder of the user's settings.json
+	command string                 // the hook command; an entry running it is cairn's
+	events  []string               // the events hooked, in the order they are added
 	// toolEvent is the event before a tool runs; its group gets matcher,
 	// the agent's file-changing tools.
 	toolEvent, matcher string
@@ -33,6 +35,7 @@ type settingsHooks struct {
 
 // claudeSettings are cairn's entries in Claude Code's settings.
 var claudeSettings = settingsHooks{
+	folder: ".claude", userDir: claudeUserDir,
 	command:   "cairn hook claude-code",
 	events:    []string{"SessionStart", "UserPromptSubmit", "PreToolUse", "Stop", "SessionEnd"},
 	toolEvent: "PreToolUse", matcher: "Edit|Write|MultiEdit|NotebookEdit|Bash",
@@ -42,6 +45,7 @@ var claudeSettings = settingsHooks{
 // geminiSettings are cairn's entries in Gemini CLI's settings: its matcher
 // is a regular expression tested against the tool's name, anchored here.
 var geminiSettings = settingsHooks{
+	folder: ".gemini", userDir: geminiUserDir,
 	command:   "cairn hook gemini",
 	events:    []string{"SessionStart", "BeforeAgent", "BeforeTool", "AfterAgent", "SessionEnd"},
 	toolEvent: "BeforeTool", matcher: "^(write_file|replace|run_shell_command)$",
@@ -66,18 +70,16 @@ func runHookInstall(ctx context.Context, e *env, args []string, uninstall bool) 
 		return usageErr("hook %s takes an agent (claude-code, gemini or codex) and at most a directory", verb)
 	}
 	switch pos[0] {
-	case "claude-code":
-		path, err := settingsPath(pos[1:], *user, ".claude", claudeUserDir)
+	case "claude-code", "gemini":
+		s := claudeSettings
+		if pos[0] == "gemini" {
+			s = geminiSettings
+		}
+		path, err := s.path(pos[1:], *user)
 		if err != nil {
 			return err
 		}
-		return editFile(e, path, uninstall, claudeSettings.edit)
-	case "gemini":
-		path, err := settingsPath(pos[1:], *user, ".gemini", geminiUserDir)
-		if err != nil {
-			return err
-		}
-		return editFile(e, path, uninstall, geminiSettings.edit)
+		return editFile(e, path, uninstall, s.edit)
 	case "codex":
 		if len(pos) == 2 {
 			return usageErr("Codex's notify is a user setting: hook %s codex takes no directory", verb)
@@ -110,14 +112,14 @@ func geminiUserDir() (string, error) {
 	return filepath.Join(home, ".gemini"), err
 }
 
-// settingsPath is DIR/<folder>/settings.json (DIR: the current folder), or
-// with --user the settings.json in userDir.
-func settingsPath(dirArg []string, user bool, folder string, userDir func() (string, error)) (string, error) {
+// path is DIR/<folder>/settings.json (DIR: the current folder), or with
+// --user the settings.json in userDir.
+func (s settingsHooks) path(dirArg []string, user bool) (string, error) {
 	if user {
 		if len(dirArg) > 0 {
 			return "", usageErr("--user takes no directory")
 		}
-		d, err := userDir()
+		d, err := s.userDir()
 		if err != nil {
 			return "", err
 		}
@@ -137,7 +139,7 @@ func settingsPath(dirArg []string, user bool, folder string, userDir func() (str
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
 		return "", fmt.Errorf("%s: not a directory", abs)
 	}
-	return filepath.Join(abs, folder, "settings.json"), nil
+	return filepath.Join(abs, s.folder, "settings.json"), nil
 }
 
 // codexConfigPath is $CODEX_HOME/config.toml, else ~/.codex/config.toml.
