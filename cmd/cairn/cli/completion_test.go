@@ -46,6 +46,8 @@ func TestCompletionBash(t *testing.T) {
 		{[]string{"cairn", "service", "status", "--j"}, "--json"},
 		{[]string{"cairn", "fleet", "fetch", "--fr"}, "--from"},
 		{[]string{"cairn", "completion", "z"}, "zsh"},
+		{[]string{"cairn", "hook", "ge"}, "gemini"},
+		{[]string{"cairn", "hook", "gemini", "--w"}, "--wait"},
 		{[]string{"cairn", "help", "resto"}, "restore"},
 		{[]string{"cairn", "restore", "/tmp", "c1", "--max"}, "--max-file-size"},
 		{[]string{"cairn", "daemon", "--w"}, "--watch"}, // not --worker

@@ -11,13 +11,14 @@ import (
 	"github.com/cairn-dev/cairn/platform/printable"
 )
 
-// Coding agents' hooks (README.md, "Coding agents (Claude Code, Codex)"):
-// `cairn hook claude-code` and `cairn hook codex` turn an agent's lifecycle
-// events into labelled checkpoints; `cairn hook install|uninstall` edit the
-// agent's own settings.
+// Coding agents' hooks (README.md, "Coding agents (Claude Code, Gemini CLI,
+// Codex)"): `cairn hook claude-code`, `cairn hook gemini` and `cairn hook
+// codex` turn an agent's lifecycle events into labelled checkpoints; `cairn
+// hook install|uninstall` edit the agent's own settings.
 
 func init() {
-	register("hook", "seal checkpoints from a coding agent's hooks (claude-code, codex); install, uninstall", runHook)
+	register("hook", "seal checkpoints from a coding agent's hooks (claude-code, gemini, codex); install, uninstall", runHook).subs =
+		[]string{"claude-code", "gemini", "codex", "install", "uninstall"}
 }
 
 // defaultHookWait is how long a hook waits for its checkpoint at most.
@@ -35,6 +36,9 @@ func runHook(ctx context.Context, e *env, args []string) error {
 	case "claude-code":
 		hookGuard(ctx, e, args[1:], agentClaude)
 		return nil // a hook never fails the agent: see hookGuard
+	case "gemini":
+		hookGuard(ctx, e, args[1:], agentGemini)
+		return nil
 	case "codex":
 		hookGuard(ctx, e, args[1:], agentCodex)
 		return nil
@@ -53,11 +57,13 @@ func runHook(ctx context.Context, e *env, args []string) error {
 // hookUsage is `cairn hook`'s help.
 const hookUsage = `usage: cairn hook <subcommand>
   claude-code                 Claude Code's hook command: its event JSON on stdin
+  gemini                      Gemini CLI's hook command: its event JSON on stdin
   codex '<json>'              Codex's notify program: its JSON as the one argument
-  install claude-code|codex [DIR] [--user]
-  uninstall claude-code|codex [DIR] [--user]
-A hook always exits 0 and prints nothing on stdout; it waits for its checkpoint
-at most --wait (default 2s, or $CAIRN_HOOK_WAIT).
+  install claude-code|gemini|codex [DIR] [--user]
+  uninstall claude-code|gemini|codex [DIR] [--user]
+A hook always exits 0 and prints nothing on stdout ({} for Gemini CLI, its
+"no opinion"); it waits for its checkpoint at most --wait (default 2s, or
+$CAIRN_HOOK_WAIT).
 `
 
 // hookWait is the bound: the flag, else $CAIRN_HOOK_WAIT, else 2 s; never

@@ -20,31 +20,84 @@ type agentKind int
 const (
 	agentClaude agentKind = iota
 	agentCodex
+	agentGemini
 )
 
-// Run id prefixes: a Claude Code session is run cc-<session id>, a Codex
-// thread codex-<thread id> (codex when its notification names none).
+// Run id prefixes: a Claude Code session is run cc-<session id>, a Gemini
+// CLI session gemini-<session id>, a Codex thread codex-<thread id> (codex
+// when its notification names none).
 const (
 	claudeRunPrefix = "cc-"
+	geminiRunPrefix = "gemini-"
 	codexRunPrefix  = "codex"
 )
 
 // maxLabel is how many characters of a prompt or command a label keeps.
 const maxLabel = 72
 
-// claudeInput is Claude Code's hook input: one JSON object on stdin (the
-// fields cairn reads; testdata/hooks/README.md says where each is documented).
-type claudeInput struct {
+// stdinInput is the hook input of Claude Code and Gemini CLI: one JSON
+// object on stdin, with the same field names (the fields cairn reads;
+// testdata/hooks/README.md says where each is documented).
+type stdinInput struct {
 	SessionID      string          `json:"session_id"`
 	TranscriptPath string          `json:"transcript_path"`
 	Cwd            string          `json:"cwd"`
 	Event          string          `json:"hook_event_name"`
-	Prompt         string          `json:"prompt"`      // UserPromptSubmit
-	ToolName       string          `json:"tool_name"`   // PreToolUse
-	ToolInput      json.RawMessage `json:"tool_input"`  // PreToolUse
+	Timestamp      string          `json:"timestamp"`   // Gemini CLI
+	Prompt         string          `json:"prompt"`      // UserPromptSubmit, BeforeAgent
+	ToolName       string          `json:"tool_name"`   // PreToolUse, BeforeTool
+	ToolInput      json.RawMessage `json:"tool_input"`  // PreToolUse, BeforeTool
 	ToolUseID      string          `json:"tool_use_id"` // PreToolUse
 	Source         string          `json:"source"`      // SessionStart: startup, resume, clear, compact
 	Reason         string          `json:"reason"`      // SessionEnd
+}
+
+// stdinAgent is an agent whose hook reads stdinInput: what it calls its
+// events and which of its tools change files.
+type stdinAgent struct {
+	name      string // its subcommand and name in messages
+	runPrefix string // a session is run <runPrefix><session id>
+	// prompt, tool and stop are its events for a prompt submitted (before
+	// the turn), a tool about to run, and the turn's end; both agents call
+	// a session's ends SessionStart and SessionEnd.
+	prompt, tool, stop string
+	fileTools          map[string]bool // a tool event of one seals the state before it runs
+	shellTool          string          // the file tool whose input is a command
+	projectEnv         string          // the variable naming the project's root, for a direct seal
+	// noOpinion is what the hook prints on stdout, the agent's "go on"
+	// (testdata/hooks/README.md says why each).
+	noOpinion string
+}
+
+// claudeAgent is Claude Code (README.md, "Coding agents").
+var claudeAgent = stdinAgent{
+	name: "claude-code", runPrefix: claudeRunPrefix,
+	prompt: "UserPromptSubmit", tool: "PreToolUse", stop: "Stop",
+	fileTools:  map[string]bool{"Edit": true, "Write": true, "MultiEdit": true, "NotebookEdit": true, "Bash": true},
+	shellTool:  "Bash",
+	projectEnv: "CLAUDE_PROJECT_DIR",
+}
+
+// geminiAgent is Gemini CLI: its tools that write files are write_file,
+// replace and run_shell_command (its tools reference).
+var geminiAgent = stdinAgent{
+	name: "gemini", runPrefix: geminiRunPrefix,
+	prompt: "BeforeAgent", tool: "BeforeTool", stop: "AfterAgent",
+	fileTools:  map[string]bool{"write_file": true, "replace": true, "run_shell_command": true},
+	shellTool:  "run_shell_command",
+	projectEnv: "GEMINI_PROJECT_DIR",
+	noOpinion:  "{}",
+}
+
+// stdinAgentOf is the stdinAgent of agent k; false for Codex.
+func stdinAgentOf(k agentKind) (stdinAgent, bool) {
+	switch k {
+	case agentClaude:
+		return claudeAgent, true
+	case agentGemini:
+		return geminiAgent, true
+	}
+	return stdinAgent{}, false
 }
 
 // codexInput is Codex's notification: JSON, the notify program's one argument.
@@ -56,10 +109,6 @@ type codexInput struct {
 	InputMessages []string `json:"input-messages"`
 	LastAssistant string   `json:"last-assistant-message"`
 }
-
-// fileTools are the Claude Code tools that change files: a PreToolUse of
-// one seals the state before it runs.
-var fileTools = map[string]bool{"Edit": true, "Write": true, "MultiEdit": true, "NotebookEdit": true, "Bash": true}
 
 // hookStep is what one event asks of the daemon: a checkpoint of the
 // workspace holding cwd. A zero step (no cwd) asks nothing.
@@ -81,21 +130,22 @@ type turnCounter interface {
 // notification type): not a problem worth a line.
 var errIgnored = errors.New("nothing to do for this event")
 
-// claudeStep turns one Claude Code hook input into its checkpoint. A turn
-// counter failure is reported with the step, which still goes out.
-func claudeStep(raw []byte, tc turnCounter) (hookStep, error) {
-	var in claudeInput
+// stdinStep turns one hook input of agent a (Claude Code, Gemini CLI) into
+// its checkpoint. A turn counter failure is reported with the step, which
+// still goes out.
+func stdinStep(a stdinAgent, raw []byte, tc turnCounter) (hookStep, error) {
+	var in stdinInput
 	if err := json.Unmarshal(raw, &in); err != nil {
-		return hookStep{}, fmt.Errorf("claude-code: malformed hook input: %w", err)
+		return hookStep{}, fmt.Errorf("%s: malformed hook input: %w", a.name, err)
 	}
 	if in.Cwd == "" || !filepath.IsAbs(in.Cwd) {
-		return hookStep{}, fmt.Errorf("claude-code: hook input without an absolute cwd")
+		return hookStep{}, fmt.Errorf("%s: hook input without an absolute cwd", a.name)
 	}
-	run := claudeRunPrefix + safeID(in.SessionID)
+	run := a.runPrefix + safeID(in.SessionID)
 	step := hookStep{cwd: in.Cwd, req: api.CheckpointRequest{RunID: run}}
 	var cerr error
 	switch in.Event {
-	case "UserPromptSubmit":
+	case a.prompt:
 		st, err := tc.load(run)
 		cerr = err
 		st.Turn++
@@ -104,21 +154,21 @@ func claudeStep(raw []byte, tc turnCounter) (hookStep, error) {
 			cerr = err
 		}
 		step.req = turnRequest(run, st, ckpt.KindRigSetup)
-	case "PreToolUse":
-		if !fileTools[in.ToolName] {
+	case a.tool:
+		if !a.fileTools[in.ToolName] {
 			return hookStep{}, errIgnored
 		}
 		st, err := tc.load(run)
 		cerr = err
 		step.label = func(root string) string {
-			l := toolLabel(in.ToolName, in.ToolInput, root)
+			l := toolLabel(in.ToolName, in.ToolName == a.shellTool, in.ToolInput, root)
 			if st.Turn > 0 {
 				l = labelLine(fmt.Sprintf("turn %d: %s", st.Turn, l))
 			}
 			return l
 		}
 		step.req.Label = step.label(in.Cwd)
-	case "Stop":
+	case a.stop:
 		st, err := tc.load(run)
 		cerr = err
 		if st.Turn == 0 { // the hook came in mid-session: no turn to end
@@ -178,9 +228,9 @@ func turnRequest(run string, st turnState, kind ckpt.Kind) api.CheckpointRequest
 // turnCodon is turn n's codon id.
 func turnCodon(n int) string { return "turn-" + strconv.Itoa(n) }
 
-// toolLabel is "Tool target": a file tool's path (relative to root when
-// beneath it), Bash's command's first line.
-func toolLabel(tool string, input json.RawMessage, root string) string {
+// toolLabel is "tool target": a file tool's path (relative to root when
+// beneath it), a shell tool's command's first line.
+func toolLabel(tool string, shell bool, input json.RawMessage, root string) string {
 	var ti struct {
 		FilePath     string `json:"file_path"`
 		NotebookPath string `json:"notebook_path"`
@@ -188,7 +238,7 @@ func toolLabel(tool string, input json.RawMessage, root string) string {
 	}
 	_ = json.Unmarshal(input, &ti) // a shape we do not know labels with the tool alone
 	target := ti.Command
-	if tool != "Bash" {
+	if !shell {
 		target = ti.FilePath
 		if target == "" {
 			target = ti.NotebookPath

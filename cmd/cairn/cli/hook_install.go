@@ -15,38 +15,71 @@ import (
 	"github.com/cairn-dev/cairn/platform"
 )
 
-// The hook command cairn installs: `cairn` must be on the agent's PATH.
-const (
-	claudeHookCommand = "cairn hook claude-code"
-	claudeToolMatcher = "Edit|Write|MultiEdit|NotebookEdit|Bash"
-	claudeHookTimeout = 10 // seconds; the hook itself gives up after its own bound
-)
+// settingsHooks is what cairn adds to the hooks of an agent's JSON settings
+// (Claude Code, Gemini CLI: hooks → event → [{matcher?, hooks: [{type:
+// "command", command, ...}]}]). `cairn` must be on the agent's PATH.
+type settingsHooks struct {
+	folder  string                 // a project's settings are DIR/<folder>/settings.json
+	userDir func() (string, error) // the folder of the user's settings.json
+	command string                 // the hook command; an entry running it is cairn's
+	events  []string               // the events hooked, in the order they are added
+	// toolEvent is the event before a tool runs; its group gets matcher,
+	// the agent's file-changing tools.
+	toolEvent, matcher string
+	timeout            int    // in the agent's unit; the hook gives up after its own bound
+	name               string // the entry's name, where the agent shows one
+	// onOff is the object whose "enabled": false turns every hook off
+	// (Gemini CLI's hooksConfig); install says so when the file sets it.
+	onOff string
+}
 
-// claudeEvents are the events cairn hooks, in the order it adds them.
-var claudeEvents = []string{"SessionStart", "UserPromptSubmit", "PreToolUse", "Stop", "SessionEnd"}
+// claudeSettings are cairn's entries in Claude Code's settings.
+var claudeSettings = settingsHooks{
+	folder: ".claude", userDir: claudeUserDir,
+	command:   "cairn hook claude-code",
+	events:    []string{"SessionStart", "UserPromptSubmit", "PreToolUse", "Stop", "SessionEnd"},
+	toolEvent: "PreToolUse", matcher: "Edit|Write|MultiEdit|NotebookEdit|Bash",
+	timeout: 10, // seconds
+}
+
+// geminiSettings are cairn's entries in Gemini CLI's settings: its matcher
+// is a regular expression tested against the tool's name, anchored here.
+var geminiSettings = settingsHooks{
+	folder: ".gemini", userDir: geminiUserDir,
+	command:   "cairn hook gemini",
+	events:    []string{"SessionStart", "BeforeAgent", "BeforeTool", "AfterAgent", "SessionEnd"},
+	toolEvent: "BeforeTool", matcher: "^(write_file|replace|run_shell_command)$",
+	timeout: 10000, // milliseconds
+	name:    "cairn",
+	onOff:   "hooksConfig",
+}
 
 func runHookInstall(ctx context.Context, e *env, args []string, uninstall bool) error {
 	verb := "install"
 	if uninstall {
 		verb = "uninstall"
 	}
-	fs := newFlags("hook "+verb, "hook "+verb+" claude-code|codex [DIR] [--user]", e)
-	user := fs.Bool("user", false, "the user's settings (~/.claude/settings.json) instead of DIR's project settings")
+	fs := newFlags("hook "+verb, "hook "+verb+" claude-code|gemini|codex [DIR] [--user]", e)
+	user := fs.Bool("user", false, "the user's settings (~/.claude/settings.json, ~/.gemini/settings.json) instead of DIR's project settings")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) < 1 || len(pos) > 2 {
 		fs.Usage()
-		return usageErr("hook %s takes an agent (claude-code or codex) and at most a directory", verb)
+		return usageErr("hook %s takes an agent (claude-code, gemini or codex) and at most a directory", verb)
 	}
 	switch pos[0] {
-	case "claude-code":
-		path, err := claudeSettingsPath(pos[1:], *user)
+	case "claude-code", "gemini":
+		s := claudeSettings
+		if pos[0] == "gemini" {
+			s = geminiSettings
+		}
+		path, err := s.path(pos[1:], *user)
 		if err != nil {
 			return err
 		}
-		return editFile(e, path, uninstall, editClaudeSettings)
+		return editFile(e, path, uninstall, s.edit)
 	case "codex":
 		if len(pos) == 2 {
 			return usageErr("Codex's notify is a user setting: hook %s codex takes no directory", verb)
@@ -57,25 +90,40 @@ func runHookInstall(ctx context.Context, e *env, args []string, uninstall bool) 
 		}
 		return editFile(e, path, uninstall, editCodexConfig)
 	}
-	return usageErr("hook %s: unknown agent %q (claude-code or codex)", verb, pos[0])
+	return usageErr("hook %s: unknown agent %q (claude-code, gemini or codex)", verb, pos[0])
 }
 
-// claudeSettingsPath is DIR/.claude/settings.json (DIR: the current
-// folder), or with --user $CLAUDE_CONFIG_DIR/settings.json, else
-// ~/.claude/settings.json.
-func claudeSettingsPath(dirArg []string, user bool) (string, error) {
+// claudeUserDir is $CLAUDE_CONFIG_DIR, else ~/.claude.
+func claudeUserDir() (string, error) {
+	if d := os.Getenv("CLAUDE_CONFIG_DIR"); filepath.IsAbs(d) {
+		return d, nil
+	}
+	home, err := os.UserHomeDir()
+	return filepath.Join(home, ".claude"), err
+}
+
+// geminiUserDir is ~/.gemini, the home being $GEMINI_CLI_HOME when set.
+func geminiUserDir() (string, error) {
+	home := os.Getenv("GEMINI_CLI_HOME")
+	var err error
+	if !filepath.IsAbs(home) {
+		home, err = os.UserHomeDir()
+	}
+	return filepath.Join(home, ".gemini"), err
+}
+
+// path is DIR/<folder>/settings.json (DIR: the current folder), or with
+// --user the settings.json in userDir.
+func (s settingsHooks) path(dirArg []string, user bool) (string, error) {
 	if user {
 		if len(dirArg) > 0 {
 			return "", usageErr("--user takes no directory")
 		}
-		if d := os.Getenv("CLAUDE_CONFIG_DIR"); filepath.IsAbs(d) {
-			return filepath.Join(d, "settings.json"), nil
-		}
-		home, err := os.UserHomeDir()
+		d, err := s.userDir()
 		if err != nil {
 			return "", err
 		}
-		return filepath.Join(home, ".claude", "settings.json"), nil
+		return filepath.Join(d, "settings.json"), nil
 	}
 	dir := "."
 	if len(dirArg) > 0 {
@@ -91,7 +139,7 @@ func claudeSettingsPath(dirArg []string, user bool) (string, error) {
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
 		return "", fmt.Errorf("%s: not a directory", abs)
 	}
-	return filepath.Join(abs, ".claude", "settings.json"), nil
+	return filepath.Join(abs, s.folder, "settings.json"), nil
 }
 
 // codexConfigPath is $CODEX_HOME/config.toml, else ~/.codex/config.toml.
@@ -221,11 +269,10 @@ func writeAtomic(path string, b []byte, mode os.FileMode) error {
 	return nil
 }
 
-// editClaudeSettings adds (uninstall: removes) cairn's hook entries in a
-// Claude Code settings file. Keys keep their order and values their text;
-// the file is re-indented with two spaces. It returns nil when nothing
-// changes.
-func editClaudeSettings(old []byte, uninstall bool) ([]byte, string, error) {
+// edit adds (uninstall: removes) cairn's hook entries in an agent's
+// settings file. Keys keep their order and values their text; the file is
+// re-indented with two spaces. It returns nil when nothing changes.
+func (s settingsHooks) edit(old []byte, uninstall bool) ([]byte, string, error) {
 	if len(bytes.TrimSpace(old)) == 0 {
 		old = []byte("{}")
 	}
@@ -240,7 +287,7 @@ func editClaudeSettings(old []byte, uninstall bool) ([]byte, string, error) {
 		}
 	}
 	var changed []string
-	for _, ev := range claudeEvents {
+	for _, ev := range s.events {
 		var groups []json.RawMessage
 		if raw, ok := hooks.get(ev); ok {
 			if err := json.Unmarshal(raw, &groups); err != nil {
@@ -249,9 +296,9 @@ func editClaudeSettings(old []byte, uninstall bool) ([]byte, string, error) {
 		}
 		var done bool
 		if uninstall {
-			groups, done = withoutCairn(groups)
-		} else if !hasCairn(groups) {
-			groups, done = append(groups, cairnGroup(ev)), true
+			groups, done = s.without(groups)
+		} else if !s.has(groups) {
+			groups, done = append(groups, s.group(ev)), true
 		}
 		if !done {
 			continue
@@ -271,7 +318,7 @@ func editClaudeSettings(old []byte, uninstall bool) ([]byte, string, error) {
 		if uninstall {
 			return nil, "no cairn hooks to remove", nil
 		}
-		return nil, "cairn hooks already installed", nil
+		return nil, "cairn hooks already installed" + s.offNote(top), nil
 	}
 	if len(hooks.keys) == 0 {
 		top.del("hooks")
@@ -291,14 +338,26 @@ func editClaudeSettings(old []byte, uninstall bool) ([]byte, string, error) {
 		return nil, "", err
 	}
 	out.WriteByte('\n')
-	what := "added cairn hooks: "
 	if uninstall {
-		what = "removed cairn hooks: "
+		return out.Bytes(), "removed cairn hooks: " + strings.Join(changed, ", "), nil
 	}
-	return out.Bytes(), what + strings.Join(changed, ", "), nil
+	return out.Bytes(), "added cairn hooks: " + strings.Join(changed, ", ") + s.offNote(top), nil
 }
 
-// hookGroup is one matcher group of a Claude Code hooks event.
+// offNote is a warning when the settings turn the agent's hooks off.
+func (s settingsHooks) offNote(top orderedObject) string {
+	raw, ok := top.get(s.onOff)
+	if s.onOff == "" || !ok {
+		return ""
+	}
+	var sw struct{ Enabled *bool }
+	if json.Unmarshal(raw, &sw) != nil || sw.Enabled == nil || *sw.Enabled {
+		return ""
+	}
+	return fmt.Sprintf("; note: %s.enabled is false in this file, so the agent runs no hook until it is true", s.onOff)
+}
+
+// hookGroup is one matcher group of a hooks event.
 type hookGroup struct {
 	Matcher string        `json:"matcher,omitempty"`
 	Hooks   []hookCommand `json:"hooks"`
@@ -307,24 +366,26 @@ type hookGroup struct {
 type hookCommand struct {
 	Type    string `json:"type"`
 	Command string `json:"command"`
+	Name    string `json:"name,omitempty"`
 	Timeout int    `json:"timeout,omitempty"`
 }
 
-func cairnGroup(event string) json.RawMessage {
-	g := hookGroup{Hooks: []hookCommand{{Type: "command", Command: claudeHookCommand, Timeout: claudeHookTimeout}}}
-	if event == "PreToolUse" {
-		g.Matcher = claudeToolMatcher
+// group is cairn's group for event.
+func (s settingsHooks) group(event string) json.RawMessage {
+	g := hookGroup{Hooks: []hookCommand{{Type: "command", Command: s.command, Name: s.name, Timeout: s.timeout}}}
+	if event == s.toolEvent {
+		g.Matcher = s.matcher
 	}
-	b, _ := json.Marshal(g)
+	b, _ := marshalKeep(g)
 	return b
 }
 
 // isCairn reports whether a hook entry is cairn's command.
-func isCairn(raw json.RawMessage) bool {
+func (s settingsHooks) isCairn(raw json.RawMessage) bool {
 	var h struct {
 		Type, Command string
 	}
-	return json.Unmarshal(raw, &h) == nil && h.Type == "command" && strings.TrimSpace(h.Command) == claudeHookCommand
+	return json.Unmarshal(raw, &h) == nil && h.Type == "command" && strings.TrimSpace(h.Command) == s.command
 }
 
 // groupHooks is a group's hook entries, kept raw; ok is false for a group
@@ -342,11 +403,11 @@ func groupHooks(raw json.RawMessage) (orderedObject, []json.RawMessage, bool) {
 	return g, list, true
 }
 
-func hasCairn(groups []json.RawMessage) bool {
+func (s settingsHooks) has(groups []json.RawMessage) bool {
 	for _, raw := range groups {
 		if _, list, ok := groupHooks(raw); ok {
 			for _, h := range list {
-				if isCairn(h) {
+				if s.isCairn(h) {
 					return true
 				}
 			}
@@ -355,9 +416,9 @@ func hasCairn(groups []json.RawMessage) bool {
 	return false
 }
 
-// withoutCairn drops cairn's hook entries from every group, and a group
-// left with none; other entries and groups stay as they were.
-func withoutCairn(groups []json.RawMessage) ([]json.RawMessage, bool) {
+// without drops cairn's hook entries from every group, and a group left
+// with none; other entries and groups stay as they were.
+func (s settingsHooks) without(groups []json.RawMessage) ([]json.RawMessage, bool) {
 	var out []json.RawMessage
 	changed := false
 	for _, raw := range groups {
@@ -368,7 +429,7 @@ func withoutCairn(groups []json.RawMessage) ([]json.RawMessage, bool) {
 		}
 		var kept []json.RawMessage
 		for _, h := range list {
-			if !isCairn(h) {
+			if !s.isCairn(h) {
 				kept = append(kept, h)
 			}
 		}

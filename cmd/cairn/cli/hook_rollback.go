@@ -9,10 +9,10 @@ import (
 )
 
 // turnCheckpoint finds the checkpoint before turn n of a coding agent's
-// session (README.md, "Coding agents (Claude Code, Codex)"): the newest
-// usable rig-setup checkpoint of codon turn-n in the session's run (Claude
-// Code's UserPromptSubmit), else, for an agent that marks only a turn's end
-// (Codex), the end of turn n-1. session names the run by its session or
+// session (README.md, "Coding agents (Claude Code, Gemini CLI, Codex)"): the
+// newest usable rig-setup checkpoint of codon turn-n in the session's run
+// (Claude Code's UserPromptSubmit, Gemini CLI's BeforeAgent), else, for an
+// agent that marks only a turn's end (Codex), the end of turn n-1. session names the run by its session or
 // thread id, or the run id itself; empty means the newest session's run.
 func turnCheckpoint(ctx context.Context, sf *storeFlags, dir string, n int, session string) (ckpt.Record, error) {
 	if n < 1 {
@@ -48,9 +48,9 @@ func turnCheckpoint(ctx context.Context, sf *storeFlags, dir string, n int, sess
 	return ckpt.Record{}, &exitError{ExitRefused, fmt.Errorf("no checkpoint before turn %d of run %s", n, run)}
 }
 
-// sessionRun is the run a session names: a run id of a hook (cc-…, codex…)
-// equal to session, or to a hook prefix and session; with session empty,
-// the newest such run.
+// sessionRun is the run a session names: a run id of a hook (cc-…,
+// gemini-…, codex…) equal to session, or to a hook prefix and session; with
+// session empty, the newest such run.
 func sessionRun(recs []ckpt.Record, session string) string {
 	for _, r := range recs {
 		if !isHookRun(r.RunID) {
@@ -60,7 +60,7 @@ func sessionRun(recs []ckpt.Record, session string) string {
 			return r.RunID
 		}
 		s := safeID(session)
-		if r.RunID == session || r.RunID == claudeRunPrefix+s || r.RunID == codexRunPrefix+"-"+s {
+		if r.RunID == session || r.RunID == claudeRunPrefix+s || r.RunID == geminiRunPrefix+s || r.RunID == codexRunPrefix+"-"+s {
 			return r.RunID
 		}
 	}
@@ -68,5 +68,6 @@ func sessionRun(recs []ckpt.Record, session string) string {
 }
 
 func isHookRun(run string) bool {
-	return strings.HasPrefix(run, claudeRunPrefix) || run == codexRunPrefix || strings.HasPrefix(run, codexRunPrefix+"-")
+	return strings.HasPrefix(run, claudeRunPrefix) || strings.HasPrefix(run, geminiRunPrefix) ||
+		run == codexRunPrefix || strings.HasPrefix(run, codexRunPrefix+"-")
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,11 +18,15 @@ import (
 )
 
 // hookGuard runs one agent hook so that it never harms the agent: whatever
-// happens it returns (the command exits 0), writes nothing on stdout, at
-// most one line on stderr, and gives up after the wait bound (plus a
-// moment to say so).
+// happens it returns (the command exits 0), writes on stdout only the
+// agent's "no opinion" (nothing; Gemini CLI's {}), at most one line on
+// stderr, and gives up after the wait bound (plus a moment to say so).
 func hookGuard(ctx context.Context, e *env, args []string, agent agentKind) {
-	fs := newFlags("hook", "hook claude-code|codex ['<json>'] [--wait D] [--direct]", e)
+	name, usage, noOpinion := "codex", "hook codex '<json>' [--wait D] [--direct]", ""
+	if a, ok := stdinAgentOf(agent); ok {
+		name, usage, noOpinion = a.name, "hook "+a.name+" [--wait D] [--direct] < event.json", a.noOpinion
+	}
+	fs := newFlags("hook "+name, usage, e)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {} // one line at most: the error says what is wrong
 	var df daemonFlags
@@ -29,6 +34,12 @@ func hookGuard(ctx context.Context, e *env, args []string, agent agentKind) {
 	waitFlag := fs.String("wait", "", "wait for the checkpoint at most this long (default 2s, or $CAIRN_HOOK_WAIT)")
 	direct := fs.Bool("direct", false, "with no daemon, seal the store directly (or CAIRN_HOOK_DIRECT=1)")
 	pos, err := parse(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return // a person asked: the help is on stdout
+	}
+	if noOpinion != "" {
+		defer fmt.Fprint(e.stdout, noOpinion)
+	}
 	wait := hookWait(*waitFlag)
 	say := func(msg string) {
 		if msg != "" {
@@ -63,17 +74,17 @@ func hookGuard(ctx context.Context, e *env, args []string, agent agentKind) {
 // nothing was to be done).
 func hookOnce(ctx context.Context, agent agentKind, pos []string, df *daemonFlags, direct bool) string {
 	var raw []byte
-	switch agent {
-	case agentClaude:
+	a, fromStdin := stdinAgentOf(agent)
+	if fromStdin {
 		if len(pos) != 0 {
-			return "claude-code takes its input on stdin, no arguments"
+			return a.name + " takes its input on stdin, no arguments"
 		}
 		b, err := io.ReadAll(io.LimitReader(os.Stdin, 64<<20))
 		if err != nil {
 			return "reading stdin: " + err.Error()
 		}
 		raw = b
-	case agentCodex:
+	} else {
 		if len(pos) != 1 {
 			return "codex takes its notification JSON as the one argument"
 		}
@@ -86,8 +97,8 @@ func hookOnce(ctx context.Context, agent agentKind, pos []string, df *daemonFlag
 	}
 	var step hookStep
 	var problem error
-	if agent == agentClaude {
-		step, problem = claudeStep(raw, tc)
+	if fromStdin {
+		step, problem = stdinStep(a, raw, tc)
 	} else {
 		step, problem = codexStep(raw, tc)
 	}
@@ -172,11 +183,13 @@ func beneath(p, dir string) bool {
 }
 
 // sealDirect seals the store of the project itself, under the store's lock,
-// as the direct path of `cairn checkpoint` does: the project is Claude
-// Code's $CLAUDE_PROJECT_DIR when cwd lies in it, else cwd.
+// as the direct path of `cairn checkpoint` does: the project is the one the
+// agent names ($CLAUDE_PROJECT_DIR, $GEMINI_PROJECT_DIR) when cwd lies in
+// it, else cwd.
 func sealDirect(ctx context.Context, df *daemonFlags, step hookStep, agent agentKind) error {
 	dir := step.cwd
-	if p := os.Getenv("CLAUDE_PROJECT_DIR"); agent == agentClaude && filepath.IsAbs(p) && beneath(resolved(step.cwd), resolved(p)) {
+	a, ok := stdinAgentOf(agent)
+	if p := os.Getenv(a.projectEnv); ok && filepath.IsAbs(p) && beneath(resolved(step.cwd), resolved(p)) {
 		dir = p
 	}
 	if step.label != nil {

@@ -26,8 +26,9 @@ func sample(t *testing.T, name, dir string) string {
 }
 
 // runHook runs `cairn hook <args>` with stdin and env, and checks what a
-// hook must always do: exit 0 and print nothing on stdout. It returns
-// stderr and how long the hook took.
+// hook must always do: exit 0 and print nothing on stdout (Gemini CLI's:
+// exactly {}, its "no opinion"). It returns stderr and how long the hook
+// took.
 func runHook(t *testing.T, env []string, stdin string, args ...string) (string, time.Duration) {
 	t.Helper()
 	cmd := exec.Command(cairnBin, append([]string{"hook"}, args...)...)
@@ -41,8 +42,12 @@ func runHook(t *testing.T, env []string, stdin string, args ...string) (string, 
 	if err != nil {
 		t.Fatalf("cairn hook %v: %v (a hook must exit 0)\nstderr: %s", args, err, se.String())
 	}
-	if so.Len() != 0 {
-		t.Fatalf("cairn hook %v printed on stdout: %q", args, so.String())
+	want := ""
+	if len(args) > 0 && args[0] == "gemini" {
+		want = "{}"
+	}
+	if so.String() != want {
+		t.Fatalf("cairn hook %v printed on stdout %q, want %q", args, so.String(), want)
 	}
 	if n := strings.Count(strings.TrimRight(se.String(), "\n"), "\n"); n > 0 {
 		t.Fatalf("cairn hook %v: more than one line on stderr: %q", args, se.String())
@@ -80,12 +85,49 @@ func storeOf(t *testing.T, ws, sock string) string {
 	return ""
 }
 
-// TestHookClaudeCodeThroughDaemon drives a Claude Code session's hooks, with
-// the documented input shapes, through the real daemon: each event becomes
-// its checkpoint (session → run, turn → codon), labelled; a PreToolUse
-// checkpoint holds the file as it was before the edit; cairn rollback --turn
-// restores the state before the turn, undoably.
+// stdinSession is a session of an agent whose hook reads stdin (Claude
+// Code, Gemini CLI), as its samples under testdata/hooks/<dir>.
+type stdinSession struct {
+	sub, dir, session, run string
+	// The samples of each event.
+	start, prompt, readTool, edit, write, shell, stop, end string
+	// What the tool checkpoints and the session's ends are labelled.
+	editLabel, writeLabel, shellLabel, startLabel, endLabel string
+}
+
+// TestHookClaudeCodeThroughDaemon: Claude Code's session through the daemon.
 func TestHookClaudeCodeThroughDaemon(t *testing.T) {
+	testStdinHookThroughDaemon(t, stdinSession{
+		sub: "claude-code", dir: "claude-code", session: "8c35adc1-4f0e-4a8b-9d61-2b7c0e5f1a93",
+		run:   "cc-8c35adc1-4f0e-4a8b-9d61-2b7c0e5f1a93",
+		start: "SessionStart.json", prompt: "UserPromptSubmit.json", readTool: "PreToolUse-Read.json",
+		edit: "PreToolUse-Edit.json", write: "PreToolUse-Write.json", shell: "PreToolUse-Bash.json",
+		stop: "Stop.json", end: "SessionEnd.json",
+		editLabel: "Edit main.go", writeLabel: "Write sub/main_test.go", shellLabel: "Bash go test ./...",
+		startLabel: "session start (startup)", endLabel: "session end (prompt_input_exit)",
+	})
+}
+
+// TestHookGeminiThroughDaemon: Gemini CLI's session through the daemon,
+// BeforeAgent, BeforeTool and AfterAgent standing for Claude Code's events.
+func TestHookGeminiThroughDaemon(t *testing.T) {
+	testStdinHookThroughDaemon(t, stdinSession{
+		sub: "gemini", dir: "gemini", session: "3f9d2b6e-7a41-4c8e-b0d5-91e2c4a7f608",
+		run:   "gemini-3f9d2b6e-7a41-4c8e-b0d5-91e2c4a7f608",
+		start: "SessionStart.json", prompt: "BeforeAgent.json", readTool: "BeforeTool-read_file.json",
+		edit: "BeforeTool-replace.json", write: "BeforeTool-write_file.json", shell: "BeforeTool-run_shell_command.json",
+		stop: "AfterAgent.json", end: "SessionEnd.json",
+		editLabel: "replace main.go", writeLabel: "write_file sub/main_test.go", shellLabel: "run_shell_command go test ./...",
+		startLabel: "session start (startup)", endLabel: "session end (exit)",
+	})
+}
+
+// testStdinHookThroughDaemon drives a session's hooks, with the documented
+// input shapes, through the real daemon: each event becomes its checkpoint
+// (session → run, turn → codon), labelled; a tool's checkpoint holds the
+// file as it was before the edit; cairn rollback --turn restores the state
+// before the turn, undoably.
+func testStdinHookThroughDaemon(t *testing.T, s stdinSession) {
 	ws := t.TempDir()
 	if real, err := filepath.EvalSymlinks(ws); err == nil {
 		ws = real
@@ -97,36 +139,35 @@ func TestHookClaudeCodeThroughDaemon(t *testing.T) {
 	env := []string{"XDG_STATE_HOME=" + t.TempDir(), "CAIRN_SOCKET=" + sock}
 	hook := func(name, cwd string) {
 		t.Helper()
-		if errOut, _ := runHook(t, env, sample(t, "claude-code/"+name, cwd), "claude-code"); errOut != "" {
+		if errOut, _ := runHook(t, env, sample(t, s.dir+"/"+name, cwd), s.sub); errOut != "" {
 			t.Fatalf("%s: %s", name, errOut)
 		}
 	}
-	hook("SessionStart.json", ws)
-	hook("UserPromptSubmit.json", ws)
-	hook("PreToolUse-Read.json", ws) // changes nothing: no checkpoint
-	hook("PreToolUse-Edit.json", ws)
+	hook(s.start, ws)
+	hook(s.prompt, ws)
+	hook(s.readTool, ws) // changes nothing: no checkpoint
+	hook(s.edit, ws)
 	os.WriteFile(filepath.Join(ws, "main.go"), []byte("v2\n"), 0o644) // the edit
-	hook("PreToolUse-Write.json", sub)                                // from a folder inside the workspace
+	hook(s.write, sub)                                                // from a folder inside the workspace
 	os.WriteFile(filepath.Join(sub, "main_test.go"), []byte("package main\n"), 0o644)
-	hook("PreToolUse-Bash.json", ws)
-	hook("Stop.json", ws)
-	hook("UserPromptSubmit.json", ws) // turn 2
+	hook(s.shell, ws)
+	hook(s.stop, ws)
+	hook(s.prompt, ws) // turn 2
 	os.WriteFile(filepath.Join(ws, "main.go"), []byte("v3\n"), 0o644)
-	hook("Stop.json", ws)
-	hook("SessionEnd.json", ws)
+	hook(s.stop, ws)
+	hook(s.end, ws)
 
-	const run = "cc-8c35adc1-4f0e-4a8b-9d61-2b7c0e5f1a93"
 	const prompt = "Fix the off-by-one in main.go"
 	want := []struct{ kind, label, codon string }{
-		{"manual", "session start (startup)", ""},
+		{"manual", s.startLabel, ""},
 		{"rig-setup", prompt, "turn-1"},
-		{"manual", "turn 1: Edit main.go", ""},
-		{"manual", "turn 1: Write sub/main_test.go", ""}, // named from the workspace's root, not cwd
-		{"manual", "turn 1: Bash go test ./...", ""},
+		{"manual", "turn 1: " + s.editLabel, ""},
+		{"manual", "turn 1: " + s.writeLabel, ""}, // named from the workspace's root, not cwd
+		{"manual", "turn 1: " + s.shellLabel, ""},
 		{"completed", prompt, "turn-1"},
 		{"rig-setup", prompt, "turn-2"},
 		{"completed", prompt, "turn-2"},
-		{"manual", "session end (prompt_input_exit)", ""},
+		{"manual", s.endLabel, ""},
 	}
 	recs := hookRecords(t, ws, sock)
 	if len(recs) != len(want)+1 { // + the baseline
@@ -134,11 +175,11 @@ func TestHookClaudeCodeThroughDaemon(t *testing.T) {
 	}
 	for i, w := range want {
 		r := recs[i+1]
-		if r.Kind != w.kind || r.Label != w.label || r.CodonID != w.codon || r.RunID != run {
-			t.Errorf("record %d: got %s %q codon %q run %q; want %s %q codon %q run %s", i+1, r.Kind, r.Label, r.CodonID, r.RunID, w.kind, w.label, w.codon, run)
+		if r.Kind != w.kind || r.Label != w.label || r.CodonID != w.codon || r.RunID != s.run {
+			t.Errorf("record %d: got %s %q codon %q run %q; want %s %q codon %q run %s", i+1, r.Kind, r.Label, r.CodonID, r.RunID, w.kind, w.label, w.codon, s.run)
 		}
 	}
-	// The Edit's checkpoint holds main.go before the edit; the Write's, after it.
+	// The edit's checkpoint holds main.go before the edit; the write's, after it.
 	store := storeOf(t, ws, sock)
 	at := func(r record, path string) string {
 		out, err := gitRaw(store, "show", r.SHA+":"+path).Output()
@@ -148,25 +189,25 @@ func TestHookClaudeCodeThroughDaemon(t *testing.T) {
 		return string(out)
 	}
 	if got := at(recs[3], "main.go"); got != "v1\n" {
-		t.Errorf("the PreToolUse Edit checkpoint holds main.go %q, want the state before the edit", got)
+		t.Errorf("the %s checkpoint holds main.go %q, want the state before the edit", s.edit, got)
 	}
 	if got := at(recs[4], "main.go"); got != "v2\n" {
-		t.Errorf("the PreToolUse Write checkpoint holds main.go %q, want v2", got)
+		t.Errorf("the %s checkpoint holds main.go %q, want v2", s.write, got)
 	}
 
 	// list and log read well: the turn's codon in its session's run.
 	list := mustCairn(t, nil, "list", ws, "--socket", sock)
-	if !strings.Contains(list, prompt+"   turn-1/"+run) || !strings.Contains(list, "turn 1: Edit main.go   run "+run) {
+	if !strings.Contains(list, prompt+"   turn-1/"+s.run) || !strings.Contains(list, "turn 1: "+s.editLabel+"   run "+s.run) {
 		t.Errorf("cairn list:\n%s", list)
 	}
 
-	// Rollback to before turn 2 (its UserPromptSubmit checkpoint): main.go v2.
+	// Rollback to before turn 2 (its prompt's checkpoint): main.go v2.
 	out := mustCairn(t, nil, "rollback", ws, "--turn", "2", "--socket", sock)
 	if b, _ := os.ReadFile(filepath.Join(ws, "main.go")); string(b) != "v2\n" {
 		t.Fatalf("after rollback --turn 2 main.go is %q, want v2\n%s", b, out)
 	}
 	// --session names the run by its session id; turn 1 is before the edit.
-	mustCairn(t, nil, "rollback", ws, "--turn", "1", "--session", "8c35adc1-4f0e-4a8b-9d61-2b7c0e5f1a93", "--socket", sock)
+	mustCairn(t, nil, "rollback", ws, "--turn", "1", "--session", s.session, "--socket", sock)
 	if b, _ := os.ReadFile(filepath.Join(ws, "main.go")); string(b) != "v1\n" {
 		t.Fatalf("after rollback --turn 1 main.go is %q, want v1", b)
 	}
@@ -224,31 +265,42 @@ func TestHookCodexThroughDaemon(t *testing.T) {
 }
 
 // TestHookNeverHarms: no daemon, a daemon that refuses, malformed input, a
-// daemon that never answers: the hook exits 0 with nothing on stdout every
-// time, and returns within its bound.
+// daemon that never answers: the hook exits 0 with nothing on stdout (for
+// Gemini CLI exactly {}) every time, and returns within its bound.
 func TestHookNeverHarms(t *testing.T) {
+	for _, a := range []struct{ sub, prompt string }{
+		{"claude-code", "claude-code/UserPromptSubmit.json"},
+		{"gemini", "gemini/BeforeAgent.json"},
+	} {
+		t.Run(a.sub, func(t *testing.T) { testHookNeverHarms(t, a.sub, a.prompt) })
+	}
+	noDaemon := []string{"XDG_STATE_HOME=" + t.TempDir(), "CAIRN_SOCKET=" + filepath.Join(t.TempDir(), "none.sock")}
+	runHook(t, noDaemon, "", "codex", "not json")
+	runHook(t, noDaemon, "", "codex")
+}
+
+func testHookNeverHarms(t *testing.T, sub, promptSample string) {
 	ws := t.TempDir()
 	env := []string{"XDG_STATE_HOME=" + t.TempDir()}
-	prompt := sample(t, "claude-code/UserPromptSubmit.json", ws)
+	prompt := sample(t, promptSample, ws)
 
 	// No daemon: nothing done, nothing said.
 	noDaemon := append(env, "CAIRN_SOCKET="+filepath.Join(t.TempDir(), "none.sock"))
-	if errOut, _ := runHook(t, noDaemon, prompt, "claude-code"); errOut != "" {
+	if errOut, _ := runHook(t, noDaemon, prompt, sub); errOut != "" {
 		t.Errorf("no daemon: %q", errOut)
 	}
 	// Malformed input: one line on stderr.
-	for _, in := range []string{"", "{", `{"hook_event_name":"UserPromptSubmit"}`, "\x00\xff"} {
-		if errOut, _ := runHook(t, noDaemon, in, "claude-code"); errOut == "" {
+	for _, in := range []string{"", "{", `{"hook_event_name":"UserPromptSubmit"}`, `{"hook_event_name":"BeforeAgent","cwd":"rel"}`, "\x00\xff"} {
+		if errOut, _ := runHook(t, noDaemon, in, sub); errOut == "" {
 			t.Errorf("malformed %q: no word on stderr", in)
 		}
 	}
-	runHook(t, noDaemon, "", "codex", "not json")
-	runHook(t, noDaemon, "", "codex")
-	runHook(t, noDaemon, prompt, "claude-code", "--no-such-flag")
+	runHook(t, noDaemon, prompt, sub, "--no-such-flag")
+	runHook(t, noDaemon, prompt, sub, "an-argument")
 
 	// A daemon that lists the workspace and refuses the checkpoint.
 	refusing := stubDaemon(t, api.Status{Workspaces: []api.WorkspaceStatus{{Dir: ws, State: "watching"}}})
-	if errOut, _ := runHook(t, append(env, "CAIRN_SOCKET="+refusing), prompt, "claude-code"); !strings.Contains(errOut, "checkpoint") {
+	if errOut, _ := runHook(t, append(env, "CAIRN_SOCKET="+refusing), prompt, sub); !strings.Contains(errOut, "checkpoint") {
 		t.Errorf("refused: stderr %q", errOut)
 	}
 
@@ -274,7 +326,7 @@ func TestHookNeverHarms(t *testing.T) {
 	}()
 	for _, wait := range []string{"300ms", "1s"} {
 		d, _ := time.ParseDuration(wait)
-		errOut, took := runHook(t, append(env, "CAIRN_SOCKET="+silent, "CAIRN_HOOK_WAIT="+wait), prompt, "claude-code")
+		errOut, took := runHook(t, append(env, "CAIRN_SOCKET="+silent, "CAIRN_HOOK_WAIT="+wait), prompt, sub)
 		if errOut == "" {
 			t.Errorf("silent daemon, wait %s: no word on stderr", wait)
 		}
@@ -301,6 +353,25 @@ func TestHookDirect(t *testing.T) {
 	json.Unmarshal([]byte(mustCairn(t, env, "list", ws, "--json")), &recs)
 	if len(recs) == 0 || recs[0].Kind != "rig-setup" || recs[0].CodonID != "turn-1" {
 		t.Fatalf("direct seal: %+v", recs)
+	}
+
+	// Gemini CLI from a folder of the project: the store of
+	// $GEMINI_PROJECT_DIR, the file named from its root.
+	proj := t.TempDir()
+	if real, err := filepath.EvalSymlinks(proj); err == nil {
+		proj = real
+	}
+	sub := filepath.Join(proj, "sub")
+	os.Mkdir(sub, 0o755)
+	os.WriteFile(filepath.Join(sub, "main_test.go"), []byte("old\n"), 0o644)
+	in := sample(t, "gemini/BeforeTool-write_file.json", sub)
+	if errOut, _ := runHook(t, append(env, "GEMINI_PROJECT_DIR="+proj), in, "gemini"); errOut != "" {
+		t.Fatal(errOut)
+	}
+	recs = nil
+	json.Unmarshal([]byte(mustCairn(t, env, "list", proj, "--json")), &recs)
+	if len(recs) != 1 || recs[0].Label != "write_file sub/main_test.go" || recs[0].RunID != "gemini-3f9d2b6e-7a41-4c8e-b0d5-91e2c4a7f608" {
+		t.Fatalf("direct seal of Gemini CLI's project: %+v", recs)
 	}
 }
 

@@ -21,7 +21,7 @@ func runRollback(ctx context.Context, e *env, args []string) error {
 	typ := fs.String("type", "end", "checkpoint type with --codon: start, end, rig-setup, completed, error, skipped")
 	last := fs.Bool("last-success", false, "roll back to the last success")
 	sha := fs.String("sha", "", "roll back to the checkpoint with this SHA (prefix of 4+ hex digits)")
-	turn := fs.Int("turn", 0, "roll back to before this turn of a coding agent's session (Claude Code, Codex hooks)")
+	turn := fs.Int("turn", 0, "roll back to before this turn of a coding agent's session (Claude Code, Gemini CLI, Codex hooks)")
 	session := fs.String("session", "", "with --turn: the session (default: the newest)")
 	pos, err := parse(fs, args)
 	if err != nil {
