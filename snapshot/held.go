@@ -129,6 +129,10 @@ func (s *Store) recommit(ctx context.Context, h Held, rec ckpt.Record, cur strin
 	}
 	rec.SHA, rec.Parent = sha, parent
 	rec.Added, rec.Changed, rec.Removed = a, c, r
+	if s.republished == nil {
+		s.republished = map[string]bool{}
+	}
+	s.republished[sha] = true
 	return rec, nil
 }
 

@@ -98,6 +98,9 @@ func TestHeldPublishAfterAutosave(t *testing.T) {
 				t.Errorf("next checkpoint on %s, want the published %s", done.Parent, rec.SHA)
 			}
 			assertTreeMatchesDisk(t, st, done.SHA, []string{"a.txt", "b.txt", "c.txt", "d.txt"})
+			if notes := st.TakeNotes(); len(notes) > 0 {
+				t.Errorf("a capture left the store doubting its index: %q", notes)
+			}
 		})
 	}
 }
@@ -160,6 +163,9 @@ func TestHeldDiscard(t *testing.T) {
 		t.Errorf("after a discard: %s on %s, want a new id on %s", next.ID, next.Parent, first.SHA)
 	}
 	assertTreeMatchesDisk(t, st, next.SHA, []string{"a.txt", "b.txt"})
+	if notes := st.TakeNotes(); len(notes) > 0 {
+		t.Errorf("a discarded capture left the store doubting its index: %q", notes)
+	}
 
 	// A capture a process ended with: no open recovers it; DiscardHeld drops it.
 	left, err := st.Capture(ctx, heldRequest(modeInproc, []string{}))

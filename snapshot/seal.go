@@ -261,14 +261,20 @@ func (s *Store) nothingNew(parent string, issues []ckpt.PathIssue) bool {
 }
 
 // lastSealed is the newest checkpoint cairn sealed (not adopted from the
-// runtime): the one cairn's index and stat cache describe.
+// runtime): the one cairn's index and stat cache describe. A capture this
+// process made (held.go) counts from when it was sealed, published or not;
+// a record published by committing a capture's tree again does not (what it
+// holds was sealed earlier).
 func (s *Store) lastSealed() (ckpt.Record, bool) {
 	for i := len(s.records) - 1; i >= 0; i-- {
-		if r := s.records[i]; r.SHA != "" && !r.Adopted {
+		if r := s.records[i]; r.SHA != "" && !r.Adopted && !s.republished[r.SHA] {
+			if s.lastCapture.SHA != "" && idNum(s.lastCapture.ID) > idNum(r.ID) {
+				return s.lastCapture, true
+			}
 			return r, true
 		}
 	}
-	return ckpt.Record{}, false
+	return s.lastCapture, s.lastCapture.SHA != ""
 }
 
 // recordSeal records the checkpoint eng sealed for j in the ledger, then
@@ -278,6 +284,7 @@ func (s *Store) recordSeal(ctx context.Context, eng engine, j *sealJob, out seal
 		// Captured: no record, no position; its id is never handed out again.
 		rec := finish(j.req, *j.rec, out.sha, out.parent, out.counts, start)
 		s.noteIssued(rec.ID, false)
+		s.lastCapture = rec
 		eng.sealed(ctx)
 		return rec, nil
 	}
