@@ -500,7 +500,7 @@ func (l *hankLayout) release(ctx context.Context, wt *watcher.Watcher, st *hankw
 func (l *hankLayout) discardHold(ctx context.Context, hd *hold, why string) {
 	delete(l.h.holds, hd.m.Key())
 	if err := l.w.store.Discard(ctx, hd.held); err != nil {
-		l.w.log.Warn().Err(err).Str("ref", hd.held.Ref).Msg("dropping a captured rig-setup failed; dropped at the next start")
+		l.w.noteHeldLeft(err, "dropping a captured rig-setup failed; its ref is dropped at the next start")
 		return
 	}
 	l.w.log.Debug().Str("codon", hd.m.CodonID).Str("run", hd.m.RunID).Str("why", why).Msg("captured rig-setup dropped")
@@ -517,7 +517,7 @@ func (l *hankLayout) dropHolds(ctx context.Context) {
 	}
 	gone, err := l.w.store.DiscardHeld(ctx)
 	if err != nil {
-		l.w.log.Warn().Err(err).Msg("dropping captured rig-setups left by an earlier start failed")
+		l.w.noteHeldLeft(err, "dropping captured rig-setups left by an earlier start failed; tried again at the next start")
 	}
 	if len(gone) > 0 {
 		l.w.log.Info().Strs("refs", gone).Msg("dropped captured rig-setups an earlier start left unpublished")
@@ -630,4 +630,12 @@ func (l *hankLayout) prime(ctx context.Context) {
 	}
 	h.primed, h.primedIn = key, w.store
 	w.log.Debug().Int64("duration_ms", time.Since(start).Milliseconds()).Msg("index primed for the running codon")
+}
+
+// noteHeldLeft says in the log and status that a held ref could not be
+// removed: no checkpoint is lost, but git keeps its objects until it is.
+func (w *Workspace) noteHeldLeft(err error, msg string) {
+	w.log.Warn().Err(err).Msg(msg)
+	at := time.Now().Format(time.RFC3339)
+	w.setStatus(func(s *api.WorkspaceStatus) { s.Notice = at + ": " + msg + ": " + err.Error() })
 }
