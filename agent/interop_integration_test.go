@@ -233,6 +233,185 @@ func TestInteropAdoptsRigSetupRecordedLater(t *testing.T) {
 	}
 }
 
+// rigFirstPlan: a first codon with a rig setup, then one without.
+func rigFirstPlan() []hwsim.Entry {
+	return hwsim.Plan(
+		hwsim.Codon{ID: "test", Name: "Test", Files: []string{"tests/**"},
+			RigSetup: []hwsim.RigStep{hwsim.Command("make fixture", map[string]string{"tests/fixture.txt": "rig\n"})}},
+		hwsim.Codon{ID: "code", Name: "Code", Files: []string{"tests/**", "code/**"}},
+	)
+}
+
+// heldRefs lists the store's captured checkpoints not yet published.
+func heldRefs(t *testing.T, gitDir string) []string {
+	t.Helper()
+	return strings.Fields(git(t, gitDir, "for-each-ref", "--format=%(refname)", "refs/cairn-held/"))
+}
+
+// waitCaptured waits until the daemon has captured the rig-setup of the
+// codon now starting (a held ref), and fails if it sealed one instead.
+func waitCaptured(t *testing.T, exec, state string, k markerKey) {
+	t.Helper()
+	gitDir := hwStore(exec)
+	waitFor(t, 20*time.Second, "rig-setup "+k.String()+" captured", func() bool {
+		for _, r := range ledger(t, exec, state) {
+			if keyOf(r) == k {
+				t.Fatalf("%s sealed (%s) while its codon is still starting; want it captured and held", k, r.ID)
+			}
+		}
+		return len(heldRefs(t, gitDir)) > 0
+	})
+}
+
+// TestInteropFirstRigSetupSelfCheckpointing: on the first codon of a
+// workspace's first run nothing tells yet whether the runtime checkpoints
+// by itself. A runtime that does records its rig-setup SHA in a later write
+// while the codon is starting: cairn adopts it, and the tree it captured
+// at starting is thrown away. One rig-setup record, the runtime's, and no
+// commit on the run's branch outside the ledger.
+func TestInteropFirstRigSetupSelfCheckpointing(t *testing.T) {
+	exec := filepath.Join(t.TempDir(), "exec")
+	rs := newRuntimeSealer(t, exec)
+	sealer := func(kind, runID, codonID string) string {
+		if kind == "rig-setup" {
+			// The runtime's commit of the tree takes a while, with starting
+			// on disk: the time in which cairn captures its own.
+			time.Sleep(500 * time.Millisecond)
+		}
+		return rs.seal(kind, runID, codonID)
+	}
+	sim := hwsimtest.New(t, exec, rigFirstPlan(), hwsim.WithClock(hwClock()), hwsim.WithRuntimeCheckpoints(sealer))
+	state := t.TempDir()
+	startDaemon(t, state, "--config", configFile(t, noAutosave), "--watch", exec)
+	gitDir := hwStore(exec)
+	waitBaseline(t, exec, state)
+
+	run := sim.StartRun()
+	k := func(kind ckpt.Kind, codon string) markerKey { return markerKey{kind, run, codon, 0} }
+	sim.StartCodon("test")
+	rig := waitMarker(t, exec, state, k(ckpt.KindRigSetup, "test"))
+	if want := rs.sha("rig-setup", "test", 0); !rig.Adopted || rig.SHA != want {
+		t.Errorf("rig-setup test: adopted=%v sha %s, want the runtime's %s", rig.Adopted, rig.SHA, want)
+	}
+	sim.WriteFile("tests/t.go", "package t\n")
+	sim.CompleteCodon("test")
+	waitMarker(t, exec, state, k(ckpt.KindCompleted, "test"))
+	sim.StartCodon("code")
+	sim.WriteFile("code/a.go", "package a\n")
+	sim.CompleteCodon("code")
+	waitMarker(t, exec, state, k(ckpt.KindCompleted, "code"))
+	sim.Shutdown()
+
+	recs := ledger(t, exec, state)
+	assertKeys(t, recs, []markerKey{k(ckpt.KindRigSetup, "test"), k(ckpt.KindCompleted, "test"), k(ckpt.KindCompleted, "code")})
+	inLedger := map[string]bool{}
+	rigs := 0
+	for _, r := range recs {
+		inLedger[r.SHA] = true
+		if r.Kind == ckpt.KindRigSetup {
+			rigs++ // failed ones too
+		}
+	}
+	if rigs != 1 {
+		t.Errorf("%d rig-setup records, want the runtime's alone", rigs)
+	}
+	for _, line := range strings.Split(git(t, gitDir, "log", "--format=%H %s", "refs/heads/main..refs/heads/run-"+run), "\n") {
+		if sha, subject, _ := strings.Cut(line, " "); !inLedger[sha] {
+			t.Errorf("run-%s: commit %s (%s) is in no ledger record", run, sha, subject)
+		}
+	}
+	if held := heldRefs(t, gitDir); len(held) > 0 {
+		t.Errorf("captures left: %q", held)
+	}
+}
+
+// TestInteropFirstRigSetupCaptured: a runtime that records no checkpoint of
+// its own. The first codon's rig-setup is captured when the codon enters
+// starting and recorded only when it leaves starting, holding the files as
+// they were at starting: a file written in between is not in it (and the
+// next checkpoint has it). A runtime that dies while starting gets the
+// capture published before its exit. A daemon restarted while holding a
+// capture drops it and captures again, marked sealed late.
+func TestInteropFirstRigSetupCaptured(t *testing.T) {
+	execA, simA := newHankExec(t, rigFirstPlan())
+	execB, simB := newHankExec(t, rigFirstPlan())
+	execC, simC := newHankExec(t, rigFirstPlan())
+	state := t.TempDir()
+	d := startDaemon(t, state, "--config", configFile(t, noAutosave), "--watch", execA, "--watch", execB, "--watch", execC)
+	for _, exec := range []string{execA, execB, execC} {
+		waitBaseline(t, exec, state)
+	}
+
+	// A: the codon leaves starting.
+	runA := simA.StartRun()
+	kA := func(kind ckpt.Kind, codon string) markerKey { return markerKey{kind, runA, codon, 0} }
+	simA.BeginCodon("test")
+	simA.Advance("test", "starting")
+	waitCaptured(t, execA, state, kA(ckpt.KindRigSetup, "test"))
+	written := time.Now()
+	simA.WriteFile("tests/after-starting.txt", "after\n")
+	simA.Advance("test", "initializing")
+	rig := waitMarker(t, execA, state, kA(ckpt.KindRigSetup, "test"))
+	gitA := hwStore(execA)
+	files := treeFiles(t, gitA, rig.SHA)
+	if !slices.Contains(files, "tests/fixture.txt") || slices.Contains(files, "tests/after-starting.txt") {
+		t.Errorf("rig-setup holds %q, want the rig's fixture and not the file written after starting", files)
+	}
+	if rig.Adopted || rig.State != ckpt.StateOK || !rig.Time.Before(written) {
+		t.Errorf("rig-setup: adopted=%v state %s %v, time %v (want before %v, the capture's)", rig.Adopted, rig.State, rig.Issues, rig.Time, written)
+	}
+	if tip := git(t, gitA, "rev-parse", "refs/heads/run-"+runA); tip != rig.SHA {
+		t.Errorf("run-%s at %s, want the rig-setup %s", runA, tip, rig.SHA)
+	}
+	simA.Advance("test", "running")
+	simA.CompleteCodon("test")
+	done := waitMarker(t, execA, state, kA(ckpt.KindCompleted, "test"))
+	if files := treeFiles(t, gitA, done.SHA); !slices.Contains(files, "tests/after-starting.txt") || done.Parent != rig.SHA {
+		t.Errorf("completed test on %s holds %q, want the file written after starting, on the rig-setup", done.Parent, files)
+	}
+
+	// B: the runtime dies while starting.
+	runB := simB.StartRun()
+	kB := func(kind ckpt.Kind, codon string) markerKey { return markerKey{kind, runB, codon, 0} }
+	simB.BeginCodon("test")
+	simB.Advance("test", "starting")
+	waitCaptured(t, execB, state, kB(ckpt.KindRigSetup, "test"))
+	simB.Shutdown()
+	exit := waitMarker(t, execB, state, kB(ckpt.KindExit, "test"))
+	recsB := ledger(t, execB, state)
+	assertKeys(t, recsB, []markerKey{kB(ckpt.KindRigSetup, "test"), kB(ckpt.KindExit, "test")})
+	for _, r := range recsB {
+		if keyOf(r) == kB(ckpt.KindRigSetup, "test") && exit.Parent != r.SHA {
+			t.Errorf("exit on %s, want the published rig-setup %s", exit.Parent, r.SHA)
+		}
+	}
+
+	// C: the daemon restarts while holding a capture.
+	runC := simC.StartRun()
+	kC := markerKey{ckpt.KindRigSetup, runC, "test", 0}
+	simC.BeginCodon("test")
+	simC.Advance("test", "starting")
+	waitCaptured(t, execC, state, kC)
+	gitC := hwStore(execC)
+	before := heldRefs(t, gitC)
+	d.stop(syscall.SIGTERM)
+	d.start()
+	waitFor(t, 20*time.Second, "the capture redone after the restart", func() bool {
+		now := heldRefs(t, gitC)
+		return len(now) == 1 && !slices.Equal(now, before)
+	})
+	simC.Advance("test", "initializing")
+	late := waitMarker(t, execC, state, kC)
+	if late.State != ckpt.StateRacy || len(late.Issues) == 0 || !strings.Contains(late.Issues[0].Reason, "sealed late") {
+		t.Errorf("rig-setup after a restart: state %s %v, want racy, sealed late", late.State, late.Issues)
+	}
+	for _, g := range []string{gitA, hwStore(execB), gitC} {
+		if held := heldRefs(t, g); len(held) > 0 {
+			t.Errorf("%s: captures left: %q", g, held)
+		}
+	}
+}
+
 // TestInteropEditsBeforeMarkerNotRacy: while a codon runs (the daemon has
 // read the state since it started), the agent edits files, then the codon
 // completes. Whatever the edited files' times say (here set an hour ahead: a

@@ -175,6 +175,10 @@ type diffWorld struct {
 	// the next seal a full one (a new store's first seal).
 	stores   int
 	reopened bool
+	// held is a capture (held.go) not yet published or discarded, made in
+	// the store heldIn.
+	held   *Held
+	heldIn *Store
 }
 
 // diffStep is one step of the log: ops and the seal that followed.
@@ -314,7 +318,16 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 		if c.intn(3) == 0 {
 			kind, skip = ckpt.KindAutosave, c.intn(2) == 0
 		}
+		// Now and then a capture (a rig-setup held until published, or
+		// discarded), resolved at once or after the next step's seal.
+		capture, later, discard := false, false, false
+		if (len(allowed) == 0 || allowed["capture"]) && !skip && !c.done() && c.intn(6) == 0 {
+			capture, later, discard = true, c.intn(2) == 0, c.intn(3) == 0
+		}
 		s.seal = fmt.Sprintf("seal %s", kind)
+		if capture {
+			s.seal = "capture rig-setup"
+		}
 		if skip {
 			s.seal += " (skip unchanged)"
 		}
@@ -340,7 +353,20 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 				slices.Sort(req.Changed)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			rec, err := w.st.Seal(ctx, req)
+			pending := w.held
+			var rec ckpt.Record
+			var err error
+			if capture {
+				req.Kind, req.RunID, req.CodonID = ckpt.KindRigSetup, "r", fmt.Sprintf("c%d", step)
+				var h Held
+				h, err = w.st.Capture(ctx, req)
+				rec = h.Record
+				if err == nil {
+					w.held, w.heldIn = &h, w.st
+				}
+			} else {
+				rec, err = w.st.Seal(ctx, req)
+			}
 			cancel()
 			w.reopened = false
 			switch {
@@ -367,12 +393,22 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 				if msg := w.check(t, git, rec); msg != "" {
 					fail(w, "%s", msg)
 				}
-				w.lastSHA = rec.SHA
-				w.shas = append(w.shas, rec.SHA)
+				if !capture { // a capture is no checkpoint until published
+					w.lastSHA = rec.SHA
+					w.shas = append(w.shas, rec.SHA)
+				}
 				clear(w.dirty)
 				for _, is := range rec.Issues {
 					w.dirty[is.Path] = true // stays dirty until a checkpoint holds it
 				}
+			}
+			// A capture held over from the last step is resolved after this
+			// step's seal; this step's, at once unless it waits a step.
+			if pending != nil {
+				log[len(log)-1].seal += "; " + w.engine + ": " + w.resolveHeld(t, pending, discard, fail)
+			}
+			if capture && !later && w.held != nil && w.held != pending {
+				log[len(log)-1].seal += "; " + w.engine + ": " + w.resolveHeld(t, w.held, discard, fail)
 			}
 		}
 		for _, op := range ops {
@@ -403,6 +439,43 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 			fullNext = true
 		}
 	}
+}
+
+// resolveHeld publishes or discards the capture h, checking that a
+// published one holds the captured tree and time on the run's branch.
+func (w *diffWorld) resolveHeld(t *testing.T, h *Held, discard bool, fail func(*diffWorld, string, ...any)) string {
+	t.Helper()
+	if w.held == h {
+		w.held = nil
+	}
+	if w.heldIn != w.st {
+		return "capture " + h.Record.ID + " went with its store"
+	}
+	ctx := context.Background()
+	if discard {
+		if err := w.st.Discard(ctx, *h); err != nil {
+			fail(w, "discard %s: %v", h.Record.ID, err)
+		}
+		return "capture " + h.Record.ID + " discarded"
+	}
+	rec, err := w.st.Publish(ctx, *h)
+	switch {
+	case err != nil && w.full && rec.SHA == "":
+		return fmt.Sprintf("publish %s failed on a full disk: %.200v", h.Record.ID, err)
+	case err != nil && !w.full:
+		fail(w, "publish %s: %v", h.Record.ID, err)
+	}
+	if treeOf(t, w.st, rec.SHA) != treeOf(t, w.st, h.Record.SHA) || !rec.Time.Equal(h.Record.Time) {
+		fail(w, "published %s (%s at %v) does not hold capture %s (%s at %v)", rec.ID, rec.SHA, rec.Time, h.Record.ID, h.Record.SHA, h.Record.Time)
+	}
+	if tip, _ := w.st.Resolve(ctx, "refs/heads/run-r"); tip != rec.SHA {
+		fail(w, "run-r at %s after publishing %s", tip, rec.SHA)
+	}
+	if rec.SHA == h.Record.SHA { // published as captured, nothing sealed since: the position
+		w.lastSHA = rec.SHA
+	}
+	w.shas = append(w.shas, rec.SHA)
+	return "capture " + h.Record.ID + " published as " + rec.ID
 }
 
 // declined reports whether the restore left p as it was on purpose: p is

@@ -46,7 +46,11 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 	}
 	rec := ckpt.Record{ID: s.nextID(), Kind: req.Kind, Label: oneLine(req.Label), CodonID: oneLine(req.CodonID),
 		CodonName: oneLine(req.CodonName), RunID: oneLine(req.RunID), Attempt: req.Attempt, Time: now.UTC()}
+	branch := "" // a capture's ref: a failed one is recorded on it
 	fail := func(err error) (ckpt.Record, error) {
+		if req.hold != "" {
+			rec.Ref = branch
+		}
 		rec.State, rec.Error = ckpt.StateFailed, err.Error()
 		rec.DurationMS = time.Since(start).Milliseconds()
 		if aerr := s.appendRecord(rec); aerr != nil {
@@ -87,7 +91,15 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 	if err != nil {
 		return fail(err)
 	}
-	rec.Ref = ref
+	rec.Ref, branch = ref, ref
+	if req.hold != "" {
+		// Captured: the commit is sealed on the run's branch tip but goes on
+		// the held ref; Publish moves the branch (held.go).
+		rec.Ref, oldTip = req.hold, zeroSHA
+		if tip, ok := s.refTip(ctx, req.hold); ok {
+			oldTip = tip
+		}
+	}
 	if req.Changed != nil {
 		if why := s.inproc.indexDoubt(); why != "" {
 			s.note(ctx, why+"; this checkpoint reconciled the whole work tree, and the cache was rebuilt")
@@ -249,19 +261,33 @@ func (s *Store) nothingNew(parent string, issues []ckpt.PathIssue) bool {
 }
 
 // lastSealed is the newest checkpoint cairn sealed (not adopted from the
-// runtime): the one cairn's index and stat cache describe.
+// runtime): the one cairn's index and stat cache describe. A capture this
+// process made (held.go) counts from when it was sealed, published or not;
+// a record published by committing a capture's tree again does not (what it
+// holds was sealed earlier).
 func (s *Store) lastSealed() (ckpt.Record, bool) {
 	for i := len(s.records) - 1; i >= 0; i-- {
-		if r := s.records[i]; r.SHA != "" && !r.Adopted {
+		if r := s.records[i]; r.SHA != "" && !r.Adopted && !s.republished[r.SHA] {
+			if s.lastCapture.SHA != "" && idNum(s.lastCapture.ID) > idNum(r.ID) {
+				return s.lastCapture, true
+			}
 			return r, true
 		}
 	}
-	return ckpt.Record{}, false
+	return s.lastCapture, s.lastCapture.SHA != ""
 }
 
 // recordSeal records the checkpoint eng sealed for j in the ledger, then
 // lets the engine tidy up after it.
 func (s *Store) recordSeal(ctx context.Context, eng engine, j *sealJob, out sealOutcome, start time.Time) (ckpt.Record, error) {
+	if j.req.hold != "" {
+		// Captured: no record, no position; its id is never handed out again.
+		rec := finish(j.req, *j.rec, out.sha, out.parent, out.counts, start)
+		s.noteIssued(rec.ID, false)
+		s.lastCapture = rec
+		eng.sealed(ctx)
+		return rec, nil
+	}
 	rec, err := s.complete(j.req, *j.rec, out.sha, out.parent, out.counts, start)
 	if err == nil {
 		eng.sealed(ctx)
@@ -271,6 +297,20 @@ func (s *Store) recordSeal(ctx context.Context, eng engine, j *sealJob, out seal
 
 // complete records a checkpoint whose ref moved: its state and the ledger.
 func (s *Store) complete(req SealRequest, rec ckpt.Record, sha, parent string, counts [3]int, start time.Time) (ckpt.Record, error) {
+	rec = finish(req, rec, sha, parent, counts, start)
+	if req.Kind != ckpt.KindPreRestore { // a restore sets the position itself
+		s.notePosition(rec.SHA)
+	}
+	faultPoint("position")
+	if err := s.appendRecord(rec); err != nil {
+		return rec, err
+	}
+	faultPoint("ledger")
+	return rec, nil
+}
+
+// finish fills in the record of a sealed checkpoint: commit, counts, state.
+func finish(req SealRequest, rec ckpt.Record, sha, parent string, counts [3]int, start time.Time) ckpt.Record {
 	rec.SHA, rec.Parent = sha, parent
 	rec.Added, rec.Changed, rec.Removed = counts[0], counts[1], counts[2]
 	rec.State = ckpt.StateOK
@@ -283,15 +323,7 @@ func (s *Store) complete(req SealRequest, rec ckpt.Record, sha, parent string, c
 		rec.Issues = dedupeIssues(append([]ckpt.PathIssue(nil), req.Racy...))
 	}
 	rec.DurationMS = time.Since(start).Milliseconds()
-	if req.Kind != ckpt.KindPreRestore { // a restore sets the position itself
-		s.notePosition(rec.SHA)
-	}
-	faultPoint("position")
-	if err := s.appendRecord(rec); err != nil {
-		return rec, err
-	}
-	faultPoint("ledger")
-	return rec, nil
+	return rec
 }
 
 func validateRequest(req SealRequest) error {

@@ -56,6 +56,7 @@ type SealRequest struct {
 
 	subject    string       // replaces the first line (pre-restore: the runtime's wording)
 	afterStage func() error // runs between staging and write-tree (a restore adds files it will overwrite)
+	hold       string       // Capture: the held ref the commit goes on instead of its ref (held.go)
 	engine     string       // EngineGit: the git engine whatever the store's (tests compare the two)
 }
 

@@ -59,6 +59,16 @@ type hankState struct {
 	sights map[string]*sighting // markers due and not yet in the ledger, by key
 	// ckptRuns are the runs the journal shows a CheckpointCreated for.
 	ckptRuns map[string]bool
+	// holds are the rig-setups captured at starting and not yet published
+	// or discarded, by marker key (captureRigSetup).
+	holds map[string]*hold
+}
+
+// hold is a rig-setup checkpoint captured when its codon entered starting,
+// in a run that had not yet shown whether its runtime checkpoints by itself.
+type hold struct {
+	held snapshot.Held
+	m    hankweave.Marker
 }
 
 // sighting is what cairn knows of a marker from the pass that first saw it.
@@ -76,7 +86,7 @@ type sighting struct {
 
 func newHankState(exec string) *hankState {
 	return &hankState{exec: exec, journal: hankweave.NewJournal(exec),
-		sights: map[string]*sighting{}, ckptRuns: map[string]bool{}}
+		sights: map[string]*sighting{}, ckptRuns: map[string]bool{}, holds: map[string]*hold{}}
 }
 
 // saw notes a control file's change taken from the watch, outside the
@@ -121,6 +131,9 @@ func (h *hankState) currentPatterns() ([]string, bool) { return checkpoints.Curr
 // It returns when to look again, or nil.
 func (l *hankLayout) lifecycle(ctx context.Context, wt *watcher.Watcher, startup bool) <-chan time.Time {
 	w, h := l.w, l.h
+	if startup {
+		l.dropHolds(ctx)
+	}
 	// The journal says what moved (logged) and which runs the runtime
 	// checkpoints itself; state.json is the record of truth.
 	if evs, err := h.journal.Read(); err != nil {
@@ -185,6 +198,7 @@ func (l *hankLayout) lifecycle(ctx context.Context, wt *watcher.Watcher, startup
 	var wake time.Time        // when a marker held for the runtime's checkpoint stops waiting
 	held := map[string]bool{} // runs whose markers wait behind a held one, to keep the branch in order
 	keep := map[string]bool{}
+	capture := map[string]bool{} // rig-setups captured now, published when their codon leaves starting
 	for _, m := range all {
 		if have[m.Key()] || predates(m, since) {
 			continue
@@ -192,6 +206,20 @@ func (l *hankLayout) lifecycle(ctx context.Context, wt *watcher.Watcher, startup
 		s := h.sight(m.Key(), floor, first, now, startup)
 		keep[m.Key()] = true
 		if held[m.RunID] {
+			continue
+		}
+		if hd := h.holds[m.Key()]; hd != nil {
+			hd.m = m
+			if startingStill(m, alive) {
+				held[m.RunID] = true
+				continue
+			}
+			due = append(due, m) // released: the runtime's own adopted, else the capture published
+			continue
+		}
+		if l.capturesRigSetup(ctx, st, m, alive) {
+			capture[m.Key()], held[m.RunID] = true, true
+			due = append(due, m)
 			continue
 		}
 		if l.awaitsRuntime(ctx, st, m, alive) {
@@ -215,13 +243,29 @@ func (l *hankLayout) lifecycle(ctx context.Context, wt *watcher.Watcher, startup
 			delete(h.sights, k)
 		}
 	}
+	// A capture whose marker the ledger now has is dropped; one whose marker
+	// the state no longer shows is still owed: published.
+	for k, hd := range h.holds {
+		if have[k] {
+			l.discardHold(ctx, hd, "its marker is in the ledger")
+		} else if !keep[k] {
+			l.release(ctx, wt, st, hd)
+		}
+	}
 	rerun := false
-	if len(due) > 0 {
+	if slices.ContainsFunc(due, func(m hankweave.Marker) bool { return h.holds[m.Key()] == nil }) {
 		// Every change made before the state was read is taken in before anything is sealed.
 		rerun = w.barrier(wt)
 	}
 	for _, m := range due {
-		w.sealMarker(ctx, wt, st, m, h.sights[m.Key()])
+		switch hd := h.holds[m.Key()]; {
+		case hd != nil:
+			l.release(ctx, wt, st, hd)
+		case capture[m.Key()]:
+			l.captureRigSetup(ctx, wt, st, m, h.sights[m.Key()])
+		default:
+			w.sealMarker(ctx, wt, st, m, h.sights[m.Key()])
+		}
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -237,6 +281,27 @@ func (l *hankLayout) lifecycle(ctx context.Context, wt *watcher.Watcher, startup
 		return time.After(lockCheck)
 	}
 	return nil
+}
+
+// startingStill reports whether marker m's codon is still starting under a
+// live runtime, with no rig-setup SHA recorded: a captured rig-setup is held
+// on.
+func startingStill(m hankweave.Marker, alive bool) bool {
+	return m.Kind == hankweave.KindRigSetup && m.RecordedSHA == "" && m.Status == hankweave.StatusStarting && alive
+}
+
+// capturesRigSetup reports whether marker m is a rig-setup to capture now
+// rather than seal: its codon is starting, the runtime lives and has
+// recorded no SHA, and nothing tells yet whether the run's runtime
+// checkpoints by itself (a workspace's first run, before its first codon
+// completes). Where it is known either way, the rules of awaitsRuntime
+// stand.
+func (l *hankLayout) capturesRigSetup(ctx context.Context, st *hankweave.State, m hankweave.Marker, alive bool) bool {
+	if !startingStill(m, alive) {
+		return false
+	}
+	yes, known := l.checkpointing(ctx, st, m.RunID)
+	return !yes && !known
 }
 
 // awaitsRuntime reports whether cairn leaves marker m to the runtime for now:
@@ -258,21 +323,30 @@ func (l *hankLayout) awaitsRuntime(ctx context.Context, st *hankweave.State, m h
 // not seal) or, while its records tell neither way, the newest older run
 // that tells did. A run's first rig-setup comes before it can show anything.
 func (l *hankLayout) selfCheckpointing(ctx context.Context, st *hankweave.State, runID string) bool {
+	yes, _ := l.checkpointing(ctx, st, runID)
+	return yes
+}
+
+// checkpointing is selfCheckpointing, and whether anything tells either way.
+func (l *hankLayout) checkpointing(ctx context.Context, st *hankweave.State, runID string) (yes, known bool) {
 	i := slices.IndexFunc(st.Runs, func(r hankweave.Run) bool { return r.RunID == runID })
 	if i < 0 {
-		return false
+		return false, true // not a run of the state: nothing to wait for
 	}
 	for j := i; j < len(st.Runs); j++ {
 		yes, known := hankweave.RuntimeCheckpoints(&st.Runs[j])
 		if yes || l.h.ckptRuns[st.Runs[j].RunID] {
-			return true
+			return true, true
 		}
 		if known {
-			break
+			return false, true
 		}
 	}
 	// Git last: a commit on the branch may precede the write that records it.
-	return l.w.foreignTip(ctx, runID)
+	if l.w.foreignTip(ctx, runID) {
+		return true, true
+	}
+	return false, false
 }
 
 // foreignTip reports whether run-<runID>'s tip is a commit cairn did not
@@ -317,19 +391,32 @@ func predates(m hankweave.Marker, since time.Time) bool {
 // sealMarker adopts the runtime's own checkpoint when git confirms it, and
 // otherwise seals one.
 func (w *Workspace) sealMarker(ctx context.Context, wt *watcher.Watcher, st *hankweave.State, m hankweave.Marker, s *sighting) {
-	kind := m.Kind
-	if m.RecordedSHA != "" {
-		rec, err := w.store.Adopt(ctx, snapshot.AdoptRequest{SHA: m.RecordedSHA, Kind: kind, CodonID: m.CodonID,
-			CodonName: m.CodonName, RunID: m.RunID, Attempt: m.Attempt})
-		if err == nil {
-			w.log.Info().Str("id", rec.ID).Str("sha", rec.SHA).Str("codon", m.CodonID).Msg("adopted the runtime's checkpoint")
-			w.met.Checkpoint(rec)
-			w.replicateSoon(rec.Kind)
-			return
-		}
-		w.log.Warn().Err(err).Str("codon", m.CodonID).Msg("runtime checkpoint not confirmed by git; sealing one")
+	if m.RecordedSHA != "" && w.adoptMarker(ctx, m) {
+		return
 	}
-	req := snapshot.SealRequest{Kind: kind, CodonID: m.CodonID, CodonName: m.CodonName, RunID: m.RunID,
+	rec, err := w.seal(ctx, wt, w.markerRequest(st, m, s), true)
+	if err == nil && rec.ID != "" {
+		w.markerSealed(s)
+	}
+}
+
+// adoptMarker adopts the runtime's own checkpoint of m when git confirms it.
+func (w *Workspace) adoptMarker(ctx context.Context, m hankweave.Marker) bool {
+	rec, err := w.store.Adopt(ctx, snapshot.AdoptRequest{SHA: m.RecordedSHA, Kind: m.Kind, CodonID: m.CodonID,
+		CodonName: m.CodonName, RunID: m.RunID, Attempt: m.Attempt})
+	if err != nil {
+		w.log.Warn().Err(err).Str("codon", m.CodonID).Msg("runtime checkpoint not confirmed by git; sealing one")
+		return false
+	}
+	w.log.Info().Str("id", rec.ID).Str("sha", rec.SHA).Str("codon", m.CodonID).Msg("adopted the runtime's checkpoint")
+	w.met.Checkpoint(rec)
+	w.replicateSoon(rec.Kind)
+	return true
+}
+
+// markerRequest is the seal request of marker m's checkpoint.
+func (w *Workspace) markerRequest(st *hankweave.State, m hankweave.Marker, s *sighting) snapshot.SealRequest {
+	req := snapshot.SealRequest{Kind: m.Kind, CodonID: m.CodonID, CodonName: m.CodonName, RunID: m.RunID,
 		Attempt: m.Attempt, Duration: m.Duration(), Patterns: w.Patterns(m.Patterns)}
 	if m.Patterns == nil {
 		req.Patterns = nil
@@ -342,14 +429,98 @@ func (w *Workspace) sealMarker(ctx context.Context, wt *watcher.Watcher, st *han
 	} else {
 		req.Racy = w.changedAfter(m, s)
 	}
-	rec, err := w.seal(ctx, wt, req, true)
-	if err == nil && rec.ID != "" && !s.late {
-		// From the state.json that showed the marker (the agent's clock), else from first sight.
-		marked := s.stateTime
-		if marked.IsZero() {
-			marked = s.seen
-		}
-		w.met.MarkerSealed(marked)
+	return req
+}
+
+// markerSealed observes the latency of a marker's checkpoint taken now.
+func (w *Workspace) markerSealed(s *sighting) {
+	if s.late {
+		return
+	}
+	// From the state.json that showed the marker (the agent's clock), else from first sight.
+	marked := s.stateTime
+	if marked.IsZero() {
+		marked = s.seen
+	}
+	w.met.MarkerSealed(marked)
+}
+
+// captureRigSetup captures marker m's rig-setup as sealMarker would seal
+// it, the barrier and racy rules alike, but holds it (snapshot.Store.Capture)
+// until the codon leaves starting: in a run not yet known to checkpoint by
+// itself, the runtime may still record its own, which is adopted instead.
+// A capture that fails is recorded as a failed seal; the marker stays due.
+func (l *hankLayout) captureRigSetup(ctx context.Context, wt *watcher.Watcher, st *hankweave.State, m hankweave.Marker, s *sighting) {
+	w := l.w
+	h, err := w.capture(ctx, wt, w.markerRequest(st, m, s))
+	if err != nil {
+		return
+	}
+	l.h.holds[m.Key()] = &hold{held: h, m: m}
+	w.markerSealed(s)
+}
+
+// release ends a capture whose codon left starting (or whose runtime
+// died): the runtime's own rig-setup is adopted if it recorded one git
+// confirms, and the capture dropped; otherwise the capture is published.
+func (l *hankLayout) release(ctx context.Context, wt *watcher.Watcher, st *hankweave.State, hd *hold) {
+	w, m := l.w, hd.m
+	if m.RecordedSHA != "" && w.adoptMarker(ctx, m) {
+		l.discardHold(ctx, hd, "the runtime recorded its own")
+		return
+	}
+	delete(l.h.holds, m.Key())
+	rec, err := w.store.Publish(ctx, hd.held)
+	if err != nil {
+		// Owed all the same: sealed now, saying its files are not those of starting.
+		w.log.Error().Err(err).Str("codon", m.CodonID).Str("run", m.RunID).Msg("the rig-setup captured at starting could not be published; sealing one")
+		w.setStatus(func(s *api.WorkspaceStatus) { s.Failures++ })
+		w.publishError("SEAL_FAILED", err.Error())
+		req := w.markerRequest(st, m, &sighting{})
+		req.Racy = []ckpt.PathIssue{{Path: ".", Reason: "sealed after its codon left starting: the capture taken at starting was lost; files may have changed since"}}
+		_, _ = w.seal(ctx, wt, req, true)
+		return
+	}
+	w.log.Info().Str("id", rec.ID).Str("sha", rec.SHA).Str("state", string(rec.State)).Str("codon", m.CodonID).
+		Str("run", m.RunID).Msg("published the rig-setup captured at starting")
+	w.met.Checkpoint(rec)
+	if w.emit != nil {
+		w.emit(api.Event{Type: api.EvCheckpointSealed, Workspace: w.dir, Time: time.Now(), Data: rec})
+	}
+	w.replicateSoon(rec.Kind)
+	k := kept(w.store)
+	w.setStatus(func(s *api.WorkspaceStatus) {
+		s.Seals++
+		s.Last, s.LastState, s.LastTime = rec.ID, string(rec.State), rec.Time
+		s.Kept = k
+	})
+}
+
+// discardHold drops a capture, saying why in the log.
+func (l *hankLayout) discardHold(ctx context.Context, hd *hold, why string) {
+	delete(l.h.holds, hd.m.Key())
+	if err := l.w.store.Discard(ctx, hd.held); err != nil {
+		l.w.noteHeldLeft(err, "dropping a captured rig-setup failed; its ref is dropped at the next start")
+		return
+	}
+	l.w.log.Debug().Str("codon", hd.m.CodonID).Str("run", hd.m.RunID).Str("why", why).Msg("captured rig-setup dropped")
+}
+
+// dropHolds forgets every capture at the start of a watch, and drops the
+// held refs an earlier daemon left: a capture does not survive a restart.
+// Its marker, still due, is captured again or sealed, marked racy as
+// "sealed late" (the daemon was not watching at the marker).
+func (l *hankLayout) dropHolds(ctx context.Context) {
+	clear(l.h.holds)
+	if l.w.store == nil {
+		return
+	}
+	gone, err := l.w.store.DiscardHeld(ctx)
+	if err != nil {
+		l.w.noteHeldLeft(err, "dropping captured rig-setups left by an earlier start failed; tried again at the next start")
+	}
+	if len(gone) > 0 {
+		l.w.log.Info().Strs("refs", gone).Msg("dropped captured rig-setups an earlier start left unpublished")
 	}
 }
 
@@ -459,4 +630,12 @@ func (l *hankLayout) prime(ctx context.Context) {
 	}
 	h.primed, h.primedIn = key, w.store
 	w.log.Debug().Int64("duration_ms", time.Since(start).Milliseconds()).Msg("index primed for the running codon")
+}
+
+// noteHeldLeft says in the log and status that a held ref could not be
+// removed: no checkpoint is lost, but git keeps its objects until it is.
+func (w *Workspace) noteHeldLeft(err error, msg string) {
+	w.log.Warn().Err(err).Msg(msg)
+	at := time.Now().Format(time.RFC3339)
+	w.setStatus(func(s *api.WorkspaceStatus) { s.Notice = at + ": " + msg + ": " + err.Error() })
 }

@@ -886,14 +886,29 @@ func (w *Workspace) drain(wt *watcher.Watcher, barrier bool) (moved []string, co
 // were lost or part of the tree is unwatched, it reconciles the whole tree:
 // the dirty set cannot vouch for what it did not see.
 func (w *Workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.SealRequest, marker bool) (ckpt.Record, error) {
+	rec, _, err := w.sealOrCapture(ctx, wt, req, marker, false)
+	return rec, err
+}
+
+// capture is seal for a marker whose checkpoint is captured, not published
+// (snapshot.Store.Capture): everything up to the record happens as for a
+// seal (the dirty set it took is cleared), but nothing is recorded, counted
+// or announced until it is published (lifecycle.go).
+func (w *Workspace) capture(ctx context.Context, wt *watcher.Watcher, req snapshot.SealRequest) (snapshot.Held, error) {
+	_, h, err := w.sealOrCapture(ctx, wt, req, true, true)
+	return h, err
+}
+
+func (w *Workspace) sealOrCapture(ctx context.Context, wt *watcher.Watcher, req snapshot.SealRequest, marker, hold bool) (ckpt.Record, snapshot.Held, error) {
+	var held snapshot.Held
 	// Maintenance runs beside seals in bounded steps (maintenance.go): a
 	// seal waits at most for one short locked step, never cancels it.
 	if w.checkGone() {
-		return ckpt.Record{}, errWorkspaceGone
+		return ckpt.Record{}, held, errWorkspaceGone
 	}
 	if _, err := w.ensureStore(ctx); err != nil {
 		w.sealFailed(err)
-		return ckpt.Record{}, err
+		return ckpt.Record{}, held, err
 	}
 	after, _ := w.drain(wt, false)
 	changed := w.changed()
@@ -937,8 +952,17 @@ func (w *Workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 		req.Progress = w.progressOf(req.Kind, began)
 		defer w.setStatus(func(s *api.WorkspaceStatus) { s.Progress = nil })
 	}
-	rec, err := w.store.Seal(sctx, req)
-	w.met.Sealed(req.Kind, rec, err, time.Since(began))
+	var rec ckpt.Record
+	var err error
+	if hold {
+		held, err = w.store.Capture(sctx, req)
+		rec = held.Record
+	} else {
+		rec, err = w.store.Seal(sctx, req)
+	}
+	if !hold || err != nil {
+		w.met.Sealed(req.Kind, rec, err, time.Since(began))
+	}
 	w.noteRepairs()
 	log := w.log.With().Str("kind", string(req.Kind)).Str("codon", req.CodonID).Str("run", req.RunID).Logger()
 	if err != nil {
@@ -953,7 +977,7 @@ func (w *Workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 		if ctx.Err() == nil {
 			w.sealFailed(err)
 		}
-		return rec, err
+		return rec, held, err
 	}
 	w.racyCarry = nil
 	if marker {
@@ -998,7 +1022,12 @@ func (w *Workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 	w.noteSkipped(changed, full && rec.ID != "", rec, big)
 	w.refreshStatus()
 	if rec.ID == "" {
-		return rec, nil // autosave with nothing changed
+		return rec, held, nil // autosave with nothing changed
+	}
+	if hold {
+		log.Info().Str("id", rec.ID).Str("sha", rec.SHA).Str("state", string(rec.State)).Int64("duration_ms", rec.DurationMS).
+			Bool("full", full).Msg("checkpoint captured; held until the codon leaves starting")
+		return rec, held, nil
 	}
 	ev := log.Info()
 	if rec.State != ckpt.StateOK {
@@ -1018,7 +1047,7 @@ func (w *Workspace) seal(ctx context.Context, wt *watcher.Watcher, req snapshot.
 		s.Last, s.LastState, s.LastTime = rec.ID, string(rec.State), rec.Time
 		s.Kept = k
 	})
-	return rec, nil
+	return rec, held, nil
 }
 
 // noteRepairs shows what the store repaired by itself during a seal (a
