@@ -27,6 +27,7 @@ func (t *Tree) OpenRegular(string) (*os.File, error)                        { re
 func (t *Tree) ReadFile(string, int64) ([]byte, error)                      { return nil, ErrUnsupported }
 func (t *Tree) Sub(string) (*Tree, error)                                   { return nil, ErrUnsupported }
 func (t *Tree) Remove(string) error                                         { return ErrUnsupported }
+func (t *Tree) RemoveDir(string) error                                      { return ErrUnsupported }
 func (t *Tree) Rename(string, string) error                                 { return ErrUnsupported }
 func (t *Tree) Move(string, *Tree, string) error                            { return ErrUnsupported }
 func (t *Tree) MkdirAll(string, os.FileMode, int, int) error                { return ErrUnsupported }

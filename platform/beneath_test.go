@@ -291,3 +291,31 @@ func TestTreeRace(t *testing.T) {
 		}
 	})
 }
+
+// TestTreeRemoveDir: RemoveDir removes an empty folder and nothing else: a
+// file, a folder holding one, a link (to a folder or out of the tree) and a
+// path through a link stay.
+func TestTreeRemoveDir(t *testing.T) {
+	eachResolver(t, func(t *testing.T) {
+		ws, outside, tree := beneathFixture(t)
+		if err := os.Mkdir(filepath.Join(ws, "empty"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := tree.RemoveDir("empty"); err != nil {
+			t.Fatalf("empty folder: %v", err)
+		}
+		if _, err := os.Lstat(filepath.Join(ws, "empty")); !os.IsNotExist(err) {
+			t.Fatalf("empty folder still there: %v", err)
+		}
+		for _, rel := range []string{"real/sub/f", "real/sub", "l", "inlink", "lf", "l/f", "inlink/sub"} {
+			if err := tree.RemoveDir(rel); err == nil {
+				t.Errorf("%s: removed, want it kept", rel)
+			}
+		}
+		for _, p := range []string{filepath.Join(ws, "real/sub/f"), filepath.Join(ws, "l"), filepath.Join(ws, "inlink"), filepath.Join(ws, "lf"), filepath.Join(outside, "f")} {
+			if _, err := os.Lstat(p); err != nil {
+				t.Errorf("%s: %v, want it kept", p, err)
+			}
+		}
+	})
+}

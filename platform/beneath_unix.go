@@ -244,6 +244,21 @@ func (t *Tree) Remove(rel string) error {
 	return t.pathErr("remove", rel, e1)
 }
 
+// RemoveDir removes the empty folder rel (rmdir), resolved beneath the
+// Tree: a file, a link or a folder holding anything at rel stays, and the
+// error says why (ENOTDIR, ENOTEMPTY).
+func (t *Tree) RemoveDir(rel string) error {
+	pfd, name, err := t.parent(rel, pathFlag)
+	if err != nil {
+		return t.pathErr("rmdir", rel, err)
+	}
+	defer unix.Close(pfd)
+	if err := unix.Unlinkat(pfd, name, unix.AT_REMOVEDIR); err != nil {
+		return t.pathErr("rmdir", rel, err)
+	}
+	return nil
+}
+
 // Rename renames from to to, both beneath the Tree (renameat on their
 // folders' descriptors), replacing what is at to as rename(2) does.
 func (t *Tree) Rename(from, to string) error { return t.rename(from, t, to, false) }

@@ -474,7 +474,9 @@ func (r *ipRestore) applyInproc(ctx context.Context, ch []ipChange) error {
 		}
 		slices.SortFunc(dirs, func(a, b string) int { return strings.Compare(b, a) })
 		for _, d := range dirs {
-			_ = t.Remove(filepath.FromSlash(d)) // only an empty folder (rmdir), or nothing
+			// Only an empty folder: whatever stands at d now (a file the
+			// target lacks where a tracked folder was) stays.
+			_ = t.RemoveDir(filepath.FromSlash(d))
 		}
 		if err := ctx.Err(); err != nil {
 			return err

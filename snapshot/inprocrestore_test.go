@@ -342,6 +342,31 @@ func TestInprocRestoreAttackerLinks(t *testing.T) {
 	}
 }
 
+// TestInprocRestoreKeepsFileWhereTrackedFolderWas: the checkpoint the tree
+// is at holds a/b/f1; a file "a" now stands where folder a was; the target
+// lacks both. The tracked file is gone already, and the sweep of the
+// folders its deletion empties once removed whatever stood at "a" (a file
+// too); it removes only empty folders now, and "a" stays, as git's
+// checkout leaves it (the differential test's seed 1796198350322755820).
+func TestInprocRestoreKeepsFileWhereTrackedFolderWas(t *testing.T) {
+	ws, st := newTestStore(t, Options{})
+	writeTree(t, ws, map[string]string{"keep.txt": "k\n"})
+	one := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	writeTree(t, ws, map[string]string{"a/b/f1": "f\n"})
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	removeAll(t, ws, "a")
+	writeFile(t, ws, "a", "a file now\n", 0o644)
+	if _, err := st.Restore(context.Background(), ckpt.Request{Target: one.SHA}); err != nil {
+		t.Fatal(err)
+	}
+	if st.lastRestore != EngineInproc {
+		t.Fatalf("restored by %s, want the in-process engine", st.lastRestore)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "a")); err != nil || string(b) != "a file now\n" {
+		t.Fatalf("a after the restore: %q, %v; want the file left as it was", b, err)
+	}
+}
+
 // TestInprocRestoreKeepsUnsealedInTheWay: an ignored file (never sealed)
 // standing where the target needs a folder is not deleted (git's checkout
 // would delete it); the restore names the path it could not write.
