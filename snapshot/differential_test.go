@@ -460,7 +460,7 @@ func (w *diffWorld) resolveHeld(t *testing.T, h *Held, discard bool, fail func(*
 	}
 	rec, err := w.st.Publish(ctx, *h)
 	switch {
-	case err != nil && w.full && rec.SHA == "":
+	case err != nil && w.full:
 		return fmt.Sprintf("publish %s failed on a full disk: %.200v", h.Record.ID, err)
 	case err != nil && !w.full:
 		fail(w, "publish %s: %v", h.Record.ID, err)
@@ -551,6 +551,20 @@ func (w *diffWorld) restoreStep(t *testing.T, target string, watched bool) (note
 	for p := range got {
 		if _, ok := want[p]; !ok && declined(p, before, got, res.Diff) {
 			delete(got, p)
+		}
+	}
+	// Another: a file the position holds and the pre-restore checkpoint
+	// lacks (ignore rules written since the last checkpoint) is left as it
+	// was; cairn deletes only what both hold, while git's index still tracks
+	// it and its checkout deletes it.
+	if res.PreRestore != nil {
+		pre := lsTree(t, w.st, res.PreRestore.SHA)
+		for p, b := range before {
+			if _, held := pre[p]; !held && got[p] == b {
+				if _, inTarget := want[p]; !inTarget {
+					delete(got, p)
+				}
+			}
 		}
 	}
 	if d := diskDiff(want, got); d != "" {

@@ -95,7 +95,10 @@ func (s *Store) Publish(ctx context.Context, h Held) (ckpt.Record, error) {
 		}
 		return nil
 	})
-	return rec, err
+	if err != nil {
+		return ckpt.Record{}, err // nothing published, whatever was made on the way
+	}
+	return rec, nil
 }
 
 // recordedSince reports whether the ledger holds a record newer than id.
