@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,5 +85,63 @@ func TestRestoreRightAfterWritesLosesNothing(t *testing.T) {
 		if b, _ := os.ReadFile(name(7)); string(b) != want {
 			t.Fatalf("round %d: after the undo the file written just before the restore reads %q, want %q", round, b, want)
 		}
+	}
+}
+
+// TestRestoreRightAfterWritesWatched: in an execution directory (whose
+// .hankweave folder holds the watch's barrier) served by its owner's worker,
+// a restore's pre-restore checkpoint seals what the watch saw change, once
+// the barrier has taken in every change made before the restore was asked
+// for, instead of reconciling the whole tree. Files rewritten an instant
+// before the restore are in it all the same: the undo brings every one back.
+func TestRestoreRightAfterWritesWatched(t *testing.T) {
+	alice := newUser(t)
+	base := openBase(t)
+	ws := filepath.Join(base, "exec")
+	const n = 200
+	rel := func(i int) string { return filepath.Join("d"+fmt.Sprint(i%20), fmt.Sprintf("f%04d.txt", i)) }
+	files := map[string]string{".hankweave/.keep": ""}
+	for i := range n {
+		files[rel(i)] = "old\n"
+	}
+	ownedDir(t, alice, ws, files)
+	name := func(i int) string { return filepath.Join(ws, rel(i)) }
+	d := startDaemon(t, filepath.Join(base, "state"), "--config", configFile(t, noAutosave), "--watch", ws)
+	var first api.WorkspaceStatus
+	waitFor(t, 60*time.Second, "a baseline", func() bool {
+		var ok bool
+		first, ok = d.workspace(ws)
+		return ok && first.Last != "" && first.State == "watching"
+	})
+	ctx := context.Background()
+	c := client.New(d.socket)
+	defer c.Close()
+	for round := range 20 {
+		// A checkpoint first: a restore makes the next seal reconcile
+		// everything, and the next restore's pre-restore with it.
+		if _, err := c.Checkpoint(ctx, api.CheckpointRequest{Workspace: ws}); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("round %d, never sealed\n", round)
+		for i := range n { // in place: the files stay alice's
+			if err := os.WriteFile(name(i), []byte(want), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := c.Restore(ctx, api.RestoreRequest{Workspace: ws, Target: first.Last}); err != nil {
+			t.Fatal(err)
+		}
+		fileIs(t, name(0), "old\n")
+		if _, err := c.Undo(ctx, ws); err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			if b, err := os.ReadFile(name(i)); err != nil || string(b) != want {
+				t.Fatalf("round %d: after the undo %s reads %q (%v), want %q", round, rel(i), b, err, want)
+			}
+		}
+	}
+	if !strings.Contains(d.log.String(), "the pre-restore checkpoint seals what the watch saw change") {
+		t.Errorf("no restore sealed its pre-restore checkpoint from the watch's dirty set")
 	}
 }

@@ -346,6 +346,8 @@ type ipChange struct {
 	id   string
 	del  bool // tracked: deleted
 	add  bool // written where the pre-restore checkpoint holds nothing
+	// was is the pre-restore checkpoint's entry at path (nil: it holds none).
+	was *gitobj.TreeEntry
 }
 
 // planInproc fills the plan from the pre-restore tree before to the target,
@@ -355,10 +357,10 @@ func (r *ipRestore) planInproc(ctx context.Context, res *ckpt.Outcome, work *res
 	var ch []ipChange
 	_, err := r.diffTrees(ctx, before, r.tTree, func(p string, old, nw *gitobj.TreeEntry) {
 		if nw == nil {
-			ch = append(ch, ipChange{path: p, del: r.tracked[p]})
+			ch = append(ch, ipChange{path: p, del: r.tracked[p], was: old})
 			return
 		}
-		ch = append(ch, ipChange{path: p, mode: nw.Mode, id: nw.ID, add: old == nil})
+		ch = append(ch, ipChange{path: p, mode: nw.Mode, id: nw.ID, add: old == nil, was: old})
 		if _, ok := r.where[nw.ID]; !ok {
 			r.where[nw.ID] = p
 		}
@@ -663,6 +665,67 @@ func (r *ipRestore) detachHead(ctx context.Context) error {
 // overwritten lists the files on disk at paths the plan adds (the
 // pre-restore checkpoint holds nothing there) that the restore would
 // overwrite: regular files, not excluded, as addOverwritten stages them.
+// unvouched lists the paths the plan overwrites or deletes whose file on
+// disk may not be what the pre-restore checkpoint holds there. A restore
+// told the watch's dirty set (changed) sealed only those paths: a write the
+// watch missed would be overwritten with no checkpoint holding it. Each
+// file is vouched for by the stat cache (a settled stamp of that blob) or
+// by its content; anything else (another mode, not a regular file, gone,
+// unreadable) is listed.
+func (r *ipRestore) unvouched(ch []ipChange, changed []string) []string {
+	told := make(map[string]bool, len(changed))
+	for _, p := range changed {
+		told[p] = true
+	}
+	isTold := func(p string) bool {
+		for ; p != "."; p = path.Dir(p) {
+			if told[p] {
+				return true
+			}
+		}
+		return false
+	}
+	var ask []ipChange
+	for _, c := range ch {
+		if c.was != nil && !c.was.IsTree() && c.was.Mode != gitobj.ModeGitlink && (c.del || c.mode != 0) && !isTold(c.path) {
+			ask = append(ask, c)
+		}
+	}
+	bad := make([]bool, len(ask))
+	gitobj.ForEach(len(ask), func(i int) error {
+		bad[i] = !r.holds(ask[i].path, ask[i].was)
+		return nil
+	})
+	var out []string
+	for i, c := range ask {
+		if bad[i] {
+			out = append(out, c.path)
+		}
+	}
+	return out
+}
+
+// holds reports whether the work-tree file rel is blob was, by the stat
+// cache or by reading it.
+func (r *ipRestore) holds(rel string, was *gitobj.TreeEntry) bool {
+	fi, err := r.s.lstatWork(rel)
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	mode := uint32(gitobj.ModeFile)
+	if fi.Mode()&0o100 != 0 {
+		mode = gitobj.ModeExec
+	}
+	if mode != was.Mode {
+		return false
+	}
+	if id, ok := r.e.cache.lookup(rel, stampOf(fi), mode); ok {
+		return id == was.ID
+	}
+	id, exec, err := r.s.blobHash(rel, len(was.ID))
+	return err == nil && id == was.ID && exec == (mode == gitobj.ModeExec)
+}
+
 func (r *ipRestore) overwritten(ch []ipChange) []string {
 	var out []string
 	for _, c := range ch {

@@ -342,6 +342,46 @@ func TestInprocRestoreAttackerLinks(t *testing.T) {
 	}
 }
 
+// TestInprocRestoreToldDirtySetVouchesWhatItOverwrites: a restore told the
+// watch's dirty set seals only those paths first. Files it overwrites or
+// deletes that the set does not name (writes the watch missed) are read
+// before anything is written, and those not as the checkpoint holds them go
+// into a second pre-restore checkpoint: nothing is overwritten that no
+// checkpoint holds.
+func TestInprocRestoreToldDirtySetVouchesWhatItOverwrites(t *testing.T) {
+	ws, st := newTestStore(t, Options{})
+	writeTree(t, ws, map[string]string{"a.txt": "a1\n", "b.txt": "b1\n", "keep.txt": "k\n"})
+	one := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	writeTree(t, ws, map[string]string{"a.txt": "a2\n", "b.txt": "b2\n", "e.txt": "e2\n"})
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	// Unreported: a.txt rewritten, e.txt (which the restore deletes)
+	// rewritten; reported: b.txt.
+	writeFile(t, ws, "a.txt", "a3, never sealed\n", 0o644)
+	writeFile(t, ws, "e.txt", "e3, never sealed\n", 0o644)
+	writeFile(t, ws, "b.txt", "b3\n", 0o644)
+	res, err := st.Restore(context.Background(), ckpt.Request{Target: one.SHA, Changed: []string{"b.txt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.lastRestore != EngineInproc {
+		t.Fatalf("restored by %s, want the in-process engine", st.lastRestore)
+	}
+	if len(res.Diff) != 0 {
+		t.Fatalf("verify: %+v", res.Diff)
+	}
+	for rel, want := range map[string]string{"a.txt": "a3, never sealed\n", "b.txt": "b3\n", "e.txt": "e3, never sealed\n", "keep.txt": "k\n"} {
+		requireFile(t, st, res.PreRestore.SHA, rel, want)
+	}
+	for rel, want := range map[string]string{"a.txt": "a1\n", "b.txt": "b1\n"} {
+		if b, err := os.ReadFile(filepath.Join(ws, rel)); err != nil || string(b) != want {
+			t.Errorf("%s after the restore: %q, %v; want %q", rel, b, err, want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "e.txt")); !os.IsNotExist(err) {
+		t.Errorf("e.txt after the restore: %v, want it deleted", err)
+	}
+}
+
 // TestInprocRestoreKeepsFileWhereTrackedFolderWas: the checkpoint the tree
 // is at holds a/b/f1; a file "a" now stands where folder a was; the target
 // lacks both. The tracked file is gone already, and the sweep of the

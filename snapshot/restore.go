@@ -119,7 +119,12 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 			subject:    "Recovery snapshot before rollback to " + target,
 			afterStage: func() error { return s.addOverwritten(ctx, s.git, target) },
 		}
-		if ip != nil {
+		if ip == nil {
+			// The git way checks no file it overwrites against the
+			// pre-restore checkpoint (unvouched): told the watch's dirty
+			// set or not, it reconciles the whole work tree.
+			req.Changed = nil
+		} else {
 			// The in-process engine may seal it (only what the watch saw
 			// change, or the whole tree); the files the restore would
 			// overwrite that it leaves out are found from the plan below.
@@ -156,13 +161,24 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 			// limit, written since): a second pre-restore checkpoint on
 			// the first stages them (the git way), and the plan starts over
 			// from it.
-			if over := ip.overwritten(ch); len(over) > 0 {
-				rec, serr := s.sealLocked(ctx, SealRequest{
+			// Told the watch's dirty set, the first staged only those
+			// paths: the files the restore overwrites or deletes that it
+			// cannot vouch for go into the second too.
+			var unseen []string
+			if opts.Changed != nil {
+				unseen = ip.unvouched(ch, opts.Changed)
+			}
+			over := ip.overwritten(ch)
+			if len(over) > 0 || len(unseen) > 0 {
+				req := SealRequest{
 					Kind: ckpt.KindPreRestore, Label: "before restore to " + orDefault(opts.Label, short7(target)) + ", with the files it overwrites",
-					Patterns: []string{"**"}, Ref: res.PreRestore.Ref, StartSHA: res.PreRestore.SHA, Changed: []string{},
-					subject:    "Recovery snapshot before rollback to " + target,
-					afterStage: func() error { return s.addOverwritten(ctx, s.git, target) },
-				})
+					Patterns: []string{"**"}, Ref: res.PreRestore.Ref, StartSHA: res.PreRestore.SHA, Changed: append([]string{}, unseen...),
+					subject: "Recovery snapshot before rollback to " + target,
+				}
+				if len(over) > 0 {
+					req.afterStage = func() error { return s.addOverwritten(ctx, s.git, target) }
+				}
+				rec, serr := s.sealLocked(ctx, req)
 				if serr != nil {
 					return res, fmt.Errorf("pre-restore checkpoint: %w", serr)
 				}

@@ -255,7 +255,7 @@ func (l *hankLayout) lifecycle(ctx context.Context, wt *watcher.Watcher, startup
 	rerun := false
 	if slices.ContainsFunc(due, func(m hankweave.Marker) bool { return h.holds[m.Key()] == nil }) {
 		// Every change made before the state was read is taken in before anything is sealed.
-		rerun = w.barrier(wt)
+		rerun, _ = w.barrier(wt)
 	}
 	for _, m := range due {
 		switch hd := h.holds[m.Key()]; {
@@ -271,7 +271,7 @@ func (l *hankLayout) lifecycle(ctx context.Context, wt *watcher.Watcher, startup
 		}
 	}
 	l.prime(ctx)
-	if _, control := w.drain(wt, false); control || rerun || h.unread {
+	if _, control, _ := w.drain(wt, false); control || rerun || h.unread {
 		return time.After(0) // another transition may have landed since the state was read
 	}
 	if !wake.IsZero() {
@@ -581,10 +581,13 @@ const (
 )
 
 // barrier takes in every change queued before now; it reports whether a
-// control file changed meanwhile.
-func (w *Workspace) barrier(wt *watcher.Watcher) (control bool) {
+// control file changed meanwhile, and whether every change made before the
+// call is now known to have been taken in (sure): false when the barrier
+// file could not be made (no .hankweave folder: a plain workspace) or its
+// removal was not read within barrierWait.
+func (w *Workspace) barrier(wt *watcher.Watcher) (control, sure bool) {
 	if wt == nil {
-		return false
+		return false, false
 	}
 	// Resolved beneath the workspace, no link followed on the way, and
 	// created with O_EXCL: nothing is made or removed through a link.
@@ -601,11 +604,11 @@ func (w *Workspace) barrier(wt *watcher.Watcher) (control bool) {
 		}
 	}
 	if err != nil {
-		_, control = w.drain(wt, false)
-		return control
+		_, control, _ = w.drain(wt, false)
+		return control, false
 	}
-	_, control = w.drain(wt, true)
-	return control
+	_, control, sure = w.drain(wt, true)
+	return control, sure
 }
 
 // prime stages the index under the selection of the codon now running, as

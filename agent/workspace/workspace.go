@@ -506,12 +506,26 @@ func (w *Workspace) serve(ctx context.Context) error {
 			job.reply <- sealResult{rec, err}
 		case job := <-w.restores:
 			w.stopMaintenance() // never beside a restore
-			w.drain(wt, false)
-			w.checkForeign(ctx) // as before any full reconcile
-			// The pre-restore checkpoint reconciles the whole work tree: a
-			// file written an instant ago may not be reported by the watch
-			// yet, and the restore would overwrite it with nothing holding it.
-			job.run(ctx, nil)
+			// A file written an instant ago may not be reported by the watch
+			// yet: the barrier takes in every change made before now, as for a
+			// lifecycle marker, so the dirty set names all the pre-restore
+			// checkpoint must seal. Without a barrier (a plain workspace has
+			// no .hankweave folder to make one in) or while the watch cannot
+			// vouch (events lost, part of the tree unwatched, nothing sealed
+			// since it started), the whole work tree is reconciled. Either way the restore reads
+			// every file it overwrites or deletes that the set does not name
+			// (snapshot, inprocrestore.go: unvouched) before writing any.
+			_, sure := w.barrier(wt)
+			var changed []string
+			if sure && !w.needFull && !w.incomplete() {
+				changed = w.changed()
+				w.pushLeftOut()
+				w.log.Info().Int("paths", len(changed)).Msg("restore: the pre-restore checkpoint seals what the watch saw change")
+			} else {
+				w.checkForeign(ctx) // as before any full reconcile
+				w.log.Info().Bool("barrier", sure).Msg("restore: the pre-restore checkpoint reconciles the whole work tree")
+			}
+			job.run(ctx, changed)
 			// The checkout rewrote files: the next seal reconciles everything.
 			w.needFull = true
 		case <-w.reconcile.C():
@@ -827,11 +841,13 @@ func (w *Workspace) autosave(ctx context.Context, wt *watcher.Watcher) {
 // seal a full reconcile. It returns the work-tree paths it took (changes that
 // came after whatever is being sealed for) and whether a control file
 // changed meanwhile. It stops when the queue is empty or, for a barrier, once
-// the barrier's removal is read (at most barrierWait later).
-func (w *Workspace) drain(wt *watcher.Watcher, barrier bool) (moved []string, control bool) {
+// the barrier's removal is read (at most barrierWait later; seen says it was,
+// and no event was lost meanwhile).
+func (w *Workspace) drain(wt *watcher.Watcher, barrier bool) (moved []string, control, seen bool) {
 	if wt == nil {
-		return nil, false
+		return nil, false, false
 	}
+	lost := false
 	var timeout <-chan time.Time
 	if barrier {
 		t := time.NewTimer(barrierWait)
@@ -847,9 +863,10 @@ func (w *Workspace) drain(wt *watcher.Watcher, barrier bool) (moved []string, co
 			case <-wt.Overflow():
 				w.met.Overflow()
 				w.needFull = true
+				lost = true
 				continue
 			case <-timeout:
-				return moved, control
+				return moved, control, false
 			}
 		} else {
 			select {
@@ -859,15 +876,15 @@ func (w *Workspace) drain(wt *watcher.Watcher, barrier bool) (moved []string, co
 				w.needFull = true
 				continue
 			default:
-				return moved, control
+				return moved, control, false
 			}
 		}
 		if !open {
-			return moved, control // the watcher stopped (shutdown)
+			return moved, control, false // the watcher stopped (shutdown)
 		}
 		if barrier && c.Path == barrierRel {
 			if c.Op.Has(watcher.Remove) {
-				return moved, control
+				return moved, control, !lost
 			}
 			continue
 		}
@@ -910,7 +927,7 @@ func (w *Workspace) sealOrCapture(ctx context.Context, wt *watcher.Watcher, req 
 		w.sealFailed(err)
 		return ckpt.Record{}, held, err
 	}
-	after, _ := w.drain(wt, false)
+	after, _, _ := w.drain(wt, false)
 	changed := w.changed()
 	// A manual checkpoint means "what is on disk now": a write made an
 	// instant before the request may not be reported by the watch yet, so

@@ -53,7 +53,7 @@ const (
 	OpRestore = "cairn-restore"
 	// OpRestoreWatched is a restore told the watch's dirty set (here:
 	// nothing changed since the last seal), so the pre-restore stages only
-	// that. The daemon's restores reconcile the whole tree today.
+	// that, as the daemon's restores in an execution directory do.
 	OpRestoreWatched = "cairn-restore-watched"
 	OpCheckout       = "ref-checkout"
 )
@@ -347,7 +347,7 @@ func runRestore(ctx context.Context, cfg RestoreConfig, env *gitEnv, root string
 	res.Notes = notes
 	res.Ops = []OpResult{
 		summarize(OpRestore, fmt.Sprintf("cairn restore to X (pre-restore checkpoint, plan, write, verify), %d files away", rep.Changed), samples[OpRestore]),
-		summarize(OpRestoreWatched, "cairn restore told the watch's dirty set (pre-restore stages only that; the daemon reconciles in full today)", samples[OpRestoreWatched]),
+		summarize(OpRestoreWatched, "cairn restore told the watch's dirty set (pre-restore stages only that, as the daemon's in an execution directory)", samples[OpRestoreWatched]),
 		summarize(OpCheckout, "git checkout -q --force X alone, same tree, own store", samples[OpCheckout]),
 	}
 	for _, op := range []struct{ op, name string }{{OpRestore, "restore/checkout"}, {OpRestoreWatched, "restore-watched/checkout"}} {
