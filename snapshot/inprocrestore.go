@@ -339,6 +339,18 @@ func (s *Store) checkInproc(ctx context.Context, e *inproc, target, pos string, 
 	return r, nil
 }
 
+// leadingFolder reports whether the folder holding rel is a folder on disk
+// (every folder on its way one, no link followed): git's check of a
+// deleted entry's leading path before it schedules its folders' removal.
+func leadingFolder(t *platform.Tree, rel string) bool {
+	d := path.Dir(rel)
+	if d == "." {
+		return true
+	}
+	fi, err := t.Lstat(filepath.FromSlash(d))
+	return err == nil && fi.IsDir()
+}
+
 // ipChange is one path the in-process restore writes, deletes or keeps.
 type ipChange struct {
 	path string
@@ -432,12 +444,16 @@ func (r *ipRestore) applyInproc(ctx context.Context, ch []ipChange) error {
 		for _, p := range dels {
 			err := t.Remove(filepath.FromSlash(p))
 			switch {
-			case err == nil, errors.Is(err, fs.ErrNotExist):
-				// Gone (or already gone): its folders go too if that
-				// leaves them empty, as git's checkout removes them.
+			case err == nil, errors.Is(err, fs.ErrNotExist) && leadingFolder(t, p):
+				// Gone (or already gone from a folder still there): its
+				// folders go too if that leaves them empty, as git's
+				// checkout removes them.
 				for d := path.Dir(p); d != "."; d = path.Dir(d) {
 					emptied[d] = true
 				}
+			case errors.Is(err, fs.ErrNotExist):
+				// Its folder is gone too: git's checkout removes none of
+				// its folders then, and neither does this.
 			case errors.Is(err, platform.ErrThroughLink), errors.Is(err, syscall.ENOTDIR):
 				// A folder on its way is a link now (never followed), or
 				// a file: verify names what is left.
@@ -447,9 +463,14 @@ func (r *ipRestore) applyInproc(ctx context.Context, ch []ipChange) error {
 				return fmt.Errorf("delete %s: %w", p, err)
 			}
 		}
-		// A tracked file already gone from disk (so not in the plan): its
-		// folders go if empty, as git's checkout removes them.
+		// A tracked file already gone from disk (so not in the plan) from a
+		// folder still there: its folders go if empty, as git's checkout
+		// removes them (it leaves them all when the file's own folder is
+		// gone as well).
 		for p := range r.tracked {
+			if d := path.Dir(p); d == "." || emptied[d] || !leadingFolder(t, p) {
+				continue
+			}
 			for d := path.Dir(p); d != "." && !emptied[d]; d = path.Dir(d) {
 				emptied[d] = true
 			}

@@ -407,6 +407,40 @@ func TestInprocRestoreKeepsFileWhereTrackedFolderWas(t *testing.T) {
 	}
 }
 
+// TestInprocRestoreLeavesFoldersOfFilesGoneWithTheirFolder: the checkpoint
+// the tree is at holds a/b/f1 and a/b/deep/in/x.txt; the folder
+// a/b/deep/in was moved away, leaving a/b/deep empty. git's checkout to a
+// target holding neither deletes a/b/f1 and removes its folders if empty,
+// but schedules nothing for x.txt, whose own folder is gone: a/b/deep, so
+// a/b, stay. The in-process restore once removed them all (the
+// differential test's seed 1796198589685202386).
+func TestInprocRestoreLeavesFoldersOfFilesGoneWithTheirFolder(t *testing.T) {
+	for _, engine := range []string{EngineInproc, EngineGit} {
+		t.Run(engine, func(t *testing.T) {
+			ws, st := newTestStore(t, Options{Engine: engine})
+			writeTree(t, ws, map[string]string{"keep.txt": "k\n"})
+			one := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+			writeTree(t, ws, map[string]string{"a/b/f1": "f\n", "a/b/deep/in/x.txt": "x\n"})
+			mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+			if err := os.Rename(filepath.Join(ws, "a/b/deep/in"), filepath.Join(t.TempDir(), "in")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Restore(context.Background(), ckpt.Request{Target: one.SHA}); err != nil {
+				t.Fatal(err)
+			}
+			if st.lastRestore != engine {
+				t.Fatalf("restored by %s, want %s", st.lastRestore, engine)
+			}
+			if fi, err := os.Lstat(filepath.Join(ws, "a/b/deep")); err != nil || !fi.IsDir() {
+				t.Fatalf("a/b/deep after the restore: %v; want the empty folder left, as git leaves it", err)
+			}
+			if _, err := os.Lstat(filepath.Join(ws, "a/b/f1")); !os.IsNotExist(err) {
+				t.Fatalf("a/b/f1 after the restore: %v, want it deleted", err)
+			}
+		})
+	}
+}
+
 // TestInprocRestoreKeepsUnsealedInTheWay: an ignored file (never sealed)
 // standing where the target needs a folder is not deleted (git's checkout
 // would delete it); the restore names the path it could not write.
