@@ -1,6 +1,8 @@
 package snapshot
 
 import (
+	"bytes"
+	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/cairn-dev/cairn/platform/testsupport"
 	"github.com/cairn-dev/cairn/restore/ckpt"
+	"github.com/cairn-dev/cairn/snapshot/gitobj"
 )
 
 // Tests that a checkpoint is what was on disk, one per way the in-process
@@ -235,6 +238,56 @@ func TestInprocMissingObject(t *testing.T) {
 			requireAllObjects(t, st, rec.SHA)
 		})
 	}
+}
+
+// The pack an in-process seal just wrote (its blobs, trees and commit) is
+// deleted under the store before any other seal, and the next seal's
+// parent is another commit (a run's first checkpoint, a capture): the
+// engine knew the trees in the pack whole, and its knowledge of the store
+// had not seen the pack, so nothing told it of the loss and the checkpoint
+// named the missing objects (the differential test's seed
+// 1796198775490780340). It sees the pack as it writes it now, and its loss
+// as a loss.
+func TestInprocOwnPackDeleted(t *testing.T) {
+	dir, st := newTestStore(t, Options{})
+	writeTree(t, dir, map[string]string{"a.txt": "a0", "c/d.txt": "d0"})
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, engine: EngineGit})
+	writeFile(t, dir, "a.txt", "a1", 0o644)
+	sealWith(t, st, modeInproc, []string{"a.txt"})
+	writeFile(t, dir, "a.txt", "a2 in the pack", 0o644)
+	sealWith(t, st, modeInproc, []string{"a.txt"})
+	blob := gitStr(t, st, "hash-object", filepath.Join(dir, "a.txt"))
+	raw, err := hex.DecodeString(blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idxs, _ := filepath.Glob(filepath.Join(st.gitDir, "objects", "pack", "*.idx"))
+	gone := 0
+	for _, idx := range idxs {
+		names, err := gitobj.PackIndexNames(idx, len(raw))
+		if err != nil || !bytes.Contains(names, raw) {
+			continue
+		}
+		base := strings.TrimSuffix(idx, ".idx")
+		for _, ext := range []string{".pack", ".idx", ".rev"} {
+			os.Remove(base + ext)
+		}
+		gone++
+	}
+	if gone != 1 {
+		t.Fatalf("%d packs hold the last seal's blob, want 1", gone)
+	}
+
+	// A run's first checkpoint, on the baseline: its parent is not the
+	// commit in the lost pack (whose absence would tell by itself).
+	writeFile(t, dir, "c/d.txt", "d1", 0o644)
+	rec, err := st.Seal(t.Context(), SealRequest{Kind: ckpt.KindRigSetup, RunID: "r", CodonID: "c", StartSHA: st.Records()[0].SHA, Changed: []string{"c/d.txt"}})
+	if err != nil {
+		t.Fatalf("seal after the pack was deleted: %v", err)
+	}
+	requireAllObjects(t, st, rec.SHA)
+	requireFile(t, st, rec.SHA, "a.txt", "a2 in the pack")
+	requireFile(t, st, rec.SHA, "c/d.txt", "d1")
 }
 
 // An autosave that retries a path it still cannot read records nothing new

@@ -747,11 +747,7 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 		}
 		e.batch = e.db.Batch()
 		defer func() {
-			if e.batch.Len() > 0 {
-				if _, err := e.batch.Flush(); err != nil {
-					e.broken = true
-				}
-			}
+			_ = e.flushBatch() // an error marks the engine broken
 			e.batch, e.fresh = nil, nil
 		}()
 		var replaced []string
@@ -927,19 +923,6 @@ func baseEdits(entries []idxEntry, k *knownEntries) map[string]edit {
 		}
 	}
 	return edits
-}
-
-// flushBatch writes the seal's in-memory batch (the trees and commit of a
-// seal on the base), if there is one.
-func (e *inproc) flushBatch() error {
-	if e.batch == nil || e.batch.Len() == 0 {
-		return nil
-	}
-	if _, err := e.batch.Flush(); err != nil {
-		e.broken = true
-		return err
-	}
-	return nil
 }
 
 // finishPacks closes the seal's pack writer once, and has the engine see

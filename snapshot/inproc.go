@@ -732,6 +732,23 @@ func (e *inproc) releasePacks() {
 	}
 }
 
+// flushBatch writes the seal's in-memory batch (the trees and commit of a
+// seal on the base), if there is one.
+func (e *inproc) flushBatch() error {
+	if e.batch == nil || e.batch.Len() == 0 {
+		return nil
+	}
+	pack, err := e.batch.Flush()
+	if err != nil {
+		e.broken = true
+		return err
+	}
+	// Trees found whole may name what it holds: known sees it now, so that
+	// its removal before the next seal is seen as a loss.
+	e.known.AddPack(pack)
+	return nil
+}
+
 // has reports whether object id is stored, or in the seal's pack.
 func (e *inproc) has(id string) bool {
 	return e.batch != nil && e.batch.Has(id) || e.known.Has(id)
@@ -867,17 +884,9 @@ func (e *inproc) seal(ctx context.Context, j *sealJob) (sealOutcome, error) {
 	// it gathered, and one whose pack could not be written drops the engine,
 	// so the next seal starts again from what was saved.
 	e.batch = e.db.Batch()
-	flush := func() error {
-		if _, err := e.batch.Flush(); err != nil {
-			e.broken = true
-			return err
-		}
-		return nil
-	}
+	flush := e.flushBatch
 	defer func() {
-		if e.batch.Len() > 0 {
-			flush()
-		}
+		_ = flush() // an error marks the engine broken
 		e.batch, e.fresh = nil, nil
 	}()
 	// The parent and its tree must be there, or nothing is sealed on top.

@@ -160,6 +160,28 @@ func (k *Known) Refresh() (lost bool) {
 	return lost
 }
 
+// AddPack has k know the pack at packPath (its .pack; the index beside it)
+// now, as a Refresh would: objects a caller wrote there count as stored,
+// and the pack's removal before the next Refresh is reported by it as a
+// loss. A writer that trusts what it just wrote calls it after each pack.
+func (k *Known) AddPack(packPath string) {
+	if packPath == "" {
+		return
+	}
+	idx := strings.TrimSuffix(packPath, ".pack") + ".idx"
+	fi, err := os.Lstat(idx)
+	if err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	ki := knownIndex{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	if data, err := readRegular(idx, maxIndexRead); err == nil {
+		ki.names = indexNames(data, k.d.Format.Size)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.packs[idx] = ki
+}
+
 // indexNames returns the sorted name table of a pack index (version 1 or
 // 2), nil if the index is not one.
 func indexNames(idx []byte, hs int) []byte {
