@@ -169,8 +169,14 @@ type diffWorld struct {
 	dirty   map[string]bool
 	lastSHA string   // the last checkpoint sealed
 	shas    []string // every checkpoint sealed, in order: a restore's targets
-	stash   [][2]string
-	filler  string
+	// evs says at which event of the sequence each of shas was sealed (a
+	// step's seal, or a capture published in it), and ev is the event under
+	// way: a restore picks a checkpoint both worlds sealed at the same event
+	// (one world's failed seal would otherwise shift the other's targets).
+	evs    []int
+	ev     int
+	stash  [][2]string
+	filler string
 	// stores counts the stores opened over the work tree; reopened makes
 	// the next seal a full one (a new store's first seal).
 	stores   int
@@ -272,7 +278,7 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 			t.Fatalf("first seal (%s): %+v, %v", w.engine, rec, err)
 		}
 		w.lastSHA = rec.SHA
-		w.shas = append(w.shas, rec.SHA)
+		w.keep(rec.SHA)
 		if msg := w.check(t, git, rec); msg != "" {
 			fail(w, "%s", msg)
 		}
@@ -353,6 +359,7 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 				slices.Sort(req.Changed)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			w.ev = 3 * step
 			pending := w.held
 			var rec ckpt.Record
 			var err error
@@ -395,7 +402,7 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 				}
 				if !capture { // a capture is no checkpoint until published
 					w.lastSHA = rec.SHA
-					w.shas = append(w.shas, rec.SHA)
+					w.keep(rec.SHA)
 				}
 				clear(w.dirty)
 				for _, is := range rec.Issues {
@@ -405,9 +412,11 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 			// A capture held over from the last step is resolved after this
 			// step's seal; this step's, at once unless it waits a step.
 			if pending != nil {
+				w.ev = 3*step + 1
 				log[len(log)-1].seal += "; " + w.engine + ": " + w.resolveHeld(t, pending, discard, fail)
 			}
 			if capture && !later && w.held != nil && w.held != pending {
+				w.ev = 3*step + 2
 				log[len(log)-1].seal += "; " + w.engine + ": " + w.resolveHeld(t, w.held, discard, fail)
 			}
 		}
@@ -420,7 +429,8 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 		}
 		// Now and then, a restore of each world to one of its earlier
 		// checkpoints (the same one in each), compared with git's checkout.
-		n = min(len(worlds[0].shas), len(worlds[1].shas))
+		both := commonEvents(worlds[0], worlds[1])
+		n = len(both)
 		if (len(allowed) == 0 || allowed["restore"]) && n > 1 && !c.done() && c.intn(5) == 0 {
 			k := c.intn(n - 1)
 			watched := c.intn(2) == 0
@@ -430,7 +440,7 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 			}
 			log = append(log, rs)
 			for _, w := range worlds {
-				note, msg := w.restoreStep(t, w.shas[k], watched)
+				note, msg := w.restoreStep(t, w.shas[slices.Index(w.evs, both[k])], watched)
 				log[len(log)-1].seal += "; " + w.engine + ": " + note
 				if msg != "" {
 					fail(w, "%s", msg)
@@ -439,6 +449,24 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 			fullNext = true
 		}
 	}
+}
+
+// keep notes checkpoint sha, sealed at the event under way, as a restore's target.
+func (w *diffWorld) keep(sha string) {
+	w.shas = append(w.shas, sha)
+	w.evs = append(w.evs, w.ev)
+}
+
+// commonEvents lists the events at which both worlds sealed a checkpoint
+// they still keep, in order.
+func commonEvents(a, b *diffWorld) []int {
+	var out []int
+	for _, e := range a.evs {
+		if slices.Contains(b.evs, e) && !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // resolveHeld publishes or discards the capture h, checking that a
@@ -474,7 +502,7 @@ func (w *diffWorld) resolveHeld(t *testing.T, h *Held, discard bool, fail func(*
 	if rec.SHA == h.Record.SHA { // published as captured, nothing sealed since: the position
 		w.lastSHA = rec.SHA
 	}
-	w.shas = append(w.shas, rec.SHA)
+	w.keep(rec.SHA)
 	return "capture " + h.Record.ID + " published as " + rec.ID
 }
 
@@ -1329,7 +1357,7 @@ func makeOp(t *testing.T, c chooser, name string, tr diffTree, w0 *diffWorld, re
 			state := filepath.Join(w.state, fmt.Sprintf("store-%d", w.stores))
 			w.st = openTestStore(t, w.root, Options{Engine: w.engine, StateDir: state, MaxFileSize: diffMaxFileSize, Patterns: diffPatterns})
 			w.reopened = true
-			w.shas = nil // the old store's checkpoints are not the new one's to restore to
+			w.shas, w.evs = nil, nil // the old store's checkpoints are not the new one's to restore to
 			return nil
 		}}, true
 	case "tick":
