@@ -114,11 +114,7 @@ func (k *Known) Refresh() (lost bool) {
 			continue
 		}
 		lost = lost || ok
-		ki := knownIndex{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
-		if data, err := readRegular(p, maxIndexRead); err == nil {
-			ki.names = indexNames(data, k.d.Format.Size)
-		}
-		k.packs[p] = ki // an unreadable index names nothing
+		k.packs[p] = k.readIndex(p, fi)
 	}
 	for p := range k.packs {
 		if !now[p] {
@@ -173,13 +169,20 @@ func (k *Known) AddPack(packPath string) {
 	if err != nil || !fi.Mode().IsRegular() {
 		return
 	}
-	ki := knownIndex{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
-	if data, err := readRegular(idx, maxIndexRead); err == nil {
-		ki.names = indexNames(data, k.d.Format.Size)
-	}
+	ki := k.readIndex(idx, fi)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.packs[idx] = ki
+}
+
+// readIndex reads the pack index at p (fi: its lstat) as k keeps it; an
+// unreadable index names nothing.
+func (k *Known) readIndex(p string, fi os.FileInfo) knownIndex {
+	ki := knownIndex{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	if data, err := readRegular(p, maxIndexRead); err == nil {
+		ki.names = indexNames(data, k.d.Format.Size)
+	}
+	return ki
 }
 
 // indexNames returns the sorted name table of a pack index (version 1 or
@@ -232,11 +235,7 @@ func (k *Known) addNewPacks() bool {
 		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
-		ki := knownIndex{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
-		if data, err := readRegular(p, maxIndexRead); err == nil {
-			ki.names = indexNames(data, k.d.Format.Size)
-		}
-		k.packs[p] = ki
+		k.packs[p] = k.readIndex(p, fi)
 		added = true
 	}
 	return added
