@@ -122,6 +122,20 @@ func parseRawObject(data []byte) (RawObject, error) {
 	return o, nil
 }
 
+// ParseRawObject reads a JSON value as a RawObject: an object's members in
+// order, values untouched (a value that is not an object is kept whole:
+// IsObject says which). Invalid JSON is an error.
+func ParseRawObject(data []byte) (RawObject, error) {
+	if !json.Valid(data) {
+		return RawObject{}, errors.New("not valid JSON")
+	}
+	return parseRawObject(data)
+}
+
+// MarshalJSON writes the object compactly, members in order, values as they
+// were read or set.
+func (o RawObject) MarshalJSON() ([]byte, error) { return o.marshal(), nil }
+
 // marshal writes the object compactly (values keep their own bytes; json.Indent
 // or the encoder normalises the spacing afterwards).
 func (o RawObject) marshal() []byte {
@@ -134,7 +148,7 @@ func (o RawObject) marshal() []byte {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		k, _ := marshalNoEscape(f.Key)
+		k, _ := MarshalNoEscape(f.Key)
 		b.Write(k)
 		b.WriteByte(':')
 		b.Write(f.Value)
@@ -143,9 +157,10 @@ func (o RawObject) marshal() []byte {
 	return b.Bytes()
 }
 
-// marshalNoEscape is json.Marshal without HTML escaping (JSON.stringify does
-// not escape <, > and &) and without the encoder's trailing newline.
-func marshalNoEscape(v any) ([]byte, error) {
+// MarshalNoEscape is json.Marshal without HTML escaping (JSON.stringify does
+// not escape <, > and &; a shell command's && stays as written) and without
+// the encoder's trailing newline.
+func MarshalNoEscape(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -249,7 +264,7 @@ func encodeKnown(raw RawObject, src any) ([]byte, error) {
 			nb = []byte("[]") // a list the runtime always writes (codons, runs, …) is never null
 		} else {
 			var err error
-			if nb, err = marshalNoEscape(fv.Interface()); err != nil {
+			if nb, err = MarshalNoEscape(fv.Interface()); err != nil {
 				return nil, fmt.Errorf("field %s: %w", kf.name, err)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/cairn-dev/cairn/agent/hankweave"
 	"github.com/cairn-dev/cairn/platform"
 )
 
@@ -276,20 +277,20 @@ func (s settingsHooks) edit(old []byte, uninstall bool) ([]byte, string, error) 
 	if len(bytes.TrimSpace(old)) == 0 {
 		old = []byte("{}")
 	}
-	var top orderedObject
-	if err := json.Unmarshal(old, &top); err != nil {
+	top, err := parseObject(old)
+	if err != nil {
 		return nil, "", errRefusedEdit{"not a JSON object (" + err.Error() + "): fix it first, nothing was changed"}
 	}
-	var hooks orderedObject
-	if raw, ok := top.get("hooks"); ok {
-		if err := json.Unmarshal(raw, &hooks); err != nil {
+	var hooks hankweave.RawObject
+	if raw, ok := top.Get("hooks"); ok {
+		if hooks, err = parseObject(raw); err != nil {
 			return nil, "", errRefusedEdit{`"hooks" is not a JSON object: nothing was changed`}
 		}
 	}
 	var changed []string
 	for _, ev := range s.events {
 		var groups []json.RawMessage
-		if raw, ok := hooks.get(ev); ok {
+		if raw, ok := hooks.Get(ev); ok {
 			if err := json.Unmarshal(raw, &groups); err != nil {
 				return nil, "", errRefusedEdit{fmt.Sprintf("hooks.%s is not a JSON array: nothing was changed", ev)}
 			}
@@ -305,14 +306,14 @@ func (s settingsHooks) edit(old []byte, uninstall bool) ([]byte, string, error) 
 		}
 		changed = append(changed, ev)
 		if len(groups) == 0 {
-			hooks.del(ev)
+			hooks.Delete(ev)
 			continue
 		}
-		b, err := marshalKeep(groups)
+		b, err := hankweave.MarshalNoEscape(groups)
 		if err != nil {
 			return nil, "", err
 		}
-		hooks.set(ev, b)
+		hooks.Set(ev, b)
 	}
 	if len(changed) == 0 {
 		if uninstall {
@@ -320,16 +321,16 @@ func (s settingsHooks) edit(old []byte, uninstall bool) ([]byte, string, error) 
 		}
 		return nil, "cairn hooks already installed" + s.offNote(top), nil
 	}
-	if len(hooks.keys) == 0 {
-		top.del("hooks")
+	if hooks.Len() == 0 {
+		top.Delete("hooks")
 	} else {
-		b, err := marshalKeep(hooks)
+		b, err := hankweave.MarshalNoEscape(hooks)
 		if err != nil {
 			return nil, "", err
 		}
-		top.set("hooks", b)
+		top.Set("hooks", b)
 	}
-	b, err := marshalKeep(top)
+	b, err := hankweave.MarshalNoEscape(top)
 	if err != nil {
 		return nil, "", err
 	}
@@ -345,8 +346,8 @@ func (s settingsHooks) edit(old []byte, uninstall bool) ([]byte, string, error) 
 }
 
 // offNote is a warning when the settings turn the agent's hooks off.
-func (s settingsHooks) offNote(top orderedObject) string {
-	raw, ok := top.get(s.onOff)
+func (s settingsHooks) offNote(top hankweave.RawObject) string {
+	raw, ok := top.Get(s.onOff)
 	if s.onOff == "" || !ok {
 		return ""
 	}
@@ -376,7 +377,7 @@ func (s settingsHooks) group(event string) json.RawMessage {
 	if event == s.toolEvent {
 		g.Matcher = s.matcher
 	}
-	b, _ := marshalKeep(g)
+	b, _ := hankweave.MarshalNoEscape(g)
 	return b
 }
 
@@ -390,12 +391,12 @@ func (s settingsHooks) isCairn(raw json.RawMessage) bool {
 
 // groupHooks is a group's hook entries, kept raw; ok is false for a group
 // of a shape cairn does not know (left alone).
-func groupHooks(raw json.RawMessage) (orderedObject, []json.RawMessage, bool) {
-	var g orderedObject
-	if json.Unmarshal(raw, &g) != nil {
+func groupHooks(raw json.RawMessage) (hankweave.RawObject, []json.RawMessage, bool) {
+	g, err := parseObject(raw)
+	if err != nil {
 		return g, nil, false
 	}
-	hs, ok := g.get("hooks")
+	hs, ok := g.Get("hooks")
 	var list []json.RawMessage
 	if !ok || json.Unmarshal(hs, &list) != nil {
 		return g, nil, false
@@ -441,105 +442,20 @@ func (s settingsHooks) without(groups []json.RawMessage) ([]json.RawMessage, boo
 		if len(kept) == 0 {
 			continue
 		}
-		b, _ := marshalKeep(kept)
-		g.set("hooks", b)
-		nb, _ := marshalKeep(g)
+		b, _ := hankweave.MarshalNoEscape(kept)
+		g.Set("hooks", b)
+		nb, _ := hankweave.MarshalNoEscape(g)
 		out = append(out, nb)
 	}
 	return out, changed
 }
 
-// marshalKeep is json.Marshal without escaping <, > and & (a shell
-// command's && stays as the user wrote it).
-func marshalKeep(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
+// parseObject reads a JSON object with its members in order and their
+// values' text (hankweave.RawObject); anything else is an error.
+func parseObject(b []byte) (hankweave.RawObject, error) {
+	o, err := hankweave.ParseRawObject(b)
+	if err == nil && !o.IsObject() {
+		err = errors.New("not a JSON object")
 	}
-	return bytes.TrimRight(b.Bytes(), "\n"), nil
-}
-
-// orderedObject is a JSON object whose keys keep their order and whose
-// values keep their text (encoding/json's maps would sort the keys).
-type orderedObject struct {
-	keys []string
-	vals map[string]json.RawMessage
-}
-
-func (o *orderedObject) get(k string) (json.RawMessage, bool) {
-	v, ok := o.vals[k]
-	return v, ok
-}
-
-func (o *orderedObject) set(k string, v json.RawMessage) {
-	if o.vals == nil {
-		o.vals = map[string]json.RawMessage{}
-	}
-	if _, ok := o.vals[k]; !ok {
-		o.keys = append(o.keys, k)
-	}
-	o.vals[k] = v
-}
-
-func (o *orderedObject) del(k string) {
-	if _, ok := o.vals[k]; !ok {
-		return
-	}
-	delete(o.vals, k)
-	for i, key := range o.keys {
-		if key == k {
-			o.keys = append(o.keys[:i], o.keys[i+1:]...)
-			break
-		}
-	}
-}
-
-// UnmarshalJSON reads an object; a repeated key keeps its first place and
-// its last value (as encoding/json does).
-func (o *orderedObject) UnmarshalJSON(b []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return errors.New("not a JSON object")
-	}
-	*o = orderedObject{vals: map[string]json.RawMessage{}}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		k, _ := tok.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return err
-		}
-		o.set(k, v)
-	}
-	_, err = dec.Token() // the closing brace
-	return err
-}
-
-// MarshalJSON writes the object, keys in order.
-func (o orderedObject) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, k := range o.keys {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		kb, err := marshalKeep(k)
-		if err != nil {
-			return nil, err
-		}
-		b.Write(kb)
-		b.WriteByte(':')
-		b.Write(o.vals[k])
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return o, err
 }
