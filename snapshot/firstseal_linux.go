@@ -881,22 +881,8 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 		}
 		return sealOutcome{skipped: true}, s.saveStatCache(e.cache)
 	}
-	e.cache.hdr.Commit = sha
-	if err := s.saveStatCache(e.cache); err != nil {
+	if err := e.commitRef(ctx, rec, req.Kind, sha, oldTip); err != nil {
 		return sealOutcome{}, err
-	}
-
-	beforeUpdateRef()
-	mv, err := e.lockRef(rec.Ref, sha)
-	if err != nil {
-		return sealOutcome{}, fmt.Errorf("ref %s moved while sealing (another writer?); not overwritten: %w", rec.Ref, err)
-	}
-	defer mv.release()
-	if err := platform.SyncFS(s.gitDir); err != nil {
-		return sealOutcome{}, err
-	}
-	if err := mv.finish(ctx, s, oldTip, "cairn: "+string(req.Kind)+" "+rec.ID); err != nil {
-		return sealOutcome{}, fmt.Errorf("ref %s moved while sealing (another writer?); not overwritten: %w", rec.Ref, err)
 	}
 	return sealOutcome{sha: sha, parent: parent, counts: counts}, nil
 }

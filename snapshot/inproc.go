@@ -1081,24 +1081,8 @@ func (e *inproc) seal(ctx context.Context, j *sealJob) (sealOutcome, error) {
 	if len(rolledUp) > 0 {
 		faultPoint("packs-merged")
 	}
-	e.cache.hdr.Commit = sha // the checkpoint the cache now stands for
-	if err := s.saveStatCache(e.cache); err != nil {
+	if err := e.commitRef(ctx, rec, req.Kind, sha, oldTip); err != nil {
 		return sealOutcome{}, err
-	}
-
-	beforeUpdateRef()
-	mv, err := e.lockRef(rec.Ref, sha)
-	if err != nil {
-		return sealOutcome{}, fmt.Errorf("ref %s moved while sealing (another writer?); not overwritten: %w", rec.Ref, err)
-	}
-	defer mv.release()
-	// Objects, the stat cache and the ref's new value must be on disk before
-	// the ref names them: one flush for all of them.
-	if err := platform.SyncFS(s.gitDir); err != nil {
-		return sealOutcome{}, err
-	}
-	if err := mv.finish(ctx, s, oldTip, "cairn: "+string(req.Kind)+" "+rec.ID); err != nil {
-		return sealOutcome{}, fmt.Errorf("ref %s moved while sealing (another writer?); not overwritten: %w", rec.Ref, err)
 	}
 	if err := gitobj.RemovePacks(rolledUp); err != nil {
 		zerologCtx(ctx).Warn().Err(err).Msg("removing packs merged into one failed; their objects are stored twice until maintenance")
@@ -1115,6 +1099,31 @@ func (e *inproc) seal(ctx context.Context, j *sealJob) (sealOutcome, error) {
 		e.cat = nil
 	}
 	return sealOutcome{sha: sha, parent: parent, counts: counts}, nil
+}
+
+// commitRef ends a seal: the stat cache, saved as standing for checkpoint
+// sha, then rec's ref moved from oldTip to sha under its lock, after one
+// flush of the file system: objects, the stat cache and the ref's new value
+// are on disk before the ref names them.
+func (e *inproc) commitRef(ctx context.Context, rec *ckpt.Record, kind ckpt.Kind, sha, oldTip string) error {
+	s := e.s
+	e.cache.hdr.Commit = sha
+	if err := s.saveStatCache(e.cache); err != nil {
+		return err
+	}
+	beforeUpdateRef()
+	mv, err := e.lockRef(rec.Ref, sha)
+	if err != nil {
+		return fmt.Errorf("ref %s moved while sealing (another writer?); not overwritten: %w", rec.Ref, err)
+	}
+	defer mv.release()
+	if err := platform.SyncFS(s.gitDir); err != nil {
+		return err
+	}
+	if err := mv.finish(ctx, s, oldTip, "cairn: "+string(kind)+" "+rec.ID); err != nil {
+		return fmt.Errorf("ref %s moved while sealing (another writer?); not overwritten: %w", rec.Ref, err)
+	}
+	return nil
 }
 
 // refMove is a ref update under way: the in-process engine's holds
