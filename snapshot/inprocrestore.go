@@ -713,9 +713,14 @@ func (r *ipRestore) unvouched(ch []ipChange, changed []string) []string {
 		}
 	}
 	bad := make([]bool, len(ask))
-	gitobj.ForEach(len(ask), func(i int) error {
-		bad[i] = !r.holds(ask[i].path, ask[i].was)
-		return nil
+	for i := range bad {
+		bad[i] = true // unless found to hold it
+	}
+	_ = r.s.withWorkTree(func(t *platform.Tree) error {
+		return gitobj.ForEach(len(ask), func(i int) error {
+			bad[i] = !r.holds(t, ask[i].path, ask[i].was)
+			return nil
+		})
 	})
 	var out []string
 	for i, c := range ask {
@@ -727,9 +732,9 @@ func (r *ipRestore) unvouched(ch []ipChange, changed []string) []string {
 }
 
 // holds reports whether the work-tree file rel is blob was, by the stat
-// cache or by reading it.
-func (r *ipRestore) holds(rel string, was *gitobj.TreeEntry) bool {
-	fi, err := r.s.lstatWork(rel)
+// cache or by reading it (t: the work tree, opened once for all of them).
+func (r *ipRestore) holds(t *platform.Tree, rel string, was *gitobj.TreeEntry) bool {
+	fi, err := t.Lstat(filepath.FromSlash(rel))
 	if err != nil || !fi.Mode().IsRegular() {
 		return false
 	}
@@ -743,7 +748,12 @@ func (r *ipRestore) holds(rel string, was *gitobj.TreeEntry) bool {
 	if id, ok := r.e.cache.lookup(rel, stampOf(fi), mode); ok {
 		return id == was.ID
 	}
-	id, exec, err := r.s.blobHash(rel, len(was.ID))
+	f, err := t.OpenRegular(filepath.FromSlash(rel))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	id, exec, err := blobHashOf(f, len(was.ID))
 	return err == nil && id == was.ID && exec == (mode == gitobj.ModeExec)
 }
 

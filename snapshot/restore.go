@@ -584,6 +584,11 @@ func (s *Store) blobHash(rel string, idLen int) (string, bool, error) {
 		return "", false, err
 	}
 	defer f.Close()
+	return blobHashOf(f, idLen)
+}
+
+// blobHashOf is blobHash of an open regular file.
+func blobHashOf(f *os.File, idLen int) (string, bool, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return "", false, err
