@@ -118,10 +118,13 @@ func (e *inproc) vouches(x *idxEntry, w walkStat, idxTime int64) bool {
 	return settled(w.stamp(), idxTime, e.mgrain, e.cgrain)
 }
 
-// walkFile is a file the walk found to seal.
+// walkFile is a file the walk found to seal, and what vouches for its
+// content without reading it: the stat cache's id, or cairn's index entry.
 type walkFile struct {
-	rel string
-	st  walkStat
+	rel     string
+	st      walkStat
+	cacheID string
+	indexed *idxEntry
 }
 
 // fullWalk is what a full seal found on disk.
@@ -134,9 +137,21 @@ type fullWalk struct {
 
 // known is what cairn's index (and the pending entries over it) holds.
 type knownEntries struct {
-	byPath  map[string]*idxEntry // nil entry: pending, no stat
+	byPath  map[string]*idxEntry
+	sorted  []idxEntry // the index's entries, sorted by path (readGitIndex)
 	pending map[string]pendEntry
-	dirs    map[string]bool
+	pdirs   map[string]bool // the folders of pending additions
+}
+
+// hasDir reports whether the index or a pending addition holds a path
+// under the folder rel.
+func (k *knownEntries) hasDir(rel string) bool {
+	if k.pdirs[rel] {
+		return true
+	}
+	pre := rel + "/"
+	i, _ := slices.BinarySearchFunc(k.sorted, pre, func(x idxEntry, p string) int { return strings.Compare(x.path, p) })
+	return i < len(k.sorted) && strings.HasPrefix(k.sorted[i].path, pre)
 }
 
 func (k *knownEntries) tracked(rel string) bool {
@@ -169,19 +184,15 @@ func (k *knownEntries) indexed(rel string) *idxEntry {
 }
 
 func loadKnown(entries []idxEntry, pending map[string]pendEntry) *knownEntries {
-	k := &knownEntries{byPath: make(map[string]*idxEntry, len(entries)), pending: pending, dirs: map[string]bool{}}
-	addDirs := func(p string) {
-		for d := path.Dir(p); d != "." && !k.dirs[d]; d = path.Dir(d) {
-			k.dirs[d] = true
-		}
-	}
+	k := &knownEntries{byPath: make(map[string]*idxEntry, len(entries)), sorted: entries, pending: pending, pdirs: map[string]bool{}}
 	for i := range entries {
 		k.byPath[entries[i].path] = &entries[i]
-		addDirs(entries[i].path)
 	}
 	for p, pe := range pending {
 		if pe.Mode != 0 {
-			addDirs(p)
+			for d := path.Dir(p); d != "." && !k.pdirs[d]; d = path.Dir(d) {
+				k.pdirs[d] = true
+			}
 		}
 	}
 	return k
@@ -208,22 +219,19 @@ func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTi
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			lists := make([][]dirEnt, len(cur))
-			errs := make([]error, len(cur))
+			// Each folder of the level listed and sorted out on its own
+			// goroutine (reading only what this level does not change).
+			scans := make([]dirScan, len(cur))
 			listedAt := time.Now().UnixNano()
 			gitobj.ForEach(len(cur), func(i int) error {
-				lists[i], errs[i] = listDir(t, cur[i])
+				e.scanDir(t, cur[i], dirty[cur[i]], listedAt, sel, k, idxTime, &scans[i])
 				return nil
 			})
-			type cand struct {
-				rel string
-				st  walkStat
-			}
-			var cands []cand
 			var ask []string
 			for i, dir := range cur {
-				if errs[i] != nil {
-					return errWalkFallback("folder %s: %v", dir, errs[i])
+				sc := &scans[i]
+				if sc.err != nil {
+					return sc.err
 				}
 				// The engine's check-ignore keeps the rules it read: one
 				// it may have read that changed since restarts it.
@@ -231,55 +239,12 @@ func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTi
 				if dir == "." {
 					key = ""
 				}
-				now := e.ignoreSourceIn(lists[i], listedAt)
-				if was, ok := e.ignSrc[key]; ok && !sameIgnore(was, now) && e.ign != nil {
+				if was, ok := e.ignSrc[key]; ok && !sameIgnore(was, sc.src) && e.ign != nil {
 					e.ign.stop()
 					e.ign = nil
 				}
-				e.ignSrc[key] = now
-				d := dirty[dir] || e.ignoreFileChanged(dir, lists[i], k, idxTime)
-				dirty[dir] = d
-				for _, ent := range lists[i] {
-					rel := ent.name
-					if dir != "." {
-						rel = dir + "/" + ent.name
-					}
-					if Excluded(rel) {
-						continue
-					}
-					if ntfsDotGit(ent.name) {
-						// git refuses such a name (core.protectNTFS): its
-						// staging names it; left to git to say so.
-						return errWalkFallback("%q: a name git refuses", rel)
-					}
-					if ent.err != nil {
-						if ent.err == unix.ENOENT {
-							continue // gone since the folder was listed
-						}
-						return errWalkFallback("lstat %s: %v", rel, ent.err)
-					}
-					st := ent.st
-					var untracked bool
-					switch {
-					case st.isDir:
-						untracked = !k.dirs[rel]
-						dirty[rel] = d
-					case st.mode&unix.S_IFMT == unix.S_IFLNK:
-						continue // links are not checkpointed, nor followed
-					case !sel.Match(rel):
-						continue
-					default:
-						untracked = !k.tracked(rel)
-						if !st.regular && untracked {
-							continue // git's walk lists no FIFO, socket or device
-						}
-					}
-					if untracked || d {
-						ask = append(ask, rel)
-					}
-					cands = append(cands, cand{rel, st})
-				}
-				lists[i] = nil
+				e.ignSrc[key] = sc.src
+				ask = append(ask, sc.ask...)
 			}
 			var ignored map[string]bool
 			if len(ask) > 0 {
@@ -298,28 +263,109 @@ func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTi
 				out.asked += len(ask)
 			}
 			var next []string
-			for _, c := range cands {
-				if ignored[c.rel] {
-					continue
+			for i := range scans {
+				for _, c := range scans[i].cands {
+					if ignored[c.rel] {
+						continue
+					}
+					switch {
+					case c.st.isDir:
+						next = append(next, c.rel)
+						dirty[c.rel] = scans[i].dirty
+					case !c.st.regular:
+						out.issues = append(out.issues, ckpt.PathIssue{Path: c.rel, Reason: "not a regular file (" + modeType(c.st.mode).String() + ")"})
+					case c.st.size > s.opts.MaxFileSize:
+						out.skipped = append(out.skipped, ckpt.PathIssue{Path: c.rel, Reason: ckpt.TooLarge(s.opts.MaxFileSize, c.st.size)})
+					default:
+						out.files = append(out.files, c)
+					}
 				}
-				switch {
-				case c.st.isDir:
-					next = append(next, c.rel)
-				case !c.st.regular:
-					out.issues = append(out.issues, ckpt.PathIssue{Path: c.rel, Reason: "not a regular file (" + modeType(c.st.mode).String() + ")"})
-				case c.st.size > s.opts.MaxFileSize:
-					out.skipped = append(out.skipped, ckpt.PathIssue{Path: c.rel, Reason: ckpt.TooLarge(s.opts.MaxFileSize, c.st.size)})
-				default:
-					e.mgrain.see(c.st.mtime)
-					e.cgrain.see(c.st.ctime)
-					out.files = append(out.files, walkFile(c))
-				}
+				scans[i] = dirScan{}
 			}
 			cur = next
 		}
 		return nil
 	})
 	return out, err
+}
+
+// dirScan is one folder as a walk's level found it: what may go into the
+// checkpoint (its files and folders), what of it to ask check-ignore about.
+type dirScan struct {
+	src   ignoreSource // its .gitignore, as listed
+	dirty bool         // every path under it is asked (its rules may have changed)
+	cands []walkFile
+	ask   []string
+	err   error // the seal goes to git (errWalkFallback)
+}
+
+// scanDir lists the folder dir of the work tree into sc: each entry that
+// is neither cairn's own, a link, nor left out by the selection, and which
+// of them check-ignore must judge (what cairn's index does not hold, or
+// everything under a folder whose rules may have changed). It reads the
+// walk's shared state only, so the folders of a level are scanned at once.
+func (e *inproc) scanDir(t *platform.Tree, dir string, parentDirty bool, listedAt int64, sel *Selector, k *knownEntries, idxTime int64, sc *dirScan) {
+	list, err := listDir(t, dir)
+	if err != nil {
+		sc.err = errWalkFallback("folder %s: %v", dir, err)
+		return
+	}
+	sc.src = e.ignoreSourceIn(list, listedAt)
+	d := parentDirty || e.ignoreFileChanged(dir, list, k, idxTime)
+	sc.dirty = d
+	sc.cands = make([]walkFile, 0, len(list))
+	for _, ent := range list {
+		rel := ent.name
+		if dir != "." {
+			rel = dir + "/" + ent.name
+		}
+		if Excluded(rel) {
+			continue
+		}
+		if ntfsDotGit(ent.name) {
+			// git refuses such a name (core.protectNTFS): its staging
+			// names it; left to git to say so.
+			sc.err = errWalkFallback("%q: a name git refuses", rel)
+			return
+		}
+		if ent.err != nil {
+			if ent.err == unix.ENOENT {
+				continue // gone since the folder was listed
+			}
+			sc.err = errWalkFallback("lstat %s: %v", rel, ent.err)
+			return
+		}
+		st := ent.st
+		var untracked bool
+		switch {
+		case st.isDir:
+			untracked = !k.hasDir(rel)
+		case st.mode&unix.S_IFMT == unix.S_IFLNK:
+			continue // links are not checkpointed, nor followed
+		case !sel.Match(rel):
+			continue
+		default:
+			untracked = !k.tracked(rel)
+			if !st.regular && untracked {
+				continue // git's walk lists no FIFO, socket or device
+			}
+		}
+		if untracked || d {
+			sc.ask = append(sc.ask, rel)
+		}
+		f := walkFile{rel: rel, st: st}
+		if st.regular {
+			// Vouched for by its stat, or read later (if it is kept).
+			e.mgrain.see(st.mtime)
+			e.cgrain.see(st.ctime)
+			if id, ok := e.cache.lookup(rel, st.stamp(), st.gitMode()); ok {
+				f.cacheID = id
+			} else if x := k.indexed(rel); x != nil && e.vouches(x, st, idxTime) {
+				f.indexed = x
+			}
+		}
+		sc.cands = append(sc.cands, f)
+	}
 }
 
 // ownExclude reports whether info/exclude holds what the store wrote there
@@ -662,17 +708,15 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 	asIndexed := 0 // entries taken from the index as they are
 	var todo []walkFile
 	for _, f := range w.files {
-		mode := f.st.gitMode()
-		if id, ok := e.cache.lookup(f.rel, f.st.stamp(), mode); ok {
-			entries = append(entries, f.st.entry(f.rel, mode, id, true))
-			continue
-		}
-		if x := k.indexed(f.rel); x != nil && e.vouches(x, f.st, idxTime) {
-			entries = append(entries, *x)
+		switch {
+		case f.cacheID != "":
+			entries = append(entries, f.st.entry(f.rel, f.st.gitMode(), f.cacheID, true))
+		case f.indexed != nil:
+			entries = append(entries, *f.indexed)
 			asIndexed++
-			continue
+		default:
+			todo = append(todo, f)
 		}
-		todo = append(todo, f)
 	}
 	// A store with little in it (a first seal) is not asked about each
 	// object: one stored twice costs space until maintenance, never a
@@ -714,7 +758,6 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 			}
 		}
 	}
-	slices.SortFunc(entries, func(a, b idxEntry) int { return strings.Compare(a.path, b.path) })
 	faultPoint("blob-written")
 	sortIssues(issues)
 	sortIssues(skipped)
@@ -736,7 +779,9 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 	tree := ""
 	switch {
 	case onBase:
-		edits = baseEdits(entries, k)
+		if !same { // else every entry is the index's own: nothing to apply
+			edits = baseEdits(entries, k)
+		}
 		if len(edits) == 0 {
 			tree = base
 			break
@@ -761,6 +806,7 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 			e.trees.drop(replaced)
 		}
 	default:
+		slices.SortFunc(entries, func(a, b idxEntry) int { return strings.Compare(a.path, b.path) })
 		if root, err = e.buildTrees(pw, entries, checkStored); err != nil {
 			return sealOutcome{}, err
 		}
@@ -887,24 +933,37 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 	return sealOutcome{sha: sha, parent: parent, counts: counts}, nil
 }
 
-// baseEdits lists what entries (sorted, the new checkpoint's files) change
+// baseEdits lists what entries (the new checkpoint's files, in any order) change
 // in the tree cairn's index and its pending entries stand for.
 func baseEdits(entries []idxEntry, k *knownEntries) map[string]edit {
 	edits := map[string]edit{}
-	final := make(map[string]bool, len(entries))
-	for _, x := range entries {
-		final[x.path] = true
+	inIndex := 0              // entries at a path the index holds
+	held := map[string]bool{} // pending paths the entries hold
+	for i := range entries {
+		x := &entries[i]
+		if _, ok := k.byPath[x.path]; ok {
+			inIndex++
+		}
+		if _, ok := k.pending[x.path]; ok {
+			held[x.path] = true
+		}
 		if mode, id, ok := k.old(x.path); !ok || mode != x.mode || id != x.id {
 			edits[x.path] = edit{mode: x.mode, id: x.id}
 		}
 	}
-	for p := range k.byPath {
-		if !final[p] && k.tracked(p) {
-			edits[p] = edit{del: true}
+	if inIndex < len(k.byPath) { // some path of the index is gone: which
+		final := make(map[string]bool, len(entries))
+		for i := range entries {
+			final[entries[i].path] = true
+		}
+		for p := range k.byPath {
+			if !final[p] && k.tracked(p) {
+				edits[p] = edit{del: true}
+			}
 		}
 	}
 	for p, pe := range k.pending {
-		if pe.Mode != 0 && !final[p] {
+		if pe.Mode != 0 && !held[p] {
 			edits[p] = edit{del: true}
 		}
 	}

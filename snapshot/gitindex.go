@@ -64,8 +64,13 @@ func readGitIndex(path string, f gitobj.Format) ([]idxEntry, error) {
 		return nil, errIndexFormat
 	}
 	body := data[:len(data)-hs]
+	// Every path and every id is a piece of one string (two allocations
+	// instead of two per entry): the ids hex-encoded side by side.
+	text := string(body)
+	ids := make([]byte, 0, n*2*hs)
 	out := make([]idxEntry, 0, n)
 	off := 12
+	prev := ""
 	for range n {
 		fixed := 40 + hs + 2
 		if off+fixed > len(body) {
@@ -74,7 +79,8 @@ func readGitIndex(path string, f gitobj.Format) ([]idxEntry, error) {
 		b := body[off:]
 		u := func(i int) uint32 { return binenc.BigEndian.Uint32(b[4*i:]) }
 		e := idxEntry{ctimeS: u(0), ctimeN: u(1), mtimeS: u(2), mtimeN: u(3), dev: u(4), ino: u(5),
-			mode: u(6), uid: u(7), gid: u(8), size: u(9), id: hex.EncodeToString(b[40 : 40+hs])}
+			mode: u(6), uid: u(7), gid: u(8), size: u(9)}
+		ids = hex.AppendEncode(ids, b[40:40+hs])
 		flags := binenc.BigEndian.Uint16(b[40+hs:])
 		if flags&0x3000 != 0 || flags&0x4000 != 0 { // a merge stage, or extended flags
 			return nil, errIndexFormat
@@ -87,9 +93,19 @@ func readGitIndex(path string, f gitobj.Format) ([]idxEntry, error) {
 		if nameLen < 0 || nameLen >= len(name) || name[nameLen] != 0 {
 			return nil, errIndexFormat
 		}
-		e.path = string(name[:nameLen])
+		e.path = text[off+fixed : off+fixed+nameLen]
+		// git keeps the entries sorted and unique; the walk's lookups
+		// (knownEntries.hasDir) count on it.
+		if len(out) > 0 && e.path <= prev {
+			return nil, errIndexFormat
+		}
+		prev = e.path
 		out = append(out, e)
 		off += (fixed + nameLen + 8) &^ 7
+	}
+	idText := string(ids)
+	for i := range out {
+		out[i].id = idText[2*hs*i : 2*hs*(i+1)]
 	}
 	return out, nil
 }

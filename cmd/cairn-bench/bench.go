@@ -14,11 +14,12 @@ import (
 
 // runBenchSeal measures sealing against git's reference pipelines.
 func runBenchSeal(ctx context.Context, e *env, args []string) error {
-	fs := newFlags("seal", "seal [--sizes 1k,10k,100k] [--runs N] [--skip-slow] [--incremental-only] [--dir D] [--keep] [--json]", e)
+	fs := newFlags("seal", "seal [--sizes 1k,10k,100k] [--runs N] [--skip-slow] [--incremental-only|--reconcile-only] [--dir D] [--keep] [--json]", e)
 	sizes := fs.String("sizes", "1k,10k,100k", "tree sizes in files, comma-separated (k = thousand)")
 	runs := fs.Int("runs", 5, "counted runs per operation, after one warm-up")
 	skipSlow := fs.Bool("skip-slow", false, "skip the seed's pipelines at 50k files and more (minutes per run)")
 	incrOnly := fs.Bool("incremental-only", false, "time only the incremental seals and the floor (no pipelines, reconciles or first seals)")
+	reconOnly := fs.Bool("reconcile-only", false, "time only the incremental seals and the reconciles beside git status (no pipelines or first seals)")
 	dir := fs.String("dir", "", "scratch folder (default: a temporary folder)")
 	keep := fs.Bool("keep", false, "keep the generated trees")
 	asJSON := fs.Bool("json", false, "print the results as JSON")
@@ -26,7 +27,7 @@ func runBenchSeal(ctx context.Context, e *env, args []string) error {
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
-	cfg := sealbench.Config{Runs: *runs, SkipSlow: *skipSlow, IncrementalOnly: *incrOnly, Dir: *dir, KeepTrees: *keep, JSON: *asJSON}
+	cfg := sealbench.Config{Runs: *runs, SkipSlow: *skipSlow, IncrementalOnly: *incrOnly, ReconcileOnly: *reconOnly, Dir: *dir, KeepTrees: *keep, JSON: *asJSON}
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := parseCount(strings.TrimSpace(s))
 		if err != nil {

@@ -25,6 +25,8 @@ func writeTable(out io.Writer, git string, runs int, r SizeResult) error {
 		fmt.Fprintf(w, "   seed pipelines (a) and (b) SKIPPED at this size (SkipSlow)\n")
 	case "incremental only":
 		fmt.Fprintf(w, "   incremental seals and the floor only (IncrementalOnly): no pipelines, reconciles or first seals\n")
+	case "reconcile only":
+		fmt.Fprintf(w, "   incremental seals and reconciles only (ReconcileOnly): no pipelines, no first seals\n")
 	}
 
 	fmt.Fprintf(w, "   %9s %9s %9s %4s  %s\n", "median", "min", "max", "runs", "operation")

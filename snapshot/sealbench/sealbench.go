@@ -53,6 +53,10 @@ type Config struct {
 	// of MB written and deleted per run at 100k files take minutes and
 	// leave the disk busy between the incremental seals.
 	IncrementalOnly bool
+	// ReconcileOnly times the incremental seals and the reconciles beside
+	// git status: no pipelines and no first seals (seconds per run instead
+	// of minutes at 100k files).
+	ReconcileOnly bool
 	// Seed makes the trees and mutations; default 1.
 	Seed uint64
 	// Progress, when set, gets a line as each step starts: a run at 100k
@@ -261,6 +265,8 @@ func runSize(ctx context.Context, cfg Config, env *gitEnv, n int, dir string, lo
 	}
 	if cfg.IncrementalOnly {
 		res.SlowPipelines = "incremental only"
+	} else if cfg.ReconcileOnly {
+		res.SlowPipelines = "reconcile only"
 	}
 	var seedA, seedB *refStore
 	if res.SlowPipelines == "every run" || res.SlowPipelines == "once" {
@@ -411,6 +417,9 @@ func runSize(ctx context.Context, cfg Config, env *gitEnv, n int, dir string, lo
 			return res, err
 		}
 
+		if cfg.ReconcileOnly {
+			continue
+		}
 		logf("%d files, %s: first seals on fresh stores", n, what)
 		if err := firstSeals(ctx, env, treeDir, filepath.Join(dir, fmt.Sprintf("first-%d", run)), floor, floorTree, pair, note, &res); err != nil {
 			return res, err

@@ -78,6 +78,30 @@ func TestRunTinyIncrementalOnly(t *testing.T) {
 	}
 }
 
+// TestRunTinyReconcileOnly: with ReconcileOnly, the incremental seals and
+// the reconciles are timed, and no pipeline or first seal.
+func TestRunTinyReconcileOnly(t *testing.T) {
+	var out bytes.Buffer
+	cfg := Config{Sizes: []int{200}, Runs: 1, Dir: t.TempDir(), JSON: true, ReconcileOnly: true}
+	if err := Run(context.Background(), cfg, &out); err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("JSON output: %v\n%s", err, out.Bytes())
+	}
+	timed := map[string]bool{OpIncremental: true, OpFloor: true, OpIncrGit: true, OpReconcile: true, OpStatus: true, OpReconCkpt: true}
+	for _, op := range rep.Sizes[0].Ops {
+		want := 0
+		if timed[op.Name] {
+			want = 1
+		}
+		if op.Runs != want {
+			t.Errorf("%s: %d runs, want %d", op.Name, op.Runs, want)
+		}
+	}
+}
+
 // TestGenerateDeterministic checks that a seed gives the same tree and the
 // same mutations, and that a mutation touches 20 + 5 + 5 distinct paths.
 func TestGenerateDeterministic(t *testing.T) {

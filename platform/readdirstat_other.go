@@ -1,4 +1,4 @@
-//go:build unix
+//go:build unix && !linux
 
 package platform
 
@@ -7,13 +7,6 @@ import (
 
 	"golang.org/x/sys/unix"
 )
-
-// DirEntryStat is one name in a folder and what lstat says of it.
-type DirEntryStat struct {
-	Name string
-	Stat unix.Stat_t
-	Err  error // lstat failed (ENOENT: the name went meanwhile)
-}
 
 // ReadDirStat lists the folder rel beneath the Tree (resolved as every path
 // of a Tree is: no link followed) and describes each entry as lstat does,

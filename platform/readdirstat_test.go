@@ -1,0 +1,73 @@
+//go:build unix
+
+package platform
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestTreeReadDirStat: a folder of more entries than one getdents buffer
+// holds, each described as lstat describes it; a link is described, not
+// followed (it points out of the tree), a FIFO is stat'ed, not opened; a
+// folder reached through a link is refused.
+func TestTreeReadDirStat(t *testing.T) {
+	eachResolver(t, func(t *testing.T) {
+		ws := t.TempDir()
+		outside := t.TempDir()
+		dir := filepath.Join(ws, "d")
+		must(t, os.MkdirAll(filepath.Join(dir, "sub"), 0o755))
+		long := strings.Repeat("n", 200)
+		for i := range 600 { // ~130 KiB of records: several getdents calls
+			must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s%d", long, i)), []byte(strings.Repeat("x", i)), 0o644))
+		}
+		must(t, os.Symlink(outside, filepath.Join(dir, "link")))
+		must(t, unix.Mkfifo(filepath.Join(dir, "fifo"), 0o600))
+		must(t, os.Symlink(dir, filepath.Join(ws, "via")))
+		tree, err := OpenTree(ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tree.Close()
+		got, err := tree.ReadDirStat("d")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 603 {
+			t.Fatalf("%d entries, want 603", len(got))
+		}
+		seen := map[string]bool{}
+		for _, e := range got {
+			if seen[e.Name] {
+				t.Fatalf("%q listed twice", e.Name)
+			}
+			seen[e.Name] = true
+			if e.Err != nil {
+				t.Fatalf("%s: %v", e.Name, e.Err)
+			}
+			want := &unix.Stat_t{}
+			must(t, unix.Lstat(filepath.Join(dir, e.Name), want))
+			if e.Stat.Mode&unix.S_IFMT != want.Mode&unix.S_IFMT {
+				t.Fatalf("%s: type %o, want %o", e.Name, e.Stat.Mode&unix.S_IFMT, want.Mode&unix.S_IFMT)
+			}
+			switch want.Mode & unix.S_IFMT {
+			case unix.S_IFDIR, unix.S_IFLNK: // the type alone, on Linux
+			default:
+				if e.Stat.Size != want.Size || e.Stat.Ino != want.Ino || e.Stat.Mtim != want.Mtim || e.Stat.Mode != want.Mode {
+					t.Fatalf("%s: stat %+v, want %+v", e.Name, e.Stat, *want)
+				}
+			}
+		}
+		if _, err := tree.ReadDirStat("via"); err == nil {
+			t.Fatal("listed a folder through a link")
+		}
+		if _, err := tree.ReadDirStat("d/link"); err == nil {
+			t.Fatal("listed a folder out of the tree through a link")
+		}
+	})
+}

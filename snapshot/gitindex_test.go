@@ -1,0 +1,84 @@
+package snapshot
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cairn-dev/cairn/snapshot/gitobj"
+)
+
+// TestReadGitIndexMatchesGit: the entries read from an index git wrote are
+// git's own (`git ls-files --stage`), in git's order; an index whose
+// entries are out of order (the walk's folder lookups count on the order)
+// is refused, as is one with a bad checksum.
+func TestReadGitIndexMatchesGit(t *testing.T) {
+	dir := t.TempDir()
+	git := func(args ...string) string {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	git("init", "-q")
+	names := []string{"a1", "b1", "a-b/x", "a/b/c", "a/b-c", "a.b", strings.Repeat("n", 200) + "/" + strings.Repeat("m", 200) + "/f", "sp ace/é"}
+	for i, n := range names {
+		p := filepath.Join(dir, n)
+		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		must(t, os.WriteFile(p, []byte(fmt.Sprint(i)), 0o644))
+	}
+	must(t, os.Chmod(filepath.Join(dir, "a.b"), 0o755))
+	git("add", "-A")
+	idx := filepath.Join(dir, ".git", "index")
+	got, err := readGitIndex(idx, gitobj.SHA1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, e := range got {
+		lines = append(lines, fmt.Sprintf("%o %s 0\t%s", e.mode, e.id, e.path))
+	}
+	want := strings.TrimSpace(git("-c", "core.quotePath=false", "ls-files", "--stage"))
+	if g := strings.Join(lines, "\n"); g != want {
+		t.Fatalf("read:\n%s\ngit:\n%s", g, want)
+	}
+
+	// a1 and b1 swapped in place, the checksum made right again.
+	data, err := os.ReadFile(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := bytes.Clone(data[:len(data)-20])
+	i, j := bytes.Index(body, []byte("a1\x00")), bytes.Index(body, []byte("b1\x00"))
+	if i < 0 || j < 0 {
+		t.Fatal("names not found in the index")
+	}
+	body[i], body[j] = 'b', 'a'
+	h := indexHash(gitobj.SHA1)
+	h.Write(body)
+	swapped := filepath.Join(dir, "swapped")
+	must(t, os.WriteFile(swapped, append(body, h.Sum(nil)...), 0o644))
+	if _, err := readGitIndex(swapped, gitobj.SHA1); err != errIndexFormat {
+		t.Fatalf("out of order: %v, want errIndexFormat", err)
+	}
+	data[len(data)-1] ^= 1
+	must(t, os.WriteFile(swapped, data, 0o644))
+	if _, err := readGitIndex(swapped, gitobj.SHA1); err != errIndexFormat {
+		t.Fatalf("bad checksum: %v, want errIndexFormat", err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
