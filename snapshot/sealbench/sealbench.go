@@ -19,6 +19,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -80,6 +81,8 @@ const (
 	OpStatus      = "ref-status"
 	OpFirstSeal   = "cairn-first-seal"
 	OpAddAll      = "ref-addall"
+	OpResticFirst = "restic-first"
+	OpResticAgain = "restic-again"
 )
 
 var opOrder = []struct{ name, what string }{
@@ -93,6 +96,8 @@ var opOrder = []struct{ name, what string }{
 	{OpStatus, "git status --porcelain -z --untracked-files=all, nothing changed"},
 	{OpFirstSeal, "cairn first seal, fresh store"},
 	{OpAddAll, "git add -A + commit, fresh store"},
+	{OpResticFirst, "restic backup of the same files (--files-from-raw), fresh repository (when restic is installed)"},
+	{OpResticAgain, "restic backup again, nothing changed (when restic is installed)"},
 }
 
 var ratioOrder = []struct {
@@ -107,6 +112,8 @@ var ratioOrder = []struct {
 	{"reconcile/status", OpReconcile, OpStatus, 1},
 	{"reconcile-checkpoint/status", OpReconCkpt, OpStatus, 0},
 	{"first-seal/addall", OpFirstSeal, OpAddAll, 0.3},
+	{"first-seal/restic-first", OpFirstSeal, OpResticFirst, 0},
+	{"reconcile-checkpoint/restic-again", OpReconCkpt, OpResticAgain, 0},
 }
 
 // Report is the machine-readable result.
@@ -421,7 +428,7 @@ func runSize(ctx context.Context, cfg Config, env *gitEnv, n int, dir string, lo
 			continue
 		}
 		logf("%d files, %s: first seals on fresh stores", n, what)
-		if err := firstSeals(ctx, env, treeDir, filepath.Join(dir, fmt.Sprintf("first-%d", run)), floor, floorTree, pair, note, &res); err != nil {
+		if err := firstSeals(ctx, env, treeDir, filepath.Join(dir, fmt.Sprintf("first-%d", run)), floor, floorTree, timed, pair, note, &res); err != nil {
 			return res, err
 		}
 		if run < cfg.Runs { // nothing timed follows the last run
@@ -455,7 +462,8 @@ func runSize(ctx context.Context, cfg Config, env *gitEnv, n int, dir string, lo
 // fresh store over the same tree, and removes both stores afterwards: at
 // 100k files each holds hundreds of MB of loose objects.
 func firstSeals(ctx context.Context, env *gitEnv, treeDir, dir string, floor *refStore, want string,
-	pair func(string, func() error, string, func() error) error, note func(kind, format string, args ...any), res *SizeResult) error {
+	timed func(string, func() error) error, pair func(string, func() error, string, func() error) error,
+	note func(kind, format string, args ...any), res *SizeResult) error {
 	defer os.RemoveAll(dir)
 	cs, err := openCairn(ctx, treeDir, filepath.Join(dir, "cairn-state"))
 	if err != nil {
@@ -485,6 +493,9 @@ func firstSeals(ctx context.Context, env *gitEnv, treeDir, dir string, floor *re
 	if got != want {
 		note("addall", "git add -A sealed tree %s, the floor %s", got, want)
 	}
+	if err := resticBackups(ctx, treeDir, filepath.Join(dir, "restic"), floor, timed); err != nil {
+		return err
+	}
 	// What each store takes on disk, and git's after a gc (untimed).
 	res.FirstSealBytes = dirBytes(filepath.Join(cs.st.GitDir(), "objects"))
 	res.AddAllBytes = dirBytes(filepath.Join(dir, "ref", "objects"))
@@ -493,6 +504,46 @@ func firstSeals(ctx context.Context, env *gitEnv, treeDir, dir string, floor *re
 	}
 	res.GCBytes = dirBytes(filepath.Join(dir, "ref", "objects"))
 	return nil
+}
+
+// resticBackups times restic's first backup of the files cairn seals (the
+// floor's, named with --files-from-raw: restic reads no .gitignore) into a
+// fresh repository, then a second one with nothing changed. Without
+// restic on PATH it does nothing: the operations show no runs.
+func resticBackups(ctx context.Context, treeDir, dir string, floor *refStore, timed func(string, func() error) error) error {
+	restic, err := exec.LookPath("restic")
+	if err != nil {
+		return nil
+	}
+	defer os.RemoveAll(dir)
+	list, err := floor.out(ctx, nil, "ls-files", "-z")
+	if err != nil {
+		return err
+	}
+	listFile := filepath.Join(dir, "files")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(listFile, []byte(list), 0o644); err != nil {
+		return err
+	}
+	run := func(args ...string) error {
+		cmd := exec.CommandContext(ctx, restic, append([]string{"--quiet", "--no-cache", "-r", filepath.Join(dir, "repo")}, args...)...)
+		cmd.Dir = treeDir
+		cmd.Env = append(os.Environ(), "RESTIC_PASSWORD=sealbench")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("sealbench: restic %s: %v: %s", args[0], err, out)
+		}
+		return nil
+	}
+	if err := run("init"); err != nil {
+		return err
+	}
+	backup := func() error { return run("backup", "--files-from-raw", listFile) }
+	if err := timed(OpResticFirst, backup); err != nil {
+		return err
+	}
+	return timed(OpResticAgain, backup)
 }
 
 // dirBytes is the space the files under dir take (allocated blocks).
