@@ -212,31 +212,35 @@ func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTi
 	if e.ignSrc == nil {
 		e.ignSrc = map[string]ignoreSource{}
 	}
-	dirty := map[string]bool{".": global}
-	cur := []string{"."}
+	// A level's folders: each with whether everything under it is asked
+	// (its rules may have changed), and its scan when it was done ahead.
+	cur := []walkDir{{rel: ".", dirty: global}}
 	err := s.withWorkTree(func(t *platform.Tree) error {
+		scan := func(dirs []walkDir) {
+			listedAt := time.Now().UnixNano()
+			gitobj.ForEach(len(dirs), func(i int) error {
+				if dirs[i].scan == nil {
+					dirs[i].scan = &dirScan{}
+					e.scanDir(t, dirs[i].rel, dirs[i].dirty, listedAt, sel, k, idxTime, dirs[i].scan)
+				}
+				return nil
+			})
+		}
+		scan(cur)
 		for len(cur) > 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			// Each folder of the level listed and sorted out on its own
-			// goroutine (reading only what this level does not change).
-			scans := make([]dirScan, len(cur))
-			listedAt := time.Now().UnixNano()
-			gitobj.ForEach(len(cur), func(i int) error {
-				e.scanDir(t, cur[i], dirty[cur[i]], listedAt, sel, k, idxTime, &scans[i])
-				return nil
-			})
 			var ask []string
-			for i, dir := range cur {
-				sc := &scans[i]
+			for _, d := range cur {
+				sc := d.scan
 				if sc.err != nil {
 					return sc.err
 				}
 				// The engine's check-ignore keeps the rules it read: one
 				// it may have read that changed since restarts it.
-				key := dir
-				if dir == "." {
+				key := d.rel
+				if key == "." {
 					key = ""
 				}
 				if was, ok := e.ignSrc[key]; ok && !sameIgnore(was, sc.src) && e.ign != nil {
@@ -246,47 +250,91 @@ func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTi
 				e.ignSrc[key] = sc.src
 				ask = append(ask, sc.ask...)
 			}
-			var ignored map[string]bool
-			if len(ask) > 0 {
-				if e.ign == nil {
-					ic, err := startIgnoreChecker(s.git)
-					if err != nil {
-						return errWalkFallback("check-ignore: %v", err)
+			// The next level's folders no question hangs on are scanned
+			// while check-ignore answers about the others (they are kept
+			// whatever it says: only what is asked can be ignored).
+			var sure, maybe []walkDir
+			for _, d := range cur {
+				for _, c := range d.scan.cands {
+					if !c.st.isDir {
+						continue
 					}
-					e.ign = ic
+					if c.asked {
+						maybe = append(maybe, walkDir{rel: c.rel, dirty: d.scan.dirty})
+					} else {
+						sure = append(sure, walkDir{rel: c.rel, dirty: d.scan.dirty})
+					}
 				}
-				var err error
-				if ignored, err = e.ign.ignored(ctx, ask); err != nil {
-					e.stopIgnore() // its answers may be out of step with its questions now
-					return errWalkFallback("check-ignore: %v", err)
-				}
-				out.asked += len(ask)
 			}
-			var next []string
-			for i := range scans {
-				for _, c := range scans[i].cands {
-					if ignored[c.rel] {
+			ahead := make(chan struct{})
+			go func() {
+				defer close(ahead)
+				scan(sure)
+			}()
+			ignored, err := e.askIgnored(ctx, ask)
+			<-ahead
+			if err != nil {
+				return err
+			}
+			out.asked += len(ask)
+			for _, d := range cur {
+				for _, c := range d.scan.cands {
+					if c.asked && ignored[c.rel] {
 						continue
 					}
 					switch {
 					case c.st.isDir:
-						next = append(next, c.rel)
-						dirty[c.rel] = scans[i].dirty
 					case !c.st.regular:
 						out.issues = append(out.issues, ckpt.PathIssue{Path: c.rel, Reason: "not a regular file (" + modeType(c.st.mode).String() + ")"})
 					case c.st.size > s.opts.MaxFileSize:
 						out.skipped = append(out.skipped, ckpt.PathIssue{Path: c.rel, Reason: ckpt.TooLarge(s.opts.MaxFileSize, c.st.size)})
 					default:
-						out.files = append(out.files, c)
+						out.files = append(out.files, c.walkFile)
 					}
 				}
-				scans[i] = dirScan{}
 			}
-			cur = next
+			maybe = slices.DeleteFunc(maybe, func(d walkDir) bool { return ignored[d.rel] })
+			scan(maybe)
+			cur = append(sure, maybe...)
 		}
 		return nil
 	})
 	return out, err
+}
+
+// walkDir is a folder of a walk's level.
+type walkDir struct {
+	rel   string
+	dirty bool     // every path under it is asked of check-ignore
+	scan  *dirScan // nil until scanned
+}
+
+// askIgnored asks the engine's check-ignore (started if need be) which of
+// paths git ignores; an error is errFallback.
+func (e *inproc) askIgnored(ctx context.Context, paths []string) (map[string]bool, error) {
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	if e.ign == nil {
+		ic, err := startIgnoreChecker(e.s.git)
+		if err != nil {
+			return nil, errWalkFallback("check-ignore: %v", err)
+		}
+		e.ign = ic
+	}
+	ignored, err := e.ign.ignored(ctx, paths)
+	if err != nil {
+		e.stopIgnore() // its answers may be out of step with its questions now
+		return nil, errWalkFallback("check-ignore: %v", err)
+	}
+	return ignored, nil
+}
+
+// walkCand is an entry a folder's scan found: a file or folder kept unless
+// check-ignore, asked about it, says it is ignored.
+type walkCand struct {
+	walkFile
+	asked bool
 }
 
 // dirScan is one folder as a walk's level found it: what may go into the
@@ -294,7 +342,7 @@ func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTi
 type dirScan struct {
 	src   ignoreSource // its .gitignore, as listed
 	dirty bool         // every path under it is asked (its rules may have changed)
-	cands []walkFile
+	cands []walkCand
 	ask   []string
 	err   error // the seal goes to git (errWalkFallback)
 }
@@ -313,7 +361,7 @@ func (e *inproc) scanDir(t *platform.Tree, dir string, parentDirty bool, listedA
 	sc.src = e.ignoreSourceIn(list, listedAt)
 	d := parentDirty || e.ignoreFileChanged(dir, list, k, idxTime)
 	sc.dirty = d
-	sc.cands = make([]walkFile, 0, len(list))
+	sc.cands = make([]walkCand, 0, len(list))
 	for _, ent := range list {
 		rel := ent.name
 		if dir != "." {
@@ -350,7 +398,8 @@ func (e *inproc) scanDir(t *platform.Tree, dir string, parentDirty bool, listedA
 				continue // git's walk lists no FIFO, socket or device
 			}
 		}
-		if untracked || d {
+		asked := untracked || d
+		if asked {
 			sc.ask = append(sc.ask, rel)
 		}
 		f := walkFile{rel: rel, st: st}
@@ -364,7 +413,7 @@ func (e *inproc) scanDir(t *platform.Tree, dir string, parentDirty bool, listedA
 				f.indexed = x
 			}
 		}
-		sc.cands = append(sc.cands, f)
+		sc.cands = append(sc.cands, walkCand{f, asked})
 	}
 }
 
