@@ -10,66 +10,67 @@ import (
 // direntBufs are getdents64 buffers, reused across folders.
 var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// ReadDirStat lists the folder rel beneath the Tree (resolved as every path
-// of a Tree is: no link followed) and describes each entry as lstat does,
-// from the folder's own descriptor (fstatat, AT_SYMLINK_NOFOLLOW): a link
-// is described, never followed, and no path is resolved again per entry.
-// A folder or a link is described by the type its listing gives (see
-// DirEntryStat); an entry whose type the file system does not give is
-// stat'ed as any other. It is a walk's one step: a folder opened once, its
-// names read straight from getdents64, their stats.
-func (t *Tree) ReadDirStat(rel string) ([]DirEntryStat, error) {
+// ScanDir lists the folder rel beneath the Tree (resolved as every path of
+// a Tree is: no link followed) and calls fn for each entry with what lstat
+// says of it, from the folder's own descriptor (fstatat,
+// AT_SYMLINK_NOFOLLOW): a link is described, never followed, and no path is
+// resolved again per entry. A folder or a link is described by its type
+// alone (st.Mode holds S_IFDIR or S_IFLNK, nothing else), as the listing
+// gives it: a walk needs no more of either. An entry whose type the file
+// system does not give is stat'ed as any other; err is the stat's error
+// (ENOENT: the name went meanwhile). st is valid during the call only. It is
+// a walk's one step: a folder opened once, its names read straight from
+// getdents64, their stats.
+func (t *Tree) ScanDir(rel string, fn func(name string, st *unix.Stat_t, err error)) error {
 	fd, err := t.open(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
-		return nil, t.pathErr("open", rel, err)
+		return t.pathErr("open", rel, err)
 	}
 	defer unix.Close(fd)
 	bp := direntBufs.Get().(*[]byte)
 	defer direntBufs.Put(bp)
 	buf := *bp
-	var out []DirEntryStat
+	var st unix.Stat_t
 	for {
 		n, err := unix.Getdents(fd, buf)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return nil, t.pathErr("readdir", rel, err)
+			return t.pathErr("readdir", rel, err)
 		}
 		if n <= 0 {
-			break
+			return nil
 		}
 		for b := buf[:n]; len(b) > 0; {
 			name, typ, reclen, ok := parseDirent(b)
 			if !ok {
-				return nil, t.pathErr("readdir", rel, unix.EIO)
+				return t.pathErr("readdir", rel, unix.EIO)
 			}
 			b = b[reclen:]
 			if name == "." || name == ".." {
 				continue
 			}
-			out = append(out, DirEntryStat{Name: name})
-			e := &out[len(out)-1]
+			st = unix.Stat_t{}
 			switch typ {
 			case unix.DT_DIR:
-				e.Stat.Mode = unix.S_IFDIR
+				st.Mode = unix.S_IFDIR
+				fn(name, &st, nil)
 				continue
 			case unix.DT_LNK:
-				e.Stat.Mode = unix.S_IFLNK
+				st.Mode = unix.S_IFLNK
+				fn(name, &st, nil)
 				continue
 			}
 			for {
-				err = unix.Fstatat(fd, name, &e.Stat, unix.AT_SYMLINK_NOFOLLOW)
+				err = unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 				if err != unix.EINTR {
 					break
 				}
 			}
-			if err != nil {
-				e.Err = err
-			}
+			fn(name, &st, err)
 		}
 	}
-	return out, nil
 }
 
 // parseDirent reads the first linux_dirent64 record of b: d_ino (8 bytes),

@@ -8,34 +8,33 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ReadDirStat lists the folder rel beneath the Tree (resolved as every path
-// of a Tree is: no link followed) and describes each entry as lstat does,
-// from the folder's own descriptor (fstatat, AT_SYMLINK_NOFOLLOW): a link
-// is described, never followed, and no path is resolved again per entry.
-// It is a walk's one step: a folder opened once, its names, their stats.
-func (t *Tree) ReadDirStat(rel string) ([]DirEntryStat, error) {
+// ScanDir lists the folder rel beneath the Tree (resolved as every path of
+// a Tree is: no link followed) and calls fn for each entry with what lstat
+// says of it, from the folder's own descriptor (fstatat,
+// AT_SYMLINK_NOFOLLOW): a link is described, never followed, and no path is
+// resolved again per entry; err is the stat's error (ENOENT: the name went
+// meanwhile). st is valid during the call only.
+func (t *Tree) ScanDir(rel string, fn func(name string, st *unix.Stat_t, err error)) error {
 	fd, err := t.open(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
-		return nil, t.pathErr("open", rel, err)
+		return t.pathErr("open", rel, err)
 	}
 	f := os.NewFile(uintptr(fd), t.abs(rel))
 	defer f.Close()
 	names, err := f.Readdirnames(-1)
 	if err != nil {
-		return nil, t.pathErr("readdir", rel, err)
+		return t.pathErr("readdir", rel, err)
 	}
-	out := make([]DirEntryStat, len(names))
-	for i, n := range names {
-		out[i].Name = n
+	var st unix.Stat_t
+	for _, n := range names {
+		st = unix.Stat_t{}
 		for {
-			err = unix.Fstatat(fd, n, &out[i].Stat, unix.AT_SYMLINK_NOFOLLOW)
+			err = unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW)
 			if err != unix.EINTR {
 				break
 			}
 		}
-		if err != nil {
-			out[i].Err = err
-		}
+		fn(n, &st, err)
 	}
-	return out, nil
+	return nil
 }

@@ -12,11 +12,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestTreeReadDirStat: a folder of more entries than one getdents buffer
+// TestTreeScanDir: a folder of more entries than one getdents buffer
 // holds, each described as lstat describes it; a link is described, not
 // followed (it points out of the tree), a FIFO is stat'ed, not opened; a
 // folder reached through a link is refused.
-func TestTreeReadDirStat(t *testing.T) {
+func TestTreeScanDir(t *testing.T) {
 	eachResolver(t, func(t *testing.T) {
 		ws := t.TempDir()
 		outside := t.TempDir()
@@ -34,8 +34,15 @@ func TestTreeReadDirStat(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tree.Close()
-		got, err := tree.ReadDirStat("d")
-		if err != nil {
+		type entry struct {
+			Name string
+			Stat unix.Stat_t
+			Err  error
+		}
+		var got []entry
+		if err := tree.ScanDir("d", func(name string, st *unix.Stat_t, err error) {
+			got = append(got, entry{name, *st, err})
+		}); err != nil {
 			t.Fatal(err)
 		}
 		if len(got) != 603 {
@@ -63,10 +70,11 @@ func TestTreeReadDirStat(t *testing.T) {
 				}
 			}
 		}
-		if _, err := tree.ReadDirStat("via"); err == nil {
+		none := func(string, *unix.Stat_t, error) { t.Fatal("an entry through a link") }
+		if err := tree.ScanDir("via", none); err == nil {
 			t.Fatal("listed a folder through a link")
 		}
-		if _, err := tree.ReadDirStat("d/link"); err == nil {
+		if err := tree.ScanDir("d/link", none); err == nil {
 			t.Fatal("listed a folder out of the tree through a link")
 		}
 	})

@@ -129,7 +129,7 @@ type walkFile struct {
 
 // fullWalk is what a full seal found on disk.
 type fullWalk struct {
-	files   []walkFile       // regular files, selected, not ignored, within the size limit
+	files   []*walkFile      // regular files, selected, not ignored, within the size limit
 	issues  []ckpt.PathIssue // tracked paths that are no longer files
 	skipped []ckpt.PathIssue // files over the size limit
 	asked   int              // paths asked of check-ignore
@@ -277,8 +277,14 @@ func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTi
 				return err
 			}
 			out.asked += len(ask)
+			n := len(out.files)
 			for _, d := range cur {
-				for _, c := range d.scan.cands {
+				n += len(d.scan.cands)
+			}
+			out.files = slices.Grow(out.files, n-len(out.files))
+			for _, d := range cur {
+				for i := range d.scan.cands {
+					c := &d.scan.cands[i]
 					if c.asked && ignored[c.rel] {
 						continue
 					}
@@ -289,7 +295,7 @@ func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTi
 					case c.st.size > s.opts.MaxFileSize:
 						out.skipped = append(out.skipped, ckpt.PathIssue{Path: c.rel, Reason: ckpt.TooLarge(s.opts.MaxFileSize, c.st.size)})
 					default:
-						out.files = append(out.files, c.walkFile)
+						out.files = append(out.files, &c.walkFile)
 					}
 				}
 			}
@@ -385,6 +391,7 @@ func (e *inproc) scanDir(t *platform.Tree, dir string, parentDirty bool, listedA
 		}
 		st := ent.st
 		var untracked bool
+		var x *idxEntry // the index's entry, where its stat data stand
 		switch {
 		case st.isDir:
 			untracked = !k.hasDir(rel)
@@ -393,7 +400,12 @@ func (e *inproc) scanDir(t *platform.Tree, dir string, parentDirty bool, listedA
 		case !sel.Match(rel):
 			continue
 		default:
-			untracked = !k.tracked(rel)
+			if p, ok := k.pending[rel]; ok {
+				untracked = p.Mode == 0
+			} else {
+				x = k.byPath[rel]
+				untracked = x == nil
+			}
 			if !st.regular && untracked {
 				continue // git's walk lists no FIFO, socket or device
 			}
@@ -409,7 +421,7 @@ func (e *inproc) scanDir(t *platform.Tree, dir string, parentDirty bool, listedA
 			e.cgrain.see(st.ctime)
 			if id, ok := e.cache.lookup(rel, st.stamp(), st.gitMode()); ok {
 				f.cacheID = id
-			} else if x := k.indexed(rel); x != nil && e.vouches(x, st, idxTime) {
+			} else if x != nil && e.vouches(x, st, idxTime) {
 				f.indexed = x
 			}
 		}
@@ -482,17 +494,13 @@ type dirEnt struct {
 }
 
 // listDir lists a folder beneath the work tree with its entries' lstat
-// (platform.Tree.ReadDirStat), keeping only what the walk uses.
+// (platform.Tree.ScanDir), keeping only what the walk uses.
 func listDir(t *platform.Tree, rel string) ([]dirEnt, error) {
-	raw, err := t.ReadDirStat(rel)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]dirEnt, len(raw))
-	for i := range raw {
-		out[i] = dirEnt{name: raw[i].Name, st: walkStatOf(&raw[i].Stat), err: raw[i].Err}
-	}
-	return out, nil
+	var out []dirEnt
+	err := t.ScanDir(rel, func(name string, st *unix.Stat_t, err error) {
+		out = append(out, dirEnt{name: name, st: walkStatOf(st), err: err})
+	})
+	return out, err
 }
 
 // modeType is a file type as fs.FileMode words it.
@@ -755,7 +763,7 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 	// Each file: vouched for by its stat, or read.
 	entries := make([]idxEntry, 0, len(w.files))
 	asIndexed := 0 // entries taken from the index as they are
-	var todo []walkFile
+	var todo []*walkFile
 	for _, f := range w.files {
 		switch {
 		case f.cacheID != "":
