@@ -929,6 +929,7 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 			if err := e.flushBatch(); err != nil {
 				return sealOutcome{}, err
 			}
+			e.db.SyncAll() // git stores this commit: the flush covers what it writes
 			args := []string{"commit-tree", tree, "-F", "-"}
 			for _, pp := range parents {
 				args = append(args, "-p", pp)

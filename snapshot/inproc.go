@@ -1048,6 +1048,7 @@ func (e *inproc) seal(ctx context.Context, j *sealJob) (sealOutcome, error) {
 		if err := flush(); err != nil {
 			return sealOutcome{}, err
 		}
+		e.db.SyncAll() // git stores this commit: the flush covers what it writes
 		args := []string{"commit-tree", tree, "-F", "-"}
 		for _, pp := range parents {
 			args = append(args, "-p", pp)
@@ -1102,9 +1103,11 @@ func (e *inproc) seal(ctx context.Context, j *sealJob) (sealOutcome, error) {
 }
 
 // commitRef ends a seal: the stat cache, saved as standing for checkpoint
-// sha, then rec's ref moved from oldTip to sha under its lock, after one
-// flush of the file system: objects, the stat cache and the ref's new value
-// are on disk before the ref names them.
+// sha, then rec's ref moved from oldTip to sha under its lock, once the
+// objects and packs the engine stored and the ref's new value are on disk
+// (gitobj.DB.Sync: those files fsynced, or one syncfs when git stored some).
+// The stat cache is not flushed: a cache a crash left behind names an older
+// checkpoint than the ledger's, and is rebuilt (statCacheFresh).
 func (e *inproc) commitRef(ctx context.Context, rec *ckpt.Record, kind ckpt.Kind, sha, oldTip string) error {
 	s := e.s
 	e.cache.hdr.Commit = sha
@@ -1117,7 +1120,11 @@ func (e *inproc) commitRef(ctx context.Context, rec *ckpt.Record, kind ckpt.Kind
 		return fmt.Errorf("ref %s moved while sealing (another writer?); not overwritten: %w", rec.Ref, err)
 	}
 	defer mv.release()
-	if err := platform.SyncFS(s.gitDir); err != nil {
+	var lock []string
+	if mv.lock != nil {
+		lock = append(lock, mv.lock.LockPath())
+	}
+	if err := e.db.Sync(lock...); err != nil {
 		return err
 	}
 	if err := mv.finish(ctx, s, oldTip, "cairn: "+string(kind)+" "+rec.ID); err != nil {
@@ -1136,7 +1143,7 @@ type refMove struct {
 }
 
 // lockRef starts moving ref to sha with git's lock-file protocol, the lock
-// written but not flushed (the seal's syncfs does it). A ref HEAD points
+// written but not flushed (commitRef flushes it with the objects). A ref HEAD points
 // to, or one outside cairn's own namespaces, is left to git (its HEAD log too).
 func (e *inproc) lockRef(ref, sha string) (*refMove, error) {
 	s := e.s

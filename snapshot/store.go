@@ -539,11 +539,13 @@ func (s *Store) configure(ctx context.Context, g *Git) error {
 		{"maintenance.auto", "false"},
 		{"commit.gpgSign", "false"},
 	}
-	// Refs are fsynced by git where it can (2.36+). Loose objects are not,
-	// one by one: cairn flushes the filesystem once before a ref moves
-	// (measured: per-object fsync tripled a 100k-file first seal).
+	// Refs and packs (a maintenance repack's) are fsynced by git where it
+	// can (2.36+). Loose objects are not, one by one: the git engine flushes
+	// the filesystem once before a ref moves (measured: per-object fsync
+	// tripled a 100k-file first seal); the in-process engine fsyncs what it
+	// wrote (gitobj.DB.Sync).
 	if g.Version.AtLeast(Version{2, 36, 0}) {
-		sets = append(sets, [2]string{"core.fsync", "reference"})
+		sets = append(sets, [2]string{"core.fsync", "reference,pack"})
 	}
 	cfg := filepath.Join(g.Dir, "config")
 	have, _ := os.ReadFile(cfg)

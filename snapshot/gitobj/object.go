@@ -88,11 +88,18 @@ type DB struct {
 
 	mu      sync.Mutex
 	damaged map[string]bool // packs a roll-up found damaged: left out of the next ones
+	written []string        // object and pack files written or freshened since the last Sync
+	overrun bool            // Sync flushes the file system (too many to track, or another writer's)
 }
 
-// NewDB returns the object database of gitDir.
+// maxTracked is how many written files Sync fsyncs one by one; past it (a
+// first seal of many large files, each loose) one syncfs is cheaper.
+const maxTracked = 4096
+
+// NewDB returns the object database of gitDir. Its first Sync is one
+// syncfs: files an earlier process stored and never flushed may be named.
 func NewDB(gitDir string, f Format) *DB {
-	return &DB{Dir: filepath.Join(gitDir, "objects"), Format: f, Compression: zlib.BestSpeed}
+	return &DB{Dir: filepath.Join(gitDir, "objects"), Format: f, Compression: zlib.BestSpeed, overrun: true}
 }
 
 // Path is where the loose object id lives.
@@ -102,9 +109,94 @@ func (d *DB) Path(id string) string { return filepath.Join(d.Dir, id[:2], id[2:]
 // again, as git does when it would have written it: a prune that expires old
 // unreachable objects must not take one a new checkpoint is about to name. It
 // reports whether the file exists; a caller writes it only when it does not.
-func freshen(path string) bool {
+func (d *DB) freshen(path string) bool {
 	now := time.Now()
-	return os.Chtimes(path, now, now) == nil
+	if os.Chtimes(path, now, now) != nil {
+		return false
+	}
+	d.track(path) // stored, but perhaps by a write no flush followed
+	return true
+}
+
+// track notes a file Sync must make durable.
+func (d *DB) track(path string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.written) >= maxTracked {
+		d.overrun, d.written = true, nil
+	}
+	if !d.overrun {
+		d.written = append(d.written, path)
+	}
+}
+
+// ResetWritten forgets the files written so far (a seal starts: what an
+// earlier one left unflushed is nothing its ref names).
+func (d *DB) ResetWritten() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.written, d.overrun = nil, false
+}
+
+// Sync makes the object and pack files written since the last Sync (or
+// ResetWritten) durable, with the folders that name them and extra files
+// (a ref's lock), before a ref names them, as git's core.fsync=reference
+// does: each file and folder fsynced, all at once (the file system's
+// journal commits them together). Unlike a syncfs it waits for nothing
+// another program wrote. Past maxTracked files it is one syncfs.
+func (d *DB) Sync(extra ...string) error {
+	d.mu.Lock()
+	files, overrun := append(d.written, extra...), d.overrun
+	d.written, d.overrun = nil, false
+	d.mu.Unlock()
+	if overrun {
+		return platform.SyncFS(d.Dir)
+	}
+	var paths []string
+	dirs := map[string]bool{}
+	for _, f := range files {
+		paths = append(paths, f)
+		dir := filepath.Dir(f)
+		if !dirs[dir] {
+			dirs[dir] = true
+			paths = append(paths, dir)
+		}
+		if filepath.Dir(dir) == d.Dir && !dirs[d.Dir] { // a loose object's folder may be new
+			dirs[d.Dir] = true
+			paths = append(paths, d.Dir)
+		}
+	}
+	return ForEachN(len(paths), 16, func(i int) error {
+		err := fsyncPath(paths[i])
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed since (a pack merged into another): nothing a ref names
+		}
+		return err
+	})
+}
+
+// SyncAll makes the next Sync one syncfs: files another writer (git)
+// stored may be named too.
+func (d *DB) SyncAll() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.written, d.overrun = nil, true
+}
+
+// fsyncPath fsyncs a file or folder, opened without following a link.
+func fsyncPath(path string) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|platform.NoFollow, 0)
+	if err != nil {
+		return fmt.Errorf("flush %s: %w", path, err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("flush %s: %w", path, err)
+	}
+	return nil
 }
 
 // Write stores an object (unless it is already stored loose) and returns its
@@ -187,7 +279,7 @@ func ForEachN(n, workers int, fn func(int) error) error {
 func writers() int { return min(2*runtime.GOMAXPROCS(0), 8) }
 
 func (d *DB) writeKnown(o Object) error {
-	if freshen(d.Path(o.ID)) {
+	if d.freshen(d.Path(o.ID)) {
 		return nil
 	}
 	return d.writeLoose(o.ID, func(w io.Writer) error {
@@ -213,7 +305,7 @@ func (d *DB) writeLoose(id string, body func(io.Writer) error) error {
 		discard(tmp)
 		return fmt.Errorf("write object %s: %w", id, err)
 	}
-	return finalize(tmp, d.Path(id), id)
+	return d.finalize(tmp, d.Path(id), id)
 }
 
 // discard drops a temporary file whose write failed.
@@ -301,7 +393,7 @@ func deflateAt(w io.Writer, level int, body func(io.Writer) error) error {
 
 // finalize closes tmp and renames it to final. The caller looked first
 // (freshen): an object already stored is kept, as git keeps it.
-func finalize(tmp *os.File, final, id string) error {
+func (d *DB) finalize(tmp *os.File, final, id string) error {
 	name := tmp.Name()
 	if err := tmp.Close(); err != nil {
 		os.Remove(name)
@@ -311,6 +403,7 @@ func finalize(tmp *os.File, final, id string) error {
 		os.Remove(name)
 		return fmt.Errorf("write object %s: %w", id, err)
 	}
+	d.track(final)
 	return nil
 }
 
@@ -355,7 +448,7 @@ func (d *DB) WriteBlobFrom(r io.Reader, size int64) (string, error) {
 		return "", fmt.Errorf("write blob: %w", err)
 	}
 	id := hex.EncodeToString(h.Sum(nil))
-	if freshen(d.Path(id)) {
+	if d.freshen(d.Path(id)) {
 		discard(tmp)
 		return id, nil
 	}
@@ -363,7 +456,7 @@ func (d *DB) WriteBlobFrom(r io.Reader, size int64) (string, error) {
 		discard(tmp)
 		return "", fmt.Errorf("write object %s: %w", id, err)
 	}
-	return id, finalize(tmp, d.Path(id), id)
+	return id, d.finalize(tmp, d.Path(id), id)
 }
 
 // moreThan reports whether r has bytes left.

@@ -212,9 +212,9 @@ func (d *DB) writePack(objs []packEntry) (string, error) {
 
 	base := filepath.Join(dir, "pack-"+hex.EncodeToString(sum))
 	created := false
-	if freshen(base + ".pack") { // the same objects in the same order: this pack
+	if d.freshen(base + ".pack") { // the same objects in the same order: this pack
 		discard(tmp)
-	} else if err := finalize(tmp, base+".pack", filepath.Base(base)+".pack"); err != nil {
+	} else if err := d.finalize(tmp, base+".pack", filepath.Base(base)+".pack"); err != nil {
 		return "", err
 	} else {
 		created = true
@@ -289,7 +289,7 @@ func (f Format) packIndex(objs []packEntry, offsets []uint64, sum []byte) []byte
 // temporary file in dir; a file already named final is kept (a pack's name
 // is its checksum: the same name is the same bytes).
 func (d *DB) writeFileOnce(dir, final string, data []byte) error {
-	if freshen(final) {
+	if d.freshen(final) {
 		return nil
 	}
 	tmp, err := createTemp(dir, "tmp_idx_")
@@ -300,7 +300,7 @@ func (d *DB) writeFileOnce(dir, final string, data []byte) error {
 		discard(tmp)
 		return fmt.Errorf("write %s: %w", filepath.Base(final), err)
 	}
-	return finalize(tmp, final, filepath.Base(final))
+	return d.finalize(tmp, final, filepath.Base(final))
 }
 
 // readExactly reads exactly size bytes from r: ErrChanged when r holds

@@ -298,9 +298,9 @@ func (w *PackWriter) finish() error {
 	dir := filepath.Join(w.db.Dir, "pack")
 	base := filepath.Join(dir, "pack-"+hex.EncodeToString(sum))
 	created := false
-	if freshen(base + ".pack") { // the same objects in the same order: that pack
+	if w.db.freshen(base + ".pack") { // the same objects in the same order: that pack
 		discard(f)
-	} else if err := finalize(f, base+".pack", filepath.Base(base)+".pack"); err != nil {
+	} else if err := w.db.finalize(f, base+".pack", filepath.Base(base)+".pack"); err != nil {
 		return w.fail(err)
 	} else {
 		created = true

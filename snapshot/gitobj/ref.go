@@ -90,6 +90,9 @@ type RefLock struct {
 	done                           bool
 }
 
+// LockPath is the lock file, for a caller that flushes it with others.
+func (l *RefLock) LockPath() string { return l.lock }
+
 // LockRef creates <ref>.lock exclusively and writes newID into it, fsynced
 // when sync is set. Without it the caller must flush the file system before
 // Commit, as a seal does once for its objects and the lock together. A lock
