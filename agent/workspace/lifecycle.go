@@ -255,9 +255,7 @@ func (l *hankLayout) lifecycle(ctx context.Context, wt *watcher.Watcher, startup
 	rerun := false
 	if slices.ContainsFunc(due, func(m hankweave.Marker) bool { return h.holds[m.Key()] == nil }) {
 		// Every change made before the state was read is taken in before anything is sealed.
-		LatMark("pre-barrier")
 		rerun, _ = w.barrier(wt)
-		LatMark("barrier")
 	}
 	for _, m := range due {
 		switch hd := h.holds[m.Key()]; {

@@ -437,14 +437,6 @@ func (w *Workspace) skip(rel string, isDir bool) bool {
 	return false
 }
 
-var LatT0 time.Time
-
-func LatMark(what string) {
-	if os.Getenv("CAIRN_LAT") != "" && !LatT0.IsZero() {
-		fmt.Fprintf(os.Stderr, "LAT %s %.2f\n", what, float64(time.Since(LatT0).Microseconds())/1000)
-	}
-}
-
 func (w *Workspace) serve(ctx context.Context) error {
 	if w.Autodev() != nil {
 		return w.serveAutodev(ctx)
@@ -493,7 +485,6 @@ func (w *Workspace) serve(ctx context.Context) error {
 				return nil // the watcher stopped: the workspace is shutting down
 			}
 			if _, k := w.take(c); k == changeControl {
-				LatT0 = time.Now()
 				lifecycleTimer = w.lay.pass(ctx, wt, false)
 			}
 		case <-wt.Overflow():
@@ -974,7 +965,6 @@ func (w *Workspace) sealOrCapture(ctx context.Context, wt *watcher.Watcher, req 
 	})
 	defer stopOnCancel()
 	began := time.Now()
-	LatMark("seal-start")
 	if full {
 		req.Progress = w.progressOf(req.Kind, began)
 		defer w.setStatus(func(s *api.WorkspaceStatus) { s.Progress = nil })
@@ -986,7 +976,6 @@ func (w *Workspace) sealOrCapture(ctx context.Context, wt *watcher.Watcher, req 
 		rec = held.Record
 	} else {
 		rec, err = w.store.Seal(sctx, req)
-		LatMark("seal-end")
 	}
 	if !hold || err != nil {
 		w.met.Sealed(req.Kind, rec, err, time.Since(began))
