@@ -1106,7 +1106,7 @@ func (e *inproc) seal(ctx context.Context, j *sealJob) (sealOutcome, error) {
 // sha, then rec's ref moved from oldTip to sha under its lock, once the
 // objects and packs the engine stored and the ref's new value are on disk
 // (gitobj.DB.Sync: those files fsynced, or one syncfs when git stored some
-// or, in a Hankweave store, the runtime may have).
+// or, in a Hankweave store, the runtime did: WatchForeign).
 // The stat cache is not flushed: a cache a crash left behind names an older
 // checkpoint than the ledger's, and is rebuilt (statCacheFresh).
 func (e *inproc) commitRef(ctx context.Context, rec *ckpt.Record, kind ckpt.Kind, sha, oldTip string) error {
@@ -1124,13 +1124,6 @@ func (e *inproc) commitRef(ctx context.Context, rec *ckpt.Record, kind ckpt.Kind
 	var lock []string
 	if mv.lock != nil {
 		lock = append(lock, mv.lock.LockPath())
-	}
-	if s.layout == LayoutHankweave {
-		// The runtime stores objects in its store too (its own checkpoints,
-		// whose git leaves loose objects unflushed): a checkpoint on top of
-		// one names its commit and trees, so the whole file system is
-		// flushed, as before the engine flushed only its own files.
-		e.db.SyncAll()
 	}
 	if err := e.db.Sync(lock...); err != nil {
 		return err

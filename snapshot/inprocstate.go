@@ -135,6 +135,12 @@ func (h *inprocState) start(ctx context.Context, stamps [4]fileStamp) (*inproc, 
 		return e, errFallback
 	}
 	e.format, e.db = f, gitobj.NewDB(s.gitDir, f)
+	if s.layout == LayoutHankweave {
+		// The runtime stores its own checkpoints' objects here, loose and
+		// unflushed: a flush after it did is a syncfs (a checkpoint on top
+		// of one names them).
+		e.db.WatchForeign()
+	}
 	e.known, e.whole = e.db.Known(), map[string]bool{}
 	e.mgrain, e.cgrain = newGrain(), newGrain()
 	if fi, err := os.Lstat(s.workTree); err == nil {

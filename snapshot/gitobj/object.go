@@ -90,6 +90,21 @@ type DB struct {
 	damaged map[string]bool // packs a roll-up found damaged: left out of the next ones
 	written []string        // object and pack files written or freshened since the last Sync
 	overrun bool            // Sync flushes the file system (too many to track, or another writer's)
+	watch   bool            // another program stores loose objects here too (WatchForeign)
+	fan     []fanStamp      // objects/ and its fan-out folders as the last Sync found them
+	fanAt   int64           // when it read them (ns)
+}
+
+// fanSettle is how old a fan-out folder's times must be for them to vouch
+// that nothing was added in the same timestamp tick unseen (a variable for
+// tests).
+var fanSettle = looseSettleCoarse
+
+// fanStamp is what a folder's stat says changed: a new entry changes its
+// modification time.
+type fanStamp struct {
+	mtime, ctime int64
+	ok           bool
 }
 
 // maxTracked is how many written files Sync fsyncs one by one; past it (a
@@ -144,11 +159,19 @@ func (d *DB) ResetWritten() {
 // does: each file and folder fsynced, all at once (the file system's
 // journal commits them together). Unlike a syncfs it waits for nothing
 // another program wrote. Past maxTracked files it is one syncfs.
-func (d *DB) Sync(extra ...string) error {
+func (d *DB) Sync(extra ...string) (err error) {
+	foreign := d.foreignWrote()
 	d.mu.Lock()
-	files, overrun := append(d.written, extra...), d.overrun
+	files, overrun := append(d.written, extra...), d.overrun || foreign
 	d.written, d.overrun = nil, false
 	d.mu.Unlock()
+	defer func() {
+		if err != nil { // what the folders showed may not be flushed
+			d.mu.Lock()
+			d.fan, d.overrun = nil, true
+			d.mu.Unlock()
+		}
+	}()
 	if overrun {
 		return platform.SyncFS(d.Dir)
 	}
@@ -173,6 +196,55 @@ func (d *DB) Sync(extra ...string) error {
 		}
 		return err
 	})
+}
+
+// WatchForeign makes every Sync look for loose objects another program (a
+// runtime sharing the store, whose git leaves them unflushed) stored since
+// the last one: when objects/ or one of its 256 fan-out folders changed,
+// or changed too recently for a change in the same timestamp tick to show
+// (fanSettle), that Sync is one syncfs, since what the new ref names may
+// be among them. It costs a stat of each folder per Sync; packs git writes
+// it fsyncs itself (core.fsync includes pack).
+func (d *DB) WatchForeign() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.watch = true
+}
+
+// foreignWrote reads the fan-out folders' stamps and reports whether they
+// changed since the last Sync (or may have): see WatchForeign. A change of
+// the engine's own (a large blob written loose) counts too.
+func (d *DB) foreignWrote() bool {
+	d.mu.Lock()
+	watch, prev, prevAt := d.watch, d.fan, d.fanAt
+	d.mu.Unlock()
+	if !watch {
+		return false
+	}
+	at := time.Now().UnixNano()
+	cur := make([]fanStamp, 257)
+	for i := range cur {
+		p := d.Dir
+		if i < 256 {
+			p = filepath.Join(d.Dir, fmt.Sprintf("%02x", i))
+		}
+		if fi, err := os.Lstat(p); err == nil {
+			cur[i] = fanStamp{mtime: fi.ModTime().UnixNano(), ctime: platform.ChangeTime(fi), ok: true}
+		}
+	}
+	d.mu.Lock()
+	d.fan, d.fanAt = cur, at
+	d.mu.Unlock()
+	if prev == nil {
+		return true
+	}
+	for i := range cur {
+		young := prevAt - fanSettle.Nanoseconds()
+		if cur[i] != prev[i] || prev[i].ok && (prev[i].mtime > young || prev[i].ctime > young) {
+			return true
+		}
+	}
+	return false
 }
 
 // SyncAll makes the next Sync one syncfs: files another writer (git)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestSyncCoversEveryFileWritten: every file a seal's writers add under
@@ -92,6 +93,59 @@ func TestSyncCoversEveryFileWritten(t *testing.T) {
 		t.Fatal("SyncAll does not make the next Sync a syncfs")
 	}
 	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWatchForeignSeesLooseObjectsOthersWrote: with WatchForeign, a Sync
+// after another program stored a loose object (in a fan-out folder there
+// already, or in a new one) is a syncfs; one after nothing changed is not,
+// unless the folders changed too recently to vouch for it.
+func TestWatchForeignSeesLooseObjectsOthersWrote(t *testing.T) {
+	gitDir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(gitDir, "objects", "ab"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// An hour old: the write below changes its time whatever the clock's tick.
+	old := time.Now().Add(-time.Hour)
+	must(t, os.Chtimes(filepath.Join(gitDir, "objects", "ab"), old, old))
+	d := NewDB(gitDir, SHA1)
+	if d.foreignWrote() {
+		t.Fatal("a DB that does not watch saw a foreign write")
+	}
+	d.WatchForeign()
+	was := fanSettle
+	fanSettle = 0
+	defer func() { fanSettle = was }()
+	steps := []struct {
+		what string
+		do   func()
+		want bool
+	}{
+		{"first look", func() {}, true},
+		{"nothing changed", func() {}, false},
+		{"a loose object in a folder there", func() {
+			must(t, os.WriteFile(filepath.Join(d.Dir, "ab", strings.Repeat("1", 38)), []byte("x"), 0o444))
+		}, true},
+		{"nothing changed again", func() {}, false},
+		{"a loose object in a new folder", func() {
+			must(t, os.MkdirAll(filepath.Join(d.Dir, "cd"), 0o755))
+			must(t, os.WriteFile(filepath.Join(d.Dir, "cd", strings.Repeat("2", 38)), []byte("x"), 0o444))
+		}, true},
+		{"settled", func() {}, false},
+		{"young folders (the tick could hide a write)", func() { fanSettle = time.Hour }, true},
+	}
+	for _, s := range steps {
+		s.do()
+		if got := d.foreignWrote(); got != s.want {
+			t.Fatalf("%s: foreign write %v, want %v", s.what, got, s.want)
+		}
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
 		t.Fatal(err)
 	}
 }
