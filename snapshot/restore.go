@@ -41,19 +41,14 @@ type blobID struct{ sha, mode string }
 // the target lacks; it never cleans.
 func (s *Store) Restore(ctx context.Context, opts ckpt.Request) (ckpt.Outcome, error) {
 	var res ckpt.Outcome
-	rmark("BEGIN")
-	rprofStart(opts.Label, opts.Changed == nil)
-	defer rprofStop()
 	err := s.withLock(ctx, func() error {
 		if err := s.refreshIfChanged(ctx); err != nil {
 			return err
 		}
-		rmark("refresh")
 		var err error
 		res, err = s.restoreLocked(ctx, opts)
 		return err
 	})
-	rmark("END")
 	return res, err
 }
 
@@ -99,7 +94,6 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 		}
 		ip = r
 	}
-	rmark("check")
 	var tc *targetCheck
 	if ip == nil {
 		var err error
@@ -154,7 +148,6 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 		before = t
 	}
 
-	rmark("preseal")
 	// 2. The plan.
 	progress(2, "planning")
 	var ipChanges []ipChange
@@ -230,7 +223,6 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 		return res, nil
 	}
 
-	rmark("plan")
 	// 3. Apply.
 	progress(3, fmt.Sprintf("writing %d files, deleting %d", len(res.Write), len(res.Delete)))
 	s.lastRestore = EngineGit
@@ -239,7 +231,6 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 		if err := ip.applyInproc(ctx, ipChanges); err != nil {
 			return res, err
 		}
-		rmark("apply")
 		if err := ip.indexAfter(ctx, before, ipChanges); err != nil {
 			return res, err
 		}
@@ -252,7 +243,6 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 		return res, err
 	}
 
-	rmark("index+head")
 	// 4. Verify.
 	progress(4, "verifying the work tree against the target")
 	diff, err := s.verify(ctx, &res, work)
@@ -260,7 +250,6 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 		return res, err
 	}
 	res.Diff = diff
-	rmark("verify")
 	if len(prefixes) == 0 {
 		s.setPosition(target)
 	}
