@@ -252,6 +252,7 @@ func (e *inproc) readPacked(ctx context.Context, s *Store, ids []string, fn func
 		n, err := e.cat.readMany(ctx, ids[start:end], func(j int, typ string, data []byte, err error) {
 			fn(start+j, typ, data, err)
 		})
+		asked := end - start
 		start += n
 		if err == nil {
 			continue
@@ -261,8 +262,10 @@ func (e *inproc) readPacked(ctx context.Context, s *Store, ids []string, fn func
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		fn(start, "", nil, err)
-		start++
+		if n < asked { // not a failed write after every answer came
+			fn(start, "", nil, err)
+			start++
+		}
 	}
 	return nil
 }
