@@ -191,29 +191,63 @@ var errMissing = errors.New("object missing")
 
 func (cf *catFile) read(ctx context.Context, id string) (typ string, data []byte, err error) {
 	err = cf.c.exchange(ctx, []byte(id+"\n"), func(r *bufio.Reader) error {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return fmt.Errorf("cat-file: %w", err)
-		}
-		f := strings.Fields(line)
-		if len(f) == 2 && f[1] == "missing" {
-			return errMissing
-		}
-		if len(f) != 3 || f[0] != id {
-			return fmt.Errorf("cat-file: unexpected answer %q for %s", strings.TrimSpace(line), id)
-		}
-		n, err := strconv.Atoi(f[2])
-		if err != nil || n < 0 {
-			return fmt.Errorf("cat-file: bad size in %q", strings.TrimSpace(line))
-		}
-		typ, data = f[1], make([]byte, n+1)
-		if _, err := io.ReadFull(r, data); err != nil {
-			return fmt.Errorf("cat-file: %w", err)
-		}
-		data = data[:n]
-		return nil
+		typ, data, err = readCatAnswer(r, id)
+		return err
 	})
 	return typ, data, err
+}
+
+// readMany asks for every object of ids in one exchange, git answering as
+// a stream rather than one round trip each, and calls fn with each answer
+// in order (errMissing for one git lacks). It returns how many were
+// answered: fewer, with the error, when git's answer broke off (git stops
+// at an object it cannot read).
+func (cf *catFile) readMany(ctx context.Context, ids []string, fn func(i int, typ string, data []byte, err error)) (int, error) {
+	var req strings.Builder
+	for _, id := range ids {
+		req.WriteString(id)
+		req.WriteByte('\n')
+	}
+	done := 0
+	err := cf.c.exchange(ctx, []byte(req.String()), func(r *bufio.Reader) error {
+		for ; done < len(ids); done++ {
+			typ, data, err := readCatAnswer(r, ids[done])
+			if err != nil && !errors.Is(err, errMissing) {
+				return err
+			}
+			fn(done, typ, data, err)
+		}
+		return nil
+	})
+	return done, err
+}
+
+// readCatAnswer reads `cat-file --batch`'s answer for id: its header line,
+// then its content and the newline after it.
+func readCatAnswer(r *bufio.Reader, id string) (typ string, data []byte, err error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", nil, fmt.Errorf("cat-file: %w", err)
+	}
+	f := strings.Fields(line)
+	if len(f) == 2 && f[1] == "missing" && f[0] == id {
+		return "", nil, errMissing
+	}
+	if len(f) != 3 || f[0] != id {
+		return "", nil, fmt.Errorf("cat-file: unexpected answer %q for %s", strings.TrimSpace(line), id)
+	}
+	n, err := strconv.Atoi(f[2])
+	if err != nil || n < 0 {
+		return "", nil, fmt.Errorf("cat-file: bad size in %q", strings.TrimSpace(line))
+	}
+	data = make([]byte, n+1)
+	if _, err := io.ReadFull(r, data); err != nil {
+		return "", nil, fmt.Errorf("cat-file: %w", err)
+	}
+	if data[n] != '\n' {
+		return "", nil, fmt.Errorf("cat-file: no newline after the content of %s", id)
+	}
+	return f[1], data[:n], nil
 }
 
 func (cf *catFile) stop() {

@@ -227,6 +227,49 @@ func (e *inproc) readObject(ctx context.Context, s *Store, id string) (string, [
 	return typ, data, err
 }
 
+// packedBatch is how many objects readPacked asks cat-file for in one
+// exchange: each exchange has coprocTimeout to finish.
+const packedBatch = 128
+
+// readPacked reads ids (objects not stored loose) through the engine's
+// cat-file, streamed in batches rather than one round trip each, and calls
+// fn with each in order: an object git cannot read (git stops there) gets
+// the error, and the rest go to a new cat-file, as readObject retries.
+func (e *inproc) readPacked(ctx context.Context, s *Store, ids []string, fn func(i int, typ string, data []byte, err error)) error {
+	for start := 0; start < len(ids); {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if e.cat == nil {
+			var err error
+			if e.cat, err = startCatFile(s.git); err != nil {
+				fn(start, "", nil, err)
+				start++
+				continue
+			}
+		}
+		end := min(start+packedBatch, len(ids))
+		n, err := e.cat.readMany(ctx, ids[start:end], func(j int, typ string, data []byte, err error) {
+			fn(start+j, typ, data, err)
+		})
+		asked := end - start
+		start += n
+		if err == nil {
+			continue
+		}
+		e.cat.stop()
+		e.cat = nil
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if n < asked { // not a failed write after every answer came
+			fn(start, "", nil, err)
+			start++
+		}
+	}
+	return nil
+}
+
 func (e *inproc) tree(ctx context.Context, s *Store, id string) ([]gitobj.TreeEntry, error) {
 	if id == "" || id == e.empty {
 		return nil, nil

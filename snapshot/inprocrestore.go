@@ -57,7 +57,8 @@ type ipRestore struct {
 	cleared map[string]bool
 	// where names a path of the target for each blob, for a refusal.
 	where map[string]string
-	mu    sync.Mutex // e's reader (its cat-file) and held
+	mu    sync.Mutex // e's reader (its cat-file)
+	hmu   sync.Mutex // held, heldN
 	held  map[string][]byte
 	heldN int64
 	sizes map[string]int64
@@ -107,7 +108,8 @@ func (r *ipRestore) readBlob(ctx context.Context, id string) ([]byte, error) {
 }
 
 // readBlobs reads the blobs ids name that were not read yet, keeping their
-// bytes up to maxHeldBlobs, and returns those lost.
+// bytes up to maxHeldBlobs, and returns those lost: the loose ones several
+// at once, then the packed ones streamed through one cat-file.
 func (r *ipRestore) readBlobs(ctx context.Context, ids []string) ([]ckpt.LostObject, error) {
 	var todo []string
 	for _, id := range ids {
@@ -121,22 +123,62 @@ func (r *ipRestore) readBlobs(ctx context.Context, ids []string) ([]ckpt.LostObj
 	// read: only its size stays.
 	problems := make([]error, len(todo))
 	sizes := make([]int64, len(todo))
-	gitobj.ForEach(len(todo), func(i int) error {
-		if ctx.Err() != nil {
-			return ctx.Err()
+	got := func(i int, typ string, data []byte, err error) {
+		if err == nil && typ != "blob" {
+			err = fmt.Errorf("a %s, not a blob", typ)
 		}
-		data, err := r.readBlob(ctx, todo[i])
 		problems[i], sizes[i] = err, int64(len(data))
 		if err == nil {
-			r.mu.Lock()
+			r.hmu.Lock()
 			if r.heldN+int64(len(data)) <= maxHeldBlobs {
 				r.held[todo[i]] = data
 				r.heldN += int64(len(data))
 			}
-			r.mu.Unlock()
+			r.hmu.Unlock()
 		}
+	}
+	packed := make([]bool, len(todo))
+	gitobj.ForEach(len(todo), func(i int) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		typ, data, err := r.e.db.Read(todo[i])
+		switch {
+		case errors.Is(err, gitobj.ErrNotFound):
+			packed[i] = true
+			return nil
+		case err != nil && strings.Contains(err.Error(), "read whole"):
+			err = errTooLarge
+		}
+		got(i, typ, data, err)
 		return nil
 	})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var ask []int
+	for i := range todo {
+		if packed[i] {
+			ask = append(ask, i)
+		}
+	}
+	if len(ask) > 0 {
+		pids := make([]string, len(ask))
+		for j, i := range ask {
+			pids[j] = todo[i]
+		}
+		r.mu.Lock()
+		err := r.e.readPacked(ctx, r.s, pids, func(j int, typ string, data []byte, err error) {
+			if err == nil && r.e.format.Hash(typ, data) != pids[j] {
+				err = errors.New("content does not match its id")
+			}
+			got(ask[j], typ, data, err)
+		})
+		r.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -161,9 +203,9 @@ func (r *ipRestore) readBlobs(ctx context.Context, ids []string) ([]ckpt.LostObj
 
 // blob is a blob's bytes, held since the check or read again.
 func (r *ipRestore) blob(ctx context.Context, id string) ([]byte, error) {
-	r.mu.Lock()
+	r.hmu.Lock()
 	data, ok := r.held[id]
-	r.mu.Unlock()
+	r.hmu.Unlock()
 	if ok {
 		return data, nil
 	}

@@ -4,6 +4,7 @@ package snapshot
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"io/fs"
 	"os"
@@ -626,4 +627,56 @@ func TestInprocRestoreBeyondHeldBudget(t *testing.T) {
 	if len(res.Diff) != 0 || len(res.Write) != 10 {
 		t.Errorf("restore: %d written, diff %v", len(res.Write), res.Diff)
 	}
+}
+
+// TestInprocRestoreStreamsPackedBlobs: the blobs a restore writes that are
+// packed are read through cat-file in batches (more of them than one batch
+// holds): the restore writes what git's checkout writes, and a damaged one
+// among them is named alone (the ones after it in the batch are read by a
+// new cat-file), before anything is sealed or written.
+func TestInprocRestoreStreamsPackedBlobs(t *testing.T) {
+	ws, st := newTestStore(t, Options{Engine: EngineInproc})
+	n := 2*packedBatch + 50
+	files := func(gen string) map[string]string {
+		m := map[string]string{}
+		for i := range n {
+			m[fmt.Sprintf("p/%02d/f%03d.txt", i%7, i)] = fmt.Sprintf("%s %03d %s\n", gen, i, strings.Repeat(gen, i%50))
+		}
+		return m
+	}
+	m := files("one")
+	// Random, so the pack stores it whole and deflated past the damage.
+	var rnd [4096]byte
+	_, _ = rand.Read(rnd[:])
+	m["big.txt"] = fmt.Sprintf("%x", rnd[:])
+	writeTree(t, ws, m)
+	one := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "one"})
+	writeTree(t, ws, files("two"))
+	writeFile(t, ws, "big.txt", "small now\n", 0o644)
+	two := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "two"})
+	blob := lsTree(t, st, one.SHA)["big.txt"].sha
+	packOffset(t, st, blob) // everything packed
+
+	res := restoreAgainstGit(t, st, one.SHA, EngineInproc)
+	if len(res.Diff) != 0 || len(res.Write) != n+1 {
+		t.Fatalf("restore to one: %d written, diff %v", len(res.Write), res.Diff)
+	}
+	restoreAgainstGit(t, st, two.SHA, EngineInproc)
+	pack, off := packOffset(t, st, blob)
+
+	f, err := os.OpenFile(pack, os.O_RDWR, 0)
+	if err != nil {
+		_ = os.Chmod(pack, 0o644)
+		if f, err = os.OpenFile(pack, os.O_RDWR, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.WriteAt([]byte("cairn was here, damaging a pack"), off+1000); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	// The engine's cat-file, started before the repack, still reads the
+	// pack the repack removed (open, whole): a new one reads the damage.
+	st.inproc.drop()
+	refusedUntouched(t, ws, st, one, ckpt.Request{}, "blob big.txt "+blob+" unreadable")
 }

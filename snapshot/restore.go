@@ -226,19 +226,22 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 	// 3. Apply.
 	progress(3, fmt.Sprintf("writing %d files, deleting %d", len(res.Write), len(res.Delete)))
 	s.lastRestore = EngineGit
+	var stored chan error // the store's index and HEAD brought to the target
 	if ip != nil {
 		s.lastRestore = EngineInproc
 		if err := ip.applyInproc(ctx, ipChanges); err != nil {
 			return res, err
 		}
-		if err := ip.indexAfter(ctx, before, ipChanges); err != nil {
-			return res, err
-		}
-		if len(prefixes) == 0 {
-			if err := ip.detachHead(ctx); err != nil {
-				return res, err
+		// Beside the verification: they read and write only the store
+		// (cairn's index, the stat cache, HEAD), it only the work tree.
+		stored = make(chan error, 1)
+		go func() {
+			err := ip.indexAfter(ctx, before, ipChanges)
+			if err == nil && len(prefixes) == 0 {
+				err = ip.detachHead(ctx)
 			}
-		}
+			stored <- err
+		}()
 	} else if err := s.checkoutTarget(ctx, &res, work, target, prefixes); err != nil {
 		return res, err
 	}
@@ -246,6 +249,11 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 	// 4. Verify.
 	progress(4, "verifying the work tree against the target")
 	diff, err := s.verify(ctx, &res, work)
+	if stored != nil {
+		if serr := <-stored; serr != nil {
+			return res, serr
+		}
+	}
 	if err != nil {
 		return res, err
 	}
