@@ -360,7 +360,7 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			w.ev = 3 * step
-			pending := w.held
+			pending, pendingIn := w.held, w.heldIn
 			var rec ckpt.Record
 			var err error
 			if capture {
@@ -413,11 +413,11 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 			// step's seal; this step's, at once unless it waits a step.
 			if pending != nil {
 				w.ev = 3*step + 1
-				log[len(log)-1].seal += "; " + w.engine + ": " + w.resolveHeld(t, pending, discard, fail)
+				log[len(log)-1].seal += "; " + w.engine + ": " + w.resolveHeld(t, pending, pendingIn, discard, fail)
 			}
 			if capture && !later && w.held != nil && w.held != pending {
 				w.ev = 3*step + 2
-				log[len(log)-1].seal += "; " + w.engine + ": " + w.resolveHeld(t, w.held, discard, fail)
+				log[len(log)-1].seal += "; " + w.engine + ": " + w.resolveHeld(t, w.held, w.heldIn, discard, fail)
 			}
 		}
 		for _, op := range ops {
@@ -471,12 +471,12 @@ func commonEvents(a, b *diffWorld) []int {
 
 // resolveHeld publishes or discards the capture h, checking that a
 // published one holds the captured tree and time on the run's branch.
-func (w *diffWorld) resolveHeld(t *testing.T, h *Held, discard bool, fail func(*diffWorld, string, ...any)) string {
+func (w *diffWorld) resolveHeld(t *testing.T, h *Held, in *Store, discard bool, fail func(*diffWorld, string, ...any)) string {
 	t.Helper()
 	if w.held == h {
 		w.held = nil
 	}
-	if w.heldIn != w.st {
+	if in != w.st { // the capture was made in a store replaced since
 		return "capture " + h.Record.ID + " went with its store"
 	}
 	ctx := context.Background()
