@@ -714,9 +714,7 @@ func freshTrees(n *treeNode, into map[string][]gitobj.TreeEntry) {
 // errFallback before anything is written means git seals the request.
 func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) {
 	s, req, rec, sel, parent, oldTip, now := e.s, j.req, j.rec, j.sel, j.parent, j.oldTip, j.now
-	if e.known.Refresh() {
-		clear(e.whole)
-	}
+	e.refreshKnown()
 	ptree, err := e.commitTree(ctx, s, parent)
 	if errors.Is(err, errMissing) {
 		return sealOutcome{}, s.damaged("the parent checkpoint " + parent)
@@ -1036,9 +1034,7 @@ func (e *inproc) finishPacks(pw *gitobj.PackWriter, closed *bool) error {
 	}
 	*closed = true
 	_, err := pw.Close()
-	if e.known.Refresh() {
-		clear(e.whole)
-	}
+	e.refreshKnown()
 	if err != nil {
 		e.broken = true
 	}

@@ -770,8 +770,8 @@ func (e *inproc) releasePacks() {
 		e.cat.stop()
 		e.cat = nil
 	}
-	if e.known != nil && e.known.Refresh() {
-		clear(e.whole)
+	if e.known != nil {
+		e.refreshKnown()
 	}
 }
 
@@ -918,9 +918,7 @@ func (e *inproc) seal(ctx context.Context, j *sealJob) (sealOutcome, error) {
 	base := e.cache.hdr.Base
 	// What the store holds: a pack gone or changed, or a loose object
 	// removed, since the last seal makes every tree checked again.
-	if e.known.Refresh() {
-		clear(e.whole)
-	}
+	e.refreshKnown()
 	// New objects are gathered and written as one pack before the stat
 	// cache is saved and the ref moves. The caches may name them sooner (a
 	// new tree is cached as it is made): a seal that ends early writes what
@@ -1143,6 +1141,22 @@ func (e *inproc) seal(ctx context.Context, j *sealJob) (sealOutcome, error) {
 		e.cat = nil
 	}
 	return sealOutcome{sha: sha, parent: parent, counts: counts}, nil
+}
+
+// refreshKnown looks at what the store holds again: a pack gone or changed,
+// or a loose object removed, since the engine last looked makes every tree
+// checked again, and the long-running cat-file start over (git never
+// forgets a pack it opened: one removed since would still answer for
+// objects the store no longer holds).
+func (e *inproc) refreshKnown() {
+	if !e.known.Refresh() {
+		return
+	}
+	clear(e.whole)
+	if e.cat != nil {
+		e.cat.stop()
+		e.cat = nil
+	}
 }
 
 // commitRef ends a seal: the stat cache, saved as standing for checkpoint

@@ -324,9 +324,7 @@ func (s *Store) checkInproc(ctx context.Context, e *inproc, target, pos string, 
 	r.tTree = t
 	// What the store holds now: a pack or a loose object removed since the
 	// engine last looked is seen.
-	if e.known.Refresh() {
-		clear(e.whole)
-	}
+	e.refreshKnown()
 	if pos != "" {
 		if r.pTree, err = e.commitTree(ctx, s, pos); err != nil {
 			return nil, errFallback // the git way names what is wrong with it

@@ -366,9 +366,7 @@ func (h *inprocState) vouchTree(ctx context.Context, tree, ptree string) error {
 	if err != nil {
 		return nil
 	}
-	if e.known.Refresh() {
-		clear(e.whole)
-	}
+	e.refreshKnown()
 	err = e.vouch(ctx, h.s, tree, ptree, "")
 	if errors.As(err, new(*errMissingObject)) {
 		return err
