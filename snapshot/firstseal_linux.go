@@ -3,6 +3,7 @@
 package snapshot
 
 import (
+	"cmp"
 	"compress/zlib"
 	"context"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"maps"
 	"os"
 	"path"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -516,9 +518,10 @@ func (e *inproc) hashFull(pw *gitobj.PackWriter, rel string, checkStored bool) (
 // pack entry and a tree entry per file: about 350 bytes) while reading
 // hundreds of MB through small buffers; at the collector's default target
 // the heap doubles that. From leanGCFiles files on, the collector's target
-// is leanGCPercent while the seal runs: at 100k files the peak RSS falls
-// from about 75 to 57 MiB for about 3% more CPU (docs/engine.md, "First
-// seals and full reconciles"). Below that, the heap is small either way.
+// is leanGCPercent while the seal runs after its walk: at 100k files the
+// peak RSS falls from about 70 to 57-63 MiB for about 3% more CPU
+// (docs/engine.md, "First seals and full reconciles"). Below that, the heap
+// is small either way.
 const (
 	leanGCFiles   = 20_000
 	leanGCPercent = 25
@@ -583,13 +586,36 @@ type freshTree struct {
 // folder's entries in git's tree order, a folder's whole content between
 // them, so each tree is written as its folder ends, its entries held once,
 // exactly sized (docs/engine.md, "First seals and full reconciles").
-func (e *inproc) buildTrees(pw *gitobj.PackWriter, entries []idxEntry, checkStored bool) ([]freshTree, error) {
+func (e *inproc) buildTrees(pw *gitobj.PackWriter, entries []idxEntry, checkStored bool) (trees []freshTree, err error) {
 	type level struct {
 		at, name string
 		ents     []gitobj.TreeEntry // reused from folder to folder at this depth
 	}
+	// Each tree's id is needed at once (its parent names it); its entry in
+	// the pack is compressed meanwhile on the other cores.
+	writes := make(chan gitobj.Object, 64)
+	var wg sync.WaitGroup
+	var werr error
+	var werrMu sync.Mutex
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for o := range writes {
+				if err := pw.WriteKnown(o); err != nil {
+					werrMu.Lock()
+					werr = cmp.Or(werr, err)
+					werrMu.Unlock()
+				}
+			}
+		})
+	}
+	defer func() {
+		close(writes)
+		wg.Wait()
+		if err == nil {
+			err = werr
+		}
+	}()
 	stack := []level{{}}
-	var trees []freshTree
 	end := func() error {
 		l := &stack[len(stack)-1]
 		ents := slices.Clone(l.ents)
@@ -608,7 +634,8 @@ func (e *inproc) buildTrees(pw *gitobj.PackWriter, entries []idxEntry, checkStor
 		if id == e.empty || e.whole[id] || pw.Has(id) || checkStored && e.known.Has(id) {
 			return nil
 		}
-		return pw.WriteKnown(gitobj.Object{ID: id, Type: "tree", Data: data})
+		writes <- gitobj.Object{ID: id, Type: "tree", Data: data}
+		return nil
 	}
 	for _, x := range entries {
 		for !strings.HasPrefix(x.path, stack[len(stack)-1].at) {
