@@ -895,6 +895,9 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 		if err := e.checkTrees(pw, trees); err != nil {
 			return sealOutcome{}, err
 		}
+		// What is left to write is one commit: the compressors the
+		// files and trees took go before the index is read and written.
+		gitobj.ReleaseDeflaters()
 		e.fresh = make(map[string][]gitobj.TreeEntry, len(trees))
 		defer func() { e.fresh = nil }()
 		for _, t := range trees {

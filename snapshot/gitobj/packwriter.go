@@ -418,12 +418,15 @@ func (w *PackWriter) finish() error {
 
 // Close finishes the pack under way and returns the packs written; after an
 // error, the packs finished before it (whole, named by an index) and the error.
+// The writer then lets go of its list of objects (a first seal's is one per
+// file): Has and Len know none of them after Close.
 func (w *PackWriter) Close() ([]string, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err == nil {
 		w.finish()
 	}
+	w.ids, w.crcs, w.offs, w.table, w.first = nil, nil, nil, nil, 0
 	return w.packs, w.err
 }
 
