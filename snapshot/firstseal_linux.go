@@ -519,7 +519,7 @@ func (e *inproc) hashFull(pw *gitobj.PackWriter, rel string, checkStored bool) (
 // hundreds of MB through small buffers; at the collector's default target
 // the heap doubles that. From leanGCFiles files on, the collector's target
 // is leanGCPercent while the seal runs after its walk: at 100k files the
-// peak RSS falls from about 70 to 55-63 MiB for about 3% more CPU
+// peak RSS falls from about 70 to mostly 55-65 MiB for about 3% more CPU
 // (docs/engine.md, "First seals and full reconciles"). Below that, the heap
 // is small either way.
 const (
