@@ -3,16 +3,21 @@
 package snapshot
 
 import (
+	"cmp"
 	"compress/zlib"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -72,14 +77,14 @@ func walkStatOf(st *unix.Stat_t) walkStat {
 		exec: st.Mode&0o100 != 0, regular: m == unix.S_IFREG, isDir: m == unix.S_IFDIR}
 }
 
-func walkStatOfInfo(fi fs.FileInfo) walkStat {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		m := st.Mode & unix.S_IFMT
-		return walkStat{size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: st.Ino,
-			dev: uint64(st.Dev), mode: st.Mode, uid: st.Uid, gid: st.Gid,
-			exec: st.Mode&0o100 != 0, regular: m == unix.S_IFREG, isDir: m == unix.S_IFDIR}
+// fstatOf is walkStatOf for an open file: fstat into the stack, where
+// f.Stat allocates a FileInfo (twice per file a full seal reads).
+func fstatOf(f *os.File) (walkStat, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return walkStat{}, &fs.PathError{Op: "stat", Path: f.Name(), Err: err}
 	}
-	return walkStat{size: fi.Size(), mtime: fi.ModTime().UnixNano(), regular: fi.Mode().IsRegular()}
+	return walkStatOf(&st), nil
 }
 
 func (w walkStat) stamp() fileStamp {
@@ -568,12 +573,11 @@ func (e *inproc) hashFull(pw *gitobj.PackWriter, rel string, checkStored bool) (
 			}
 			return hashedFile{reason: gitOpenReason(rel, err)}, nil
 		}
-		fi, err := f.Stat()
+		st, err := fstatOf(f)
 		if err != nil {
 			f.Close()
 			return hashedFile{reason: err.Error()}, nil
 		}
-		st := walkStatOfInfo(fi)
 		if beforeFullHash != nil {
 			beforeFullHash(rel)
 		}
@@ -583,22 +587,24 @@ func (e *inproc) hashFull(pw *gitobj.PackWriter, rel string, checkStored bool) (
 		}
 		var id string
 		if st.size <= 1<<20 {
+			buf := getReadBuf()
 			var data []byte
-			if data, err = gitobj.ReadBlob(f, st.size); err == nil {
+			if data, err = gitobj.ReadBlobInto(f, st.size, *buf); err == nil {
 				id = e.format.Hash("blob", data)
 				if !checkStored || !e.known.Has(id) {
 					err = pw.WriteKnown(gitobj.Object{ID: id, Type: "blob", Data: data})
 				}
 			}
+			putReadBuf(buf, data)
 		} else {
 			id, err = pw.WriteBlobFrom(f, st.size)
 		}
-		after, serr := f.Stat()
+		after, serr := fstatOf(f)
 		f.Close()
 		if perr := pw.Err(); perr != nil {
 			return hashedFile{}, perr
 		}
-		if errors.Is(err, gitobj.ErrChanged) || serr == nil && walkStatOfInfo(after).stamp() != st.stamp() {
+		if errors.Is(err, gitobj.ErrChanged) || serr == nil && after.stamp() != st.stamp() {
 			if attempt < 2 {
 				continue
 			}
@@ -611,75 +617,173 @@ func (e *inproc) hashFull(pw *gitobj.PackWriter, rel string, checkStored bool) (
 	}
 }
 
-// treeNode is a folder of the new checkpoint: its files, its folders.
-type treeNode struct {
-	files []gitobj.TreeEntry
-	kids  map[string]*treeNode
-	id    string
-	ents  []gitobj.TreeEntry
+// A full seal of many files holds what it lists (a path, an index entry, a
+// pack entry and a tree entry per file: about 350 bytes) while reading
+// hundreds of MB through small buffers; at the collector's default target
+// the heap doubles that. From leanGCFiles files on, the collector's target
+// is leanGCPercent while the seal runs after its walk: at 100k files the
+// peak RSS falls from about 70 to mostly 55-65 MiB for about 3% more CPU
+// (docs/engine.md, "First seals and full reconciles"). Below that, the heap
+// is small either way.
+const (
+	leanGCFiles   = 20_000
+	leanGCPercent = 25
+)
+
+var lean struct {
+	sync.Mutex
+	n   int // seals running lean
+	was int // the target before the first of them
+}
+
+// leanGC lowers the collector's target (never raises it, nor turns it on)
+// until the returned func is called; concurrent seals share it.
+func leanGC() (restore func()) {
+	lean.Lock()
+	defer lean.Unlock()
+	if lean.n == 0 {
+		lean.was = debug.SetGCPercent(leanGCPercent)
+		if lean.was >= 0 && lean.was < leanGCPercent || lean.was < 0 {
+			debug.SetGCPercent(lean.was)
+		}
+	}
+	lean.n++
+	return func() {
+		lean.Lock()
+		defer lean.Unlock()
+		if lean.n--; lean.n == 0 {
+			debug.SetGCPercent(lean.was)
+		}
+	}
+}
+
+// readBufs keeps the full seal's read buffers between files: each grows to
+// the largest file its reader met, up to readBufKeep, so reading a hundred
+// thousand files allocates a few buffers, not one per file.
+var readBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const readBufKeep = 256 << 10
+
+func getReadBuf() *[]byte { return readBufs.Get().(*[]byte) }
+
+// putReadBuf keeps buf, or data (what was read, when buf was too small
+// for it) when that is larger and not past readBufKeep.
+func putReadBuf(buf *[]byte, data []byte) {
+	if cap(data) > cap(*buf) && cap(data) <= readBufKeep {
+		*buf = data[:0]
+	}
+	readBufs.Put(buf)
+}
+
+// freshTree is a tree of the new checkpoint: the folder it describes (""
+// for the root, else its path and a slash), its id and its entries.
+type freshTree struct {
+	at   string
+	id   string
+	ents []gitobj.TreeEntry
 }
 
 // buildTrees makes the tree objects of entries (sorted by path), writing
-// each one the store lacks into pw (all of them when checkStored is false).
-func (e *inproc) buildTrees(pw *gitobj.PackWriter, entries []idxEntry, checkStored bool) (*treeNode, error) {
-	root := &treeNode{}
-	for _, x := range entries {
-		n := root
-		p := x.path
-		for {
-			i := strings.IndexByte(p, '/')
-			if i < 0 {
-				break
-			}
-			if n.kids == nil {
-				n.kids = map[string]*treeNode{}
-			}
-			k := n.kids[p[:i]]
-			if k == nil {
-				k = &treeNode{}
-				n.kids[p[:i]] = k
-			}
-			n, p = k, p[i+1:]
-		}
-		n.files = append(n.files, gitobj.TreeEntry{Mode: x.mode, Name: p, ID: x.id})
+// each one the store lacks into pw (all of them when checkStored is false),
+// and returns them children first, the root last. Sorted paths list each
+// folder's entries in git's tree order, a folder's whole content between
+// them, so each tree is written as its folder ends, its entries held once,
+// exactly sized (docs/engine.md, "First seals and full reconciles").
+func (e *inproc) buildTrees(pw *gitobj.PackWriter, entries []idxEntry, checkStored bool) (trees []freshTree, err error) {
+	type level struct {
+		at, name string
+		ents     []gitobj.TreeEntry // reused from folder to folder at this depth
 	}
-	var build func(n *treeNode) error
-	build = func(n *treeNode) error {
-		ents := n.files
-		for name, k := range n.kids {
-			if err := build(k); err != nil {
-				return err
+	// Each tree's id is needed at once (its parent names it); its entry in
+	// the pack is compressed meanwhile on the other cores.
+	writes := make(chan gitobj.Object, 64)
+	var wg sync.WaitGroup
+	var werr error
+	var werrMu sync.Mutex
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for o := range writes {
+				if err := pw.WriteKnown(o); err != nil {
+					werrMu.Lock()
+					werr = cmp.Or(werr, err)
+					werrMu.Unlock()
+				}
 			}
-			ents = append(ents, gitobj.TreeEntry{Mode: gitobj.ModeTree, Name: name, ID: k.id})
+		})
+	}
+	defer func() {
+		close(writes)
+		wg.Wait()
+		if err == nil {
+			err = werr
 		}
+	}()
+	stack := []level{{}}
+	end := func() error {
+		l := &stack[len(stack)-1]
+		ents := slices.Clone(l.ents)
+		l.ents = l.ents[:0]
 		data, err := gitobj.EncodeTree(ents, e.format)
 		if err != nil {
 			return err
 		}
-		n.id, n.ents, n.files = e.format.Hash("tree", data), ents, nil
-		if n.id == e.empty || e.whole[n.id] || pw.Has(n.id) || checkStored && e.known.Has(n.id) {
+		id := e.format.Hash("tree", data)
+		trees = append(trees, freshTree{at: l.at, id: id, ents: ents})
+		if len(stack) > 1 {
+			p := &stack[len(stack)-2]
+			p.ents = append(p.ents, gitobj.TreeEntry{Mode: gitobj.ModeTree, Name: l.name, ID: id})
+		}
+		stack = stack[:len(stack)-1]
+		if id == e.empty || e.whole[id] || pw.Has(id) || checkStored && e.known.Has(id) {
 			return nil
 		}
-		return pw.WriteKnown(gitobj.Object{ID: n.id, Type: "tree", Data: data})
-	}
-	return root, build(root)
-}
-
-// checkTree makes sure every blob the new tree names is stored or in the
-// seal's packs (a tree found whole before is not looked into again).
-func (e *inproc) checkTree(pw *gitobj.PackWriter, n *treeNode, at string) error {
-	if e.whole[n.id] {
+		writes <- gitobj.Object{ID: id, Type: "tree", Data: data}
 		return nil
 	}
-	for _, x := range n.ents {
-		if x.IsTree() {
-			if err := e.checkTree(pw, n.kids[x.Name], at+x.Name+"/"); err != nil {
-				return err
+	for _, x := range entries {
+		for !strings.HasPrefix(x.path, stack[len(stack)-1].at) {
+			if err := end(); err != nil {
+				return nil, err
 			}
+		}
+		at := stack[len(stack)-1].at
+		for {
+			i := strings.IndexByte(x.path[len(at):], '/')
+			if i < 0 {
+				break
+			}
+			name := x.path[len(at) : len(at)+i]
+			at = x.path[:len(at)+i+1]
+			if len(stack) < cap(stack) {
+				stack = stack[:len(stack)+1]
+				l := &stack[len(stack)-1]
+				l.at, l.name = at, name
+			} else {
+				stack = append(stack, level{at: at, name: name})
+			}
+		}
+		l := &stack[len(stack)-1]
+		l.ents = append(l.ents, gitobj.TreeEntry{Mode: x.mode, Name: x.path[len(at):], ID: x.id})
+	}
+	for len(stack) > 0 {
+		if err := end(); err != nil {
+			return nil, err
+		}
+	}
+	return trees, nil
+}
+
+// checkTrees makes sure every blob the new trees name is stored or in the
+// seal's packs (a tree found whole before is not looked into again).
+func (e *inproc) checkTrees(pw *gitobj.PackWriter, trees []freshTree) error {
+	for _, t := range trees {
+		if e.whole[t.id] {
 			continue
 		}
-		if !pw.Has(x.ID) && !e.known.Has(x.ID) {
-			return &errMissingObject{x.ID, "blob " + at + x.Name}
+		for _, x := range t.ents {
+			if !x.IsTree() && !pw.Has(x.ID) && !e.known.Has(x.ID) {
+				return &errMissingObject{x.ID, "blob " + t.at + x.Name}
+			}
 		}
 	}
 	return nil
@@ -687,26 +791,15 @@ func (e *inproc) checkTree(pw *gitobj.PackWriter, n *treeNode, at string) error 
 
 // markWhole notes every tree of the new checkpoint as whole, and caches
 // it for the next seal (which then reads none of them from the store).
-func (e *inproc) markWhole(n *treeNode) {
-	if e.whole[n.id] {
-		return
-	}
-	for _, x := range n.ents {
-		if x.IsTree() {
-			e.markWhole(n.kids[x.Name])
+func (e *inproc) markWhole(trees []freshTree) {
+	for _, t := range trees {
+		if e.whole[t.id] {
+			continue
 		}
-	}
-	if len(e.whole) < wholeMax {
-		e.whole[n.id] = true
-	}
-	e.cacheTree(n.id, n.ents)
-}
-
-// freshTrees lists the trees of n by id, for the diff that counts paths.
-func freshTrees(n *treeNode, into map[string][]gitobj.TreeEntry) {
-	into[n.id] = n.ents
-	for _, k := range n.kids {
-		freshTrees(k, into)
+		if len(e.whole) < wholeMax {
+			e.whole[t.id] = true
+		}
+		e.cacheTree(t.id, t.ents)
 	}
 }
 
@@ -758,10 +851,14 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 		return sealOutcome{}, err
 	}
 
+	if len(w.files) >= leanGCFiles {
+		defer leanGC()()
+	}
 	// Each file: vouched for by its stat, or read.
 	entries := make([]idxEntry, 0, len(w.files))
 	asIndexed := 0 // entries taken from the index as they are
-	var todo []*walkFile
+	// The paths to read (a first seal reads every file).
+	var todo []string
 	for _, f := range w.files {
 		switch {
 		case f.cacheID != "":
@@ -770,7 +867,7 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 			entries = append(entries, *f.indexed)
 			asIndexed++
 		default:
-			todo = append(todo, f)
+			todo = append(todo, f.rel)
 		}
 	}
 	// A store with little in it (a first seal) is not asked about each
@@ -784,35 +881,60 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 			pw.Abort()
 		}
 	}()
-	results := make([]hashedFile, len(todo))
+	// What is held per file read is its index entry, written in place by
+	// its reader; the few that could not be read are kept aside. (A first
+	// seal reads every file: a result per file, beside its entry and its
+	// walk, was a third of the seal's memory.)
+	w.files = nil
+	first := len(entries)
+	entries = entries[:first+len(todo)]
+	var results []hashedFile // the stat cache remembers what was read, when it is few
+	if len(todo) <= statCacheMax {
+		results = make([]hashedFile, len(todo))
+	}
+	var failedMu sync.Mutex
+	failed := map[int]hashedFile{}
 	tell := progressTeller(ctx, len(todo))
 	if err := gitobj.ForEach(len(todo), func(i int) error {
-		var err error
-		results[i], err = e.hashFull(pw, todo[i].rel, checkStored)
-		tell(results[i].st.size)
+		h, err := e.hashFull(pw, todo[i], checkStored)
+		tell(h.st.size)
+		if h.gone || h.skip != "" || h.reason != "" {
+			failedMu.Lock()
+			failed[i] = h
+			failedMu.Unlock()
+		} else if err == nil {
+			entries[first+i] = h.st.entry(todo[i], h.mode, h.id, h.settled)
+			if results != nil {
+				results[i] = h
+			}
+		}
 		return err
 	}); err != nil {
 		return sealOutcome{}, err
 	}
 	issues, skipped := w.issues, w.skipped
 	for i, h := range results {
-		rel := todo[i].rel
-		switch {
-		case h.gone:
-		case h.skip != "":
-			skipped = append(skipped, ckpt.PathIssue{Path: rel, Reason: h.skip})
-		case h.reason != "":
-			issues = append(issues, ckpt.PathIssue{Path: rel, Reason: h.reason})
-			if mode, id, ok := k.old(rel); ok && (pw.Has(id) || e.known.Has(id)) {
-				entries = append(entries, idxEntry{path: rel, mode: mode, id: id}) // its entry stays as it was
-			}
-		default:
-			entries = append(entries, h.st.entry(rel, h.mode, h.id, h.settled))
-			if h.settled && len(todo) <= statCacheMax {
-				e.cache.remember(rel, h.st.stamp(), h.mode, h.id) // vouched for next time, whatever the index says
+		if h.settled && h.id != "" {
+			e.cache.remember(todo[i], h.st.stamp(), h.mode, h.id) // vouched for next time, whatever the index says
+		}
+	}
+	if len(failed) > 0 {
+		entries = slices.DeleteFunc(entries, func(x idxEntry) bool { return x.path == "" })
+		for _, i := range slices.Sorted(maps.Keys(failed)) {
+			rel, h := todo[i], failed[i]
+			switch {
+			case h.gone:
+			case h.skip != "":
+				skipped = append(skipped, ckpt.PathIssue{Path: rel, Reason: h.skip})
+			default:
+				issues = append(issues, ckpt.PathIssue{Path: rel, Reason: h.reason})
+				if mode, id, ok := k.old(rel); ok && (pw.Has(id) || e.known.Has(id)) {
+					entries = append(entries, idxEntry{path: rel, mode: mode, id: id}) // its entry stays as it was
+				}
 			}
 		}
 	}
+	todo = nil
 	faultPoint("blob-written")
 	sortIssues(issues)
 	sortIssues(skipped)
@@ -829,7 +951,7 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 	idxSt, _ := stampFile(s.git.Index)
 	base := e.cache.hdr.Base
 	onBase := idxTime != 0 && base != "" && idxSt == e.cache.hdr.Index && e.whole[base] && e.indexMetaIs(sel)
-	var root *treeNode
+	var trees []freshTree // built whole (not on a base)
 	var edits map[string]edit
 	tree := ""
 	switch {
@@ -862,26 +984,35 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 		}
 	default:
 		slices.SortFunc(entries, func(a, b idxEntry) int { return strings.Compare(a.path, b.path) })
-		if root, err = e.buildTrees(pw, entries, checkStored); err != nil {
+		if trees, err = e.buildTrees(pw, entries, checkStored); err != nil {
 			return sealOutcome{}, err
 		}
-		tree = root.id
+		tree = trees[len(trees)-1].id
 		if len(entries) == 0 && !e.known.Has(tree) {
 			if _, err := pw.Write("tree", nil); err != nil {
 				return sealOutcome{}, err
 			}
 		}
-		if err := e.checkTree(pw, root, ""); err != nil {
+		if err := e.checkTrees(pw, trees); err != nil {
 			return sealOutcome{}, err
 		}
-		e.fresh = map[string][]gitobj.TreeEntry{}
+		// What is left to write is one commit: the compressors the
+		// files and trees took go before the index is read and written.
+		gitobj.ReleaseDeflaters()
+		e.fresh = make(map[string][]gitobj.TreeEntry, len(trees))
 		defer func() { e.fresh = nil }()
-		freshTrees(root, e.fresh)
+		for _, t := range trees {
+			e.fresh[t.id] = t.ents
+		}
 	}
 	faultPoint("tree-written")
 
 	var counts [3]int
-	if err := e.diff(ctx, s, ptree, tree, "", func(_ string, old, nw *gitobj.TreeEntry) {
+	if trees != nil && (ptree == "" || ptree == e.empty) {
+		// On an empty parent (a first seal) every file is added: the
+		// count is the list's, without a walk of the new trees.
+		counts[0] = len(entries)
+	} else if err := e.diff(ctx, s, ptree, tree, "", func(_ string, old, nw *gitobj.TreeEntry) {
 		switch {
 		case old == nil:
 			counts[0]++
@@ -947,9 +1078,7 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 		return sealOutcome{}, err
 	}
 	faultPoint("pack-written")
-	if root != nil {
-		e.markWhole(root)
-	}
+	e.markWhole(trees)
 
 	if onBase {
 		// What differs from the base waits, as an incremental seal's

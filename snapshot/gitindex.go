@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -9,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"io/fs"
 	"os"
 
@@ -116,35 +118,18 @@ func readGitIndex(path string, f gitobj.Format) ([]idxEntry, error) {
 // flush before the ref moves covers it, as it covers the stat cache.
 func writeGitIndex(path string, f gitobj.Format, entries []idxEntry) error {
 	hs := f.Size
-	var b bytes.Buffer
-	b.Grow(12 + len(entries)*(40+hs+2+40))
-	b.WriteString("DIRC")
-	var w4 [4]byte
-	put := func(v uint32) { binenc.BigEndian.PutUint32(w4[:], v); b.Write(w4[:]) }
-	put(2)
-	put(uint32(len(entries)))
+	var raw [32]byte
 	for i, e := range entries {
 		if i > 0 && entries[i-1].path >= e.path {
 			return fmt.Errorf("index: entries out of order at %q", e.path)
 		}
-		raw, err := hex.DecodeString(e.id)
-		if err != nil || len(raw) != hs {
+		if len(e.id) != 2*hs {
 			return fmt.Errorf("index: entry %q: bad id %q", e.path, e.id)
 		}
-		for _, v := range []uint32{e.ctimeS, e.ctimeN, e.mtimeS, e.mtimeN, e.dev, e.ino, e.mode, e.uid, e.gid, e.size} {
-			put(v)
+		if _, err := hex.Decode(raw[:hs], []byte(e.id)); err != nil {
+			return fmt.Errorf("index: entry %q: bad id %q", e.path, e.id)
 		}
-		b.Write(raw)
-		flags := uint16(min(len(e.path), 0xfff))
-		b.Write([]byte{byte(flags >> 8), byte(flags)})
-		b.WriteString(e.path)
-		fixed := 40 + hs + 2
-		pad := ((fixed + len(e.path) + 8) &^ 7) - fixed - len(e.path)
-		b.Write(make([]byte, pad))
 	}
-	h := indexHash(f)
-	h.Write(b.Bytes())
-	b.Write(h.Sum(nil))
 	lock := path + ".lock"
 	fh, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
@@ -153,7 +138,35 @@ func writeGitIndex(path string, f gitobj.Format, entries []idxEntry) error {
 	if err != nil {
 		return fmt.Errorf("write cairn's index: %w", err)
 	}
-	_, err = fh.Write(b.Bytes())
+	// Written as it is encoded, through the checksum: a hundred thousand
+	// entries are 10 MB, never held whole.
+	h := indexHash(f)
+	b := bufio.NewWriterSize(io.MultiWriter(fh, h), 64<<10)
+	var w4 [4]byte
+	put := func(v uint32) { binenc.BigEndian.PutUint32(w4[:], v); b.Write(w4[:]) }
+	b.WriteString("DIRC")
+	put(2)
+	put(uint32(len(entries)))
+	var zero [8]byte
+	for _, e := range entries {
+		hex.Decode(raw[:hs], []byte(e.id)) // checked above
+		for _, v := range [...]uint32{e.ctimeS, e.ctimeN, e.mtimeS, e.mtimeN, e.dev, e.ino, e.mode, e.uid, e.gid, e.size} {
+			put(v)
+		}
+		b.Write(raw[:hs])
+		flags := uint16(min(len(e.path), 0xfff))
+		b.Write([]byte{byte(flags >> 8), byte(flags)})
+		b.WriteString(e.path)
+		fixed := 40 + hs + 2
+		pad := ((fixed + len(e.path) + 8) &^ 7) - fixed - len(e.path)
+		b.Write(zero[:pad])
+	}
+	if err == nil {
+		err = b.Flush()
+	}
+	if err == nil {
+		_, err = fh.Write(h.Sum(nil))
+	}
 	if cerr := fh.Close(); err == nil {
 		err = cerr
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -14,12 +15,13 @@ import (
 
 // runBenchSeal measures sealing against git's reference pipelines.
 func runBenchSeal(ctx context.Context, e *env, args []string) error {
-	fs := newFlags("seal", "seal [--sizes 1k,10k,100k] [--runs N] [--skip-slow] [--incremental-only|--reconcile-only] [--dir D] [--keep] [--json]", e)
+	fs := newFlags("seal", "seal [--sizes 1k,10k,100k] [--runs N] [--skip-slow] [--incremental-only | --reconcile-only | --first-only] [--dir D] [--keep] [--json]", e)
 	sizes := fs.String("sizes", "1k,10k,100k", "tree sizes in files, comma-separated (k = thousand)")
 	runs := fs.Int("runs", 5, "counted runs per operation, after one warm-up")
 	skipSlow := fs.Bool("skip-slow", false, "skip the seed's pipelines at 50k files and more (minutes per run)")
 	incrOnly := fs.Bool("incremental-only", false, "time only the incremental seals and the floor (no pipelines, reconciles or first seals)")
 	reconOnly := fs.Bool("reconcile-only", false, "time only the incremental seals and the reconciles beside git status (no pipelines or first seals)")
+	firstOnly := fs.Bool("first-only", false, "time only the first seals against git add -A + commit, each of cairn's in a child process whose peak RSS is reported")
 	dir := fs.String("dir", "", "scratch folder (default: a temporary folder)")
 	keep := fs.Bool("keep", false, "keep the generated trees")
 	asJSON := fs.Bool("json", false, "print the results as JSON")
@@ -27,7 +29,17 @@ func runBenchSeal(ctx context.Context, e *env, args []string) error {
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
-	cfg := sealbench.Config{Runs: *runs, SkipSlow: *skipSlow, IncrementalOnly: *incrOnly, ReconcileOnly: *reconOnly, Dir: *dir, KeepTrees: *keep, JSON: *asJSON}
+	if n := btoi(*incrOnly) + btoi(*reconOnly) + btoi(*firstOnly); n > 1 {
+		return usageErr("--incremental-only, --reconcile-only and --first-only exclude each other")
+	}
+	cfg := sealbench.Config{Runs: *runs, SkipSlow: *skipSlow, IncrementalOnly: *incrOnly, ReconcileOnly: *reconOnly, FirstOnly: *firstOnly, Dir: *dir, KeepTrees: *keep, JSON: *asJSON}
+	if *firstOnly {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		cfg.SealChild = []string{exe, sealOnceCmd}
+	}
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := parseCount(strings.TrimSpace(s))
 		if err != nil {
@@ -39,6 +51,23 @@ func runBenchSeal(ctx context.Context, e *env, args []string) error {
 		cfg.Progress = e.stderr
 	}
 	return sealbench.Run(ctx, cfg, e.stdout)
+}
+
+// sealOnceCmd is the hidden subcommand a first-only seal benchmark runs
+// in a child process: one first seal (sealbench.SealOnce).
+const sealOnceCmd = "seal-once"
+
+func runSealOnce(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(sealOnceCmd, sealOnceCmd+" --tree T --state S", e)
+	tree := fs.String("tree", "", "work tree")
+	state := fs.String("state", "", "new store's state folder")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	if *tree == "" || *state == "" {
+		return usageErr("%s needs --tree and --state", sealOnceCmd)
+	}
+	return sealbench.SealOnce(ctx, *tree, *state, e.stdout)
 }
 
 // runBenchRestore measures a whole restore against git checkout --force.
@@ -151,4 +180,11 @@ func runBenchStore(ctx context.Context, e *env, args []string) error {
 	}
 	_, err := storebench.Run(ctx, storebench.Config{Files: *files, Checkpoints: *n, Sample: *every, Dir: *dir, Progress: e.stderr}, e.stdout)
 	return err
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -23,7 +23,7 @@ const (
 	exitUsage   = 2
 )
 
-const usageText = `usage: cairn-bench seal [--sizes 1k,10k,100k] [--runs 5] [--skip-slow] [--incremental-only|--reconcile-only] [--dir D] [--json]
+const usageText = `usage: cairn-bench seal [--sizes 1k,10k,100k] [--runs 5] [--skip-slow] [--incremental-only | --reconcile-only | --first-only] [--dir D] [--json]
        cairn-bench restore [--files 100000] [--changed 1000] [--runs 5] [--json]
        cairn-bench daemon [--files 10000] [--watch-files 100000] [--runs 3] [--bin B] [--json]
        cairn-bench replicate [--files 10000] [--samples 30] [--backlog 1000] [--runs 3] [--bin B] [--json]
@@ -47,6 +47,7 @@ var subcommands = map[string]func(ctx context.Context, e *env, args []string) er
 	"daemon":    runBenchDaemon,
 	"replicate": runBenchReplicate,
 	"store":     runBenchStore,
+	sealOnceCmd: runSealOnce, // not in the usage: what seal --first-only runs in a child
 }
 
 // run runs the command line and returns the process exit code.

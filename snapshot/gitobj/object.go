@@ -414,6 +414,19 @@ type deflater struct {
 // then paid for new compressors again.
 var deflaters = make(chan *deflater, 8)
 
+// ReleaseDeflaters lets go of the idle compressors (about 1 MB each), for a
+// caller done with a burst of writes that holds much else: the next writes
+// make new ones.
+func ReleaseDeflaters() {
+	for {
+		select {
+		case <-deflaters:
+		default:
+			return
+		}
+	}
+}
+
 // inflater is a zlib reader and its buffers, reused as deflater is.
 type inflater struct {
 	src *bufio.Reader

@@ -242,37 +242,47 @@ func (d *DB) writePack(objs []packEntry) (string, error) {
 // and CRC-32s) at offsets, whose checksum is sum: fan-out, ids, CRC-32s,
 // offsets, large offsets, the pack's checksum, its own; objects in id order.
 func (f Format) packIndex(objs []packEntry, offsets []uint64, sum []byte) []byte {
-	order := make([]int, len(objs))
+	return f.packIndexOf(len(objs), func(i int) []byte { return objs[i].id },
+		func(i int) uint32 { return objs[i].crc }, func(i int) uint64 { return offsets[i] }, sum)
+}
+
+// packIndexOf is packIndex over n objects given by their id, CRC-32 and
+// offset, so a writer keeps them as compactly as it likes.
+func (f Format) packIndexOf(n int, id func(int) []byte, crc func(int) uint32, offset func(int) uint64, sum []byte) []byte {
+	order := make([]int32, n)
 	for i := range order {
-		order[i] = i
+		order[i] = int32(i)
 	}
-	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(objs[a].id, objs[b].id) })
+	slices.SortFunc(order, func(a, b int32) int { return bytes.Compare(id(int(a)), id(int(b))) })
 	var idx bytes.Buffer
+	idx.Grow(8 + 256*4 + n*(f.Size+8) + 2*f.Size)
 	idx.Write([]byte{0xff, 't', 'O', 'c'})
-	binary.Write(&idx, binary.BigEndian, uint32(2))
+	var w4 [4]byte
+	put := func(v uint32) { binary.BigEndian.PutUint32(w4[:], v); idx.Write(w4[:]) }
+	put(2)
 	var fan [256]uint32
-	for _, o := range objs {
-		fan[o.id[0]]++
+	for i := range n {
+		fan[id(i)[0]]++
 	}
 	total := uint32(0)
 	for i := range fan {
 		total += fan[i]
-		binary.Write(&idx, binary.BigEndian, total)
+		put(total)
 	}
 	for _, i := range order {
-		idx.Write(objs[i].id)
+		idx.Write(id(int(i)))
 	}
 	for _, i := range order {
-		binary.Write(&idx, binary.BigEndian, objs[i].crc)
+		put(crc(int(i)))
 	}
 	var large []uint64
 	for _, i := range order {
-		off := offsets[i]
+		off := offset(int(i))
 		if off < 1<<31 {
-			binary.Write(&idx, binary.BigEndian, uint32(off))
+			put(uint32(off))
 			continue
 		}
-		binary.Write(&idx, binary.BigEndian, uint32(1<<31|len(large)))
+		put(uint32(1<<31 | len(large)))
 		large = append(large, off)
 	}
 	for _, off := range large {
@@ -527,7 +537,14 @@ func readRegular(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	// Sized by the file (an index of a large pack is megabytes): read into
+	// one buffer, not grown by doubling.
+	var b bytes.Buffer
+	if fi, err := f.Stat(); err == nil && fi.Size() <= max {
+		b.Grow(int(fi.Size()) + bytes.MinRead)
+	}
+	_, err = b.ReadFrom(io.LimitReader(f, max+1))
+	data := b.Bytes()
 	if err == nil && int64(len(data)) > max {
 		err = fmt.Errorf("%s: larger than %d bytes", path, max)
 	}

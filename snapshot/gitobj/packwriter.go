@@ -30,16 +30,64 @@ type PackWriter struct {
 	maxPack int64
 	level   int // zlib level of the pack's entries
 
-	mu    sync.Mutex
-	f     *os.File // the pack being written, nil before the first object
-	bw    *bufio.Writer
-	off   uint64      // where the next entry goes
-	ents  []packEntry // the pack's entries (id and CRC-32)
-	offs  []uint64    // and where each starts
-	seen  map[string]bool
+	mu  sync.Mutex
+	f   *os.File // the pack being written, nil before the first object
+	bw  *bufio.Writer
+	off uint64 // where the next entry goes
+	// What the writer wrote, object i at ids[i*size:], crcs[i], offs[i]
+	// (offset in its pack); the pack under way holds objects first and on.
+	// table finds an object by id: open addressing on the id's first bytes,
+	// at most half full, holding i+1 (0: free). Per object this is about 40
+	// bytes for SHA-1, a third of a map keyed by hex (a first seal holds
+	// one object per file).
+	ids   []byte
+	crcs  []uint32
+	offs  []uint64
+	first int
+	table []int32
 	packs []string // packs finished
 	err   error    // the first write that failed: the writer is done
 }
+
+// rawID is an object id in bytes, sized for the longest (SHA-256).
+type rawID [32]byte
+
+// rawOf decodes hex id of format f, ok false when it is not one.
+func rawOf(f Format, id string) (r rawID, ok bool) {
+	if len(id) != 2*f.Size {
+		return r, false
+	}
+	_, err := hex.Decode(r[:f.Size], []byte(id))
+	return r, err == nil
+}
+
+// find returns the slot of table where raw is, or the free slot where it
+// would go. Called with w.mu held, table not empty.
+func (w *PackWriter) find(raw *rawID) (slot int, found bool) {
+	hs := w.db.Format.Size
+	mask := len(w.table) - 1
+	for s := int(binary.BigEndian.Uint64(raw[:8])) & mask; ; s = (s + 1) & mask {
+		i := int(w.table[s]) - 1
+		if i < 0 {
+			return s, false
+		}
+		if string(w.ids[i*hs:(i+1)*hs]) == string(raw[:hs]) {
+			return s, true
+		}
+	}
+}
+
+// has reports whether the writer holds raw. Called with w.mu held.
+func (w *PackWriter) has(raw *rawID) bool {
+	if len(w.table) == 0 {
+		return false
+	}
+	_, found := w.find(raw)
+	return found
+}
+
+// count is how many objects the writer wrote.
+func (w *PackWriter) count() int { return len(w.crcs) }
 
 // DefaultMaxPack is the size at which a PackWriter starts a new pack.
 const DefaultMaxPack = 1 << 30
@@ -51,14 +99,18 @@ func (d *DB) NewPackWriter(maxPack int64, level int) *PackWriter {
 	if maxPack <= 0 {
 		maxPack = DefaultMaxPack
 	}
-	return &PackWriter{db: d, maxPack: maxPack, level: level, seen: map[string]bool{}}
+	return &PackWriter{db: d, maxPack: maxPack, level: level}
 }
 
 // Has reports whether the writer holds object id (hex).
 func (w *PackWriter) Has(id string) bool {
+	raw, ok := rawOf(w.db.Format, id)
+	if !ok {
+		return false
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.seen[id]
+	return w.has(&raw)
 }
 
 // Write adds an object and returns its id.
@@ -70,25 +122,29 @@ func (w *PackWriter) Write(typ string, data []byte) (string, error) {
 // WriteKnown adds an object whose id is known (Format.Hash); one the writer
 // holds already is not written again.
 func (w *PackWriter) WriteKnown(o Object) error {
-	if w.Has(o.ID) {
+	raw, ok := rawOf(w.db.Format, o.ID)
+	if !ok {
+		return fmt.Errorf("pack object: bad id %q", o.ID)
+	}
+	w.mu.Lock()
+	dup := w.has(&raw)
+	w.mu.Unlock()
+	if dup {
 		return nil
 	}
 	typ, ok := packTypes[o.Type]
 	if !ok {
 		return fmt.Errorf("pack object %s: unknown type %q", o.ID, o.Type)
 	}
-	raw, err := hex.DecodeString(o.ID)
-	if err != nil || len(raw) != w.db.Format.Size {
-		return fmt.Errorf("pack object: bad id %q", o.ID)
-	}
-	var buf entryBuf
+	buf := getEntryBuf()
+	defer putEntryBuf(buf)
 	buf.b = appendEntryHeader(buf.b[:0], typ, uint64(len(o.Data)))
-	if err := deflateAt(&buf, w.level, func(zw io.Writer) error { _, err := zw.Write(o.Data); return err }); err != nil {
+	if err := deflateAt(buf, w.level, func(zw io.Writer) error { _, err := zw.Write(o.Data); return err }); err != nil {
 		return fmt.Errorf("pack object %s: %w", o.ID, err)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.seen[o.ID] {
+	if w.has(&raw) {
 		return nil
 	}
 	if err := w.begin(); err != nil {
@@ -97,11 +153,27 @@ func (w *PackWriter) WriteKnown(o Object) error {
 	if _, err := w.bw.Write(buf.b); err != nil {
 		return w.fail(err)
 	}
-	return w.added(raw, o.ID, uint64(len(buf.b)), crc32.ChecksumIEEE(buf.b))
+	return w.added(&raw, uint64(len(buf.b)), crc32.ChecksumIEEE(buf.b))
 }
 
 // entryBuf collects one compressed entry.
 type entryBuf struct{ b []byte }
+
+// entryBufs keeps the writers' entry buffers between objects, so a seal of
+// many files does not allocate (and collect) one per file. A buffer grown
+// past entryBufKeep by a large object is let go.
+var entryBufs = sync.Pool{New: func() any { return new(entryBuf) }}
+
+const entryBufKeep = 256 << 10
+
+func getEntryBuf() *entryBuf { return entryBufs.Get().(*entryBuf) }
+
+func putEntryBuf(b *entryBuf) {
+	if cap(b.b) <= entryBufKeep {
+		b.b = b.b[:0]
+		entryBufs.Put(b)
+	}
+}
 
 func (e *entryBuf) Write(p []byte) (int, error) { e.b = append(e.b, p...); return len(p), nil }
 
@@ -164,12 +236,13 @@ func (w *PackWriter) WriteBlobFrom(r io.Reader, size int64) (string, error) {
 	} else if err != nil {
 		return "", fmt.Errorf("write blob: %w", err)
 	}
-	id := hex.EncodeToString(h.Sum(nil))
-	raw, _ := hex.DecodeString(id)
+	var raw rawID
+	copy(raw[:], h.Sum(nil))
+	id := hex.EncodeToString(raw[:w.db.Format.Size])
 
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.seen[id] {
+	if w.has(&raw) {
 		return id, nil
 	}
 	if err := w.begin(); err != nil {
@@ -189,7 +262,7 @@ func (w *PackWriter) WriteBlobFrom(r io.Reader, size int64) (string, error) {
 	if err != nil {
 		return "", w.fail(err)
 	}
-	return id, w.added(raw, id, cw.n, crc.Sum32())
+	return id, w.added(&raw, cw.n, crc.Sum32())
 }
 
 // countWriter counts what it writes and keeps the first error.
@@ -225,7 +298,7 @@ func (w *PackWriter) begin() error {
 	if err != nil {
 		return w.fail(err)
 	}
-	w.f, w.off, w.ents, w.offs = f, 12, nil, nil
+	w.f, w.off, w.first = f, 12, w.count()
 	if w.bw == nil {
 		w.bw = bufio.NewWriterSize(f, 256<<10)
 	} else {
@@ -240,9 +313,22 @@ func (w *PackWriter) begin() error {
 
 // added notes an entry of n bytes just written, and finishes the pack once
 // it is full. Called with w.mu held.
-func (w *PackWriter) added(raw []byte, id string, n uint64, crc uint32) error {
-	w.seen[id] = true
-	w.ents = append(w.ents, packEntry{id: raw, crc: crc})
+func (w *PackWriter) added(raw *rawID, n uint64, crc uint32) error {
+	if 2*(w.count()+1) > len(w.table) {
+		old := w.table
+		w.table = make([]int32, max(1024, 2*len(old)))
+		hs := w.db.Format.Size
+		for i := range w.count() {
+			var r rawID
+			copy(r[:], w.ids[i*hs:(i+1)*hs])
+			s, _ := w.find(&r)
+			w.table[s] = int32(i + 1)
+		}
+	}
+	s, _ := w.find(raw)
+	w.table[s] = int32(w.count() + 1)
+	w.ids = append(w.ids, raw[:w.db.Format.Size]...)
+	w.crcs = append(w.crcs, crc)
 	w.offs = append(w.offs, w.off)
 	w.off += n
 	if w.off >= uint64(w.maxPack) {
@@ -272,7 +358,8 @@ func (w *PackWriter) finish() error {
 		return nil
 	}
 	f := w.f
-	if len(w.ents) == 0 { // every entry was taken back
+	n := w.count() - w.first
+	if n == 0 { // every entry was taken back
 		discard(f)
 		w.f = nil
 		return nil
@@ -281,7 +368,7 @@ func (w *PackWriter) finish() error {
 		return w.fail(err)
 	}
 	var cnt [4]byte
-	binary.BigEndian.PutUint32(cnt[:], uint32(len(w.ents)))
+	binary.BigEndian.PutUint32(cnt[:], uint32(n))
 	if _, err := f.WriteAt(cnt[:], 8); err != nil {
 		return w.fail(err)
 	}
@@ -293,7 +380,10 @@ func (w *PackWriter) finish() error {
 	if _, err := f.WriteAt(sum, int64(w.off)); err != nil {
 		return w.fail(err)
 	}
-	idx := w.db.Format.packIndex(w.ents, w.offs, sum)
+	hs := w.db.Format.Size
+	ids, crcs, offs := w.ids[w.first*hs:], w.crcs[w.first:], w.offs[w.first:]
+	idx := w.db.Format.packIndexOf(n, func(i int) []byte { return ids[i*hs : (i+1)*hs] },
+		func(i int) uint32 { return crcs[i] }, func(i int) uint64 { return offs[i] }, sum)
 	w.f = nil
 	dir := filepath.Join(w.db.Dir, "pack")
 	base := filepath.Join(dir, "pack-"+hex.EncodeToString(sum))
@@ -322,18 +412,21 @@ func (w *PackWriter) finish() error {
 		return w.fail(err)
 	}
 	w.packs = append(w.packs, base+".pack")
-	w.ents, w.offs = nil, nil
+	w.first = w.count()
 	return nil
 }
 
 // Close finishes the pack under way and returns the packs written; after an
 // error, the packs finished before it (whole, named by an index) and the error.
+// The writer then lets go of its list of objects (a first seal's is one per
+// file): Has and Len know none of them after Close.
 func (w *PackWriter) Close() ([]string, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err == nil {
 		w.finish()
 	}
+	w.ids, w.crcs, w.offs, w.table, w.first = nil, nil, nil, nil, 0
 	return w.packs, w.err
 }
 
@@ -355,7 +448,7 @@ func (w *PackWriter) Abort() {
 func (w *PackWriter) Len() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.seen)
+	return w.count()
 }
 
 // Err is the error that ended the writer (a pack that could not be
@@ -369,3 +462,21 @@ func (w *PackWriter) Err() error {
 // ReadBlob reads exactly size bytes from r: ErrChanged when r holds fewer
 // or more (a file that changed while it was read).
 func ReadBlob(r io.Reader, size int64) ([]byte, error) { return readExactly(r, size) }
+
+// ReadBlobInto is ReadBlob into buf, grown when it is smaller than size:
+// a caller that reads many files keeps one buffer.
+func ReadBlobInto(r io.Reader, size int64, buf []byte) ([]byte, error) {
+	if int64(cap(buf)) < size {
+		return readExactly(r, size)
+	}
+	data := buf[:size]
+	if _, err := io.ReadFull(r, data); err == io.EOF || err == io.ErrUnexpectedEOF {
+		return nil, ErrChanged
+	} else if err != nil {
+		return nil, fmt.Errorf("write blob: %w", err)
+	}
+	if moreThan(r) {
+		return nil, ErrChanged
+	}
+	return data, nil
+}

@@ -50,8 +50,9 @@ func TestPackWriterWritesPacksGitReads(t *testing.T) {
 			large := make([]byte, 3<<20+7)
 			rand.Read(large)
 			var blobs [][]byte
-			for i := range 300 {
-				blobs = append(blobs, []byte(fmt.Sprintf("file %d\n%s", i, strings.Repeat("data ", i*7))))
+			// Enough objects that the writer's table of ids grows twice.
+			for i := range 1500 {
+				blobs = append(blobs, []byte(fmt.Sprintf("file %d\n%s", i, strings.Repeat("data ", i%300*7))))
 			}
 			blobs = append(blobs, nil, large, blobs[3])
 			ids := make([]string, len(blobs))
@@ -110,6 +111,14 @@ func TestPackWriterWritesPacksGitReads(t *testing.T) {
 			}
 			if n := w.Len(); n != len(seen)+2 {
 				t.Errorf("the writer holds %d objects, want %d", n, len(seen)+2)
+			}
+			for id := range seen {
+				if !w.Has(id) {
+					t.Fatalf("the writer does not hold %s, which it wrote", id)
+				}
+			}
+			if absent := f.Hash("blob", []byte("never written")); w.Has(absent) {
+				t.Errorf("the writer holds %s, which it never wrote", absent)
 			}
 			packs, err := w.Close()
 			if err != nil {

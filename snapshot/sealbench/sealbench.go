@@ -58,6 +58,15 @@ type Config struct {
 	// git status: no pipelines and no first seals (seconds per run instead
 	// of minutes at 100k files).
 	ReconcileOnly bool
+	// FirstOnly times the first seals alone, cairn's paired with `git add
+	// -A` + commit on the same tree: no long-lived stores, incremental
+	// seals, pipelines or reconciles (minutes of setup at 100k files).
+	FirstOnly bool
+	// SealChild, with FirstOnly, runs each of cairn's first seals in a
+	// child process, so its peak RSS is the seal's alone: the command and
+	// its first arguments, to which "--tree T --state S" are added; the
+	// child prints what SealOnce prints.
+	SealChild []string
 	// Seed makes the trees and mutations; default 1.
 	Seed uint64
 	// Progress, when set, gets a line as each step starts: a run at 100k
@@ -146,8 +155,11 @@ type SizeResult struct {
 	// objects/): cairn's, git's after add -A + commit, and git's after a
 	// `git gc` of it (not timed).
 	FirstSealBytes int64 `json:"firstSealBytes,omitempty"`
-	AddAllBytes    int64 `json:"addAllBytes,omitempty"`
-	GCBytes        int64 `json:"gcBytes,omitempty"`
+	// The largest peak RSS of cairn's first seals, each run in a child
+	// process (FirstOnly with SealChild), in bytes.
+	FirstSealPeakRSS int64 `json:"firstSealPeakRss,omitempty"`
+	AddAllBytes      int64 `json:"addAllBytes,omitempty"`
+	GCBytes          int64 `json:"gcBytes,omitempty"`
 }
 
 // OpResult is one operation's timings over the counted runs.
@@ -235,6 +247,16 @@ func runSize(ctx context.Context, cfg Config, env *gitEnv, n int, dir string, lo
 	res.GenerateMS = ms(time.Since(start))
 	res.IgnoredFiles = tr.ignored
 	res.Bytes = tr.bytes
+
+	if cfg.FirstOnly {
+		res.SlowPipelines = "first seals only"
+		if err := runFirstOnly(ctx, cfg, env, treeDir, dir, &res, logf); err != nil {
+			return res, err
+		}
+		res.Ratios = ratios(res.Ops)
+		res.LoadAfter = loadAvg()
+		return res, nil
+	}
 
 	// The long-lived stores start with the whole tree sealed, as a
 	// workspace's store does before its incremental checkpoints.
@@ -442,8 +464,16 @@ func runSize(ctx context.Context, cfg Config, env *gitEnv, n int, dir string, lo
 	for _, op := range opOrder {
 		res.Ops = append(res.Ops, summarize(op.name, op.what, samples[op.name]))
 	}
+	res.Ratios = ratios(res.Ops)
+	res.LoadAfter = loadAvg()
+	return res, nil
+}
+
+// ratios are the quotients of ratioOrder whose operations both ran.
+func ratios(ops []OpResult) []Ratio {
+	var out []Ratio
 	for _, r := range ratioOrder {
-		num, den := medianOf(res.Ops, r.num), medianOf(res.Ops, r.den)
+		num, den := medianOf(ops, r.num), medianOf(ops, r.den)
 		if num == 0 || den == 0 {
 			continue // an operation was skipped
 		}
@@ -452,10 +482,9 @@ func runSize(ctx context.Context, cfg Config, env *gitEnv, n int, dir string, lo
 			met := rt.Value <= r.target
 			rt.Met = &met
 		}
-		res.Ratios = append(res.Ratios, rt)
+		out = append(out, rt)
 	}
-	res.LoadAfter = loadAvg()
-	return res, nil
+	return out
 }
 
 // firstSeals times cairn's first seal and `git add -A` + commit, each on a

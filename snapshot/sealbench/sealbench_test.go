@@ -146,3 +146,37 @@ func TestGenerateDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestRunTinyFirstOnly: with FirstOnly, the first seals and git add -A +
+// commit are timed, nothing else, and both sealed the same tree.
+func TestRunTinyFirstOnly(t *testing.T) {
+	var out bytes.Buffer
+	cfg := Config{Sizes: []int{200}, Runs: 1, Dir: t.TempDir(), JSON: true, FirstOnly: true}
+	if err := Run(context.Background(), cfg, &out); err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("JSON output: %v\n%s", err, out.Bytes())
+	}
+	s := rep.Sizes[0]
+	var timed []string
+	for _, op := range s.Ops {
+		if op.Runs != 1 || op.MedianMS <= 0 {
+			t.Errorf("%s: %d runs, median %v ms; want 1 run with a time", op.Name, op.Runs, op.MedianMS)
+		}
+		timed = append(timed, op.Name)
+	}
+	if want := []string{OpFirstSeal, OpAddAll}; !slices.Equal(timed, want) {
+		t.Errorf("timed %v, want %v", timed, want)
+	}
+	if len(s.Ratios) != 1 || s.Ratios[0].Name != "first-seal/addall" {
+		t.Errorf("ratios %+v, want first-seal/addall alone", s.Ratios)
+	}
+	if s.FirstSealBytes <= 0 || s.GCBytes <= 0 {
+		t.Errorf("store sizes %d and %d, want both measured", s.FirstSealBytes, s.GCBytes)
+	}
+	for _, n := range s.Notes {
+		t.Errorf("note: %s", n)
+	}
+}
