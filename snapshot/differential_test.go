@@ -386,8 +386,11 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 			case rec.SHA == "" && err == nil && skip:
 				// Skipped as unchanged: the last checkpoint must still be git's view.
 				log[len(log)-1].seal += fmt.Sprintf("; %s: skipped as unchanged", w.engine)
-				if msg := w.check(t, git, ckpt.Record{SHA: w.lastSHA, State: ckpt.StateOK}); msg != "" {
-					fail(w, "autosave skipped as unchanged, but the last checkpoint is not git's view: %s", msg)
+				// Skipping claims the store's position (the checkpoint the work
+				// tree was last sealed from or restored to; captures and their
+				// publishing move it too) holds what is on disk.
+				if msg := w.check(t, git, ckpt.Record{SHA: w.st.position(), State: ckpt.StateOK}); msg != "" {
+					fail(w, "autosave skipped as unchanged, but the position (%s) is not git's view: %s", w.st.position(), msg)
 				}
 				clear(w.dirty)
 			case rec.SHA == "":
@@ -499,10 +502,7 @@ func (w *diffWorld) resolveHeld(t *testing.T, h *Held, in *Store, discard bool, 
 	if tip, _ := w.st.Resolve(ctx, "refs/heads/run-r"); tip != rec.SHA {
 		fail(w, "run-r at %s after publishing %s", tip, rec.SHA)
 	}
-	if err == nil {
-		// The published record is the ledger's newest, whether it names the
-		// captured commit or one sealed again on a newer checkpoint: what a
-		// seal that skips an unchanged tree compares with.
+	if rec.SHA == h.Record.SHA { // published as captured, nothing sealed since: the position
 		w.lastSHA = rec.SHA
 	}
 	w.keep(rec.SHA)
