@@ -129,7 +129,8 @@ type walkFile struct {
 	rel     string
 	st      walkStat
 	cacheID string
-	indexed *idxEntry
+	indexed *idxEntry // the index's entry, when its stat data vouch for the file
+	inIndex *idxEntry // the index's entry for the path, whatever its stat data
 }
 
 // fullWalk is what a full seal found on disk.
@@ -378,7 +379,7 @@ func (e *inproc) scanDir(t *platform.Tree, dir string, parentDirty bool, listedA
 		if dir != "." {
 			rel = dir + "/" + ent.name
 		}
-		if Excluded(rel) {
+		if excludedName(ent.name, dir == ".") { // the folders above were checked as they were entered
 			continue
 		}
 		if ntfsDotGit(ent.name) {
@@ -424,6 +425,7 @@ func (e *inproc) scanDir(t *platform.Tree, dir string, parentDirty bool, listedA
 			// Vouched for by its stat, or read later (if it is kept).
 			e.mgrain.see(st.mtime)
 			e.cgrain.see(st.ctime)
+			f.inIndex = x
 			if id, ok := e.cache.lookup(rel, st.stamp(), st.gitMode()); ok {
 				f.cacheID = id
 			} else if x != nil && e.vouches(x, st, idxTime) {
@@ -856,13 +858,17 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 	}
 	// Each file: vouched for by its stat, or read.
 	entries := make([]idxEntry, 0, len(w.files))
-	asIndexed := 0 // entries taken from the index as they are
+	asIndexed := 0   // entries taken from the index as they are
+	asIndexedID := 0 // entries the stat cache vouched for, the index's own blob and mode
 	// The paths to read (a first seal reads every file).
 	var todo []string
 	for _, f := range w.files {
 		switch {
 		case f.cacheID != "":
 			entries = append(entries, f.st.entry(f.rel, f.st.gitMode(), f.cacheID, true))
+			if x := f.inIndex; x != nil && x.id == f.cacheID && x.mode == f.st.gitMode() {
+				asIndexedID++
+			}
 		case f.indexed != nil:
 			entries = append(entries, *f.indexed)
 			asIndexed++
@@ -956,7 +962,10 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 	tree := ""
 	switch {
 	case onBase:
-		if !same { // else every entry is the index's own: nothing to apply
+		// Every entry the index's own blob and mode (by its stat data, or
+		// the stat cache's), none dropped, nothing pending: nothing to apply.
+		sameIDs := len(e.cache.pending) == 0 && asIndexed+asIndexedID == len(entries) && len(entries) == len(indexEntries)
+		if !sameIDs {
 			edits = baseEdits(entries, k)
 		}
 		if len(edits) == 0 {

@@ -88,16 +88,22 @@ func Excluded(p string) bool {
 	for p != "" {
 		var c string
 		c, p, _ = strings.Cut(p, "/")
-		lc := strings.ToLower(c)
-		if lc == ".git" || strings.HasPrefix(lc, ".hankweave") {
-			return true
-		}
-		if first && (lc == "read_only_data_source" || lc == "rigarchive") {
+		if excludedName(c, first) {
 			return true
 		}
 		first = false
 	}
 	return false
+}
+
+// excludedName is Excluded for one component of a path (top: the first),
+// for a walk that has checked the folders above it already.
+func excludedName(c string, top bool) bool {
+	lc := strings.ToLower(c)
+	if lc == ".git" || strings.HasPrefix(lc, ".hankweave") {
+		return true
+	}
+	return top && (lc == "read_only_data_source" || lc == "rigarchive")
 }
 
 // cleanRel checks a work-tree-relative path from a caller and returns it in
