@@ -365,46 +365,43 @@ type dirScan struct {
 // everything under a folder whose rules may have changed). It reads the
 // walk's shared state only, so the folders of a level are scanned at once.
 func (e *inproc) scanDir(t *platform.Tree, dir string, parentDirty bool, listedAt int64, sel *Selector, k *knownEntries, idxTime int64, sc *dirScan) {
-	list, err := listDir(t, dir)
-	if err != nil {
-		sc.err = errWalkFallback("folder %s: %v", dir, err)
-		return
-	}
-	sc.src = e.ignoreSourceIn(list, listedAt)
-	d := parentDirty || e.ignoreFileChanged(dir, list, k, idxTime)
-	sc.dirty = d
-	sc.cands = make([]walkCand, 0, len(list))
-	for _, ent := range list {
-		rel := ent.name
+	var ignoreFile []dirEnt // the folder's .gitignore, when it has one
+	err := t.ScanDir(dir, func(name string, lst *unix.Stat_t, err error) {
+		if sc.err != nil {
+			return
+		}
+		if name == ".gitignore" {
+			ignoreFile = append(ignoreFile, dirEnt{name: name, st: walkStatOf(lst), err: err})
+		}
+		rel := name
 		if dir != "." {
-			rel = dir + "/" + ent.name
+			rel = dir + "/" + name
 		}
-		if excludedName(ent.name, dir == ".") { // the folders above were checked as they were entered
-			continue
+		if excludedName(name, dir == ".") { // the folders above were checked as they were entered
+			return
 		}
-		if ntfsDotGit(ent.name) {
+		if ntfsDotGit(name) {
 			// git refuses such a name (core.protectNTFS): its staging
 			// names it; left to git to say so.
 			sc.err = errWalkFallback("%q: a name git refuses", rel)
 			return
 		}
-		if ent.err != nil {
-			if ent.err == unix.ENOENT {
-				continue // gone since the folder was listed
+		if err != nil {
+			if err != unix.ENOENT { // else gone since the folder was listed
+				sc.err = errWalkFallback("lstat %s: %v", rel, err)
 			}
-			sc.err = errWalkFallback("lstat %s: %v", rel, ent.err)
 			return
 		}
-		st := ent.st
+		st := walkStatOf(lst)
 		var untracked bool
 		var x *idxEntry // the index's entry, where its stat data stand
 		switch {
 		case st.isDir:
 			untracked = !k.hasDir(rel)
 		case st.mode&unix.S_IFMT == unix.S_IFLNK:
-			continue // links are not checkpointed, nor followed
+			return // links are not checkpointed, nor followed
 		case !sel.Match(rel):
-			continue
+			return
 		default:
 			if p, ok := k.pending[rel]; ok {
 				untracked = p.Mode == 0
@@ -413,12 +410,8 @@ func (e *inproc) scanDir(t *platform.Tree, dir string, parentDirty bool, listedA
 				untracked = x == nil
 			}
 			if !st.regular && untracked {
-				continue // git's walk lists no FIFO, socket or device
+				return // git's walk lists no FIFO, socket or device
 			}
-		}
-		asked := untracked || d
-		if asked {
-			sc.ask = append(sc.ask, rel)
 		}
 		f := walkFile{rel: rel, st: st}
 		if st.regular {
@@ -432,7 +425,23 @@ func (e *inproc) scanDir(t *platform.Tree, dir string, parentDirty bool, listedA
 				f.indexed = x
 			}
 		}
-		sc.cands = append(sc.cands, walkCand{f, asked})
+		sc.cands = append(sc.cands, walkCand{f, untracked}) // asked, once the folder's rules are known
+	})
+	if err != nil {
+		sc.err = errWalkFallback("folder %s: %v", dir, err)
+	}
+	if sc.err != nil {
+		return
+	}
+	sc.src = e.ignoreSourceIn(ignoreFile, listedAt)
+	d := parentDirty || e.ignoreFileChanged(dir, ignoreFile, k, idxTime)
+	sc.dirty = d
+	for i := range sc.cands {
+		c := &sc.cands[i]
+		c.asked = c.asked || d
+		if c.asked {
+			sc.ask = append(sc.ask, c.rel)
+		}
 	}
 }
 
@@ -498,16 +507,6 @@ type dirEnt struct {
 	name string
 	st   walkStat
 	err  error
-}
-
-// listDir lists a folder beneath the work tree with its entries' lstat
-// (platform.Tree.ScanDir), keeping only what the walk uses.
-func listDir(t *platform.Tree, rel string) ([]dirEnt, error) {
-	var out []dirEnt
-	err := t.ScanDir(rel, func(name string, st *unix.Stat_t, err error) {
-		out = append(out, dirEnt{name: name, st: walkStatOf(st), err: err})
-	})
-	return out, err
 }
 
 // modeType is a file type as fs.FileMode words it.
