@@ -316,7 +316,11 @@ func (d *DB) writeFileOnce(dir, final string, data []byte) error {
 // readExactly reads exactly size bytes from r: ErrChanged when r holds
 // fewer or more.
 func readExactly(r io.Reader, size int64) ([]byte, error) {
-	data := make([]byte, size)
+	return readFill(r, make([]byte, size))
+}
+
+// readFill fills data from r: ErrChanged when r holds fewer bytes or more.
+func readFill(r io.Reader, data []byte) ([]byte, error) {
 	if _, err := io.ReadFull(r, data); err == io.EOF || err == io.ErrUnexpectedEOF {
 		return nil, ErrChanged
 	} else if err != nil {

@@ -469,14 +469,5 @@ func ReadBlobInto(r io.Reader, size int64, buf []byte) ([]byte, error) {
 	if int64(cap(buf)) < size {
 		return readExactly(r, size)
 	}
-	data := buf[:size]
-	if _, err := io.ReadFull(r, data); err == io.EOF || err == io.ErrUnexpectedEOF {
-		return nil, ErrChanged
-	} else if err != nil {
-		return nil, fmt.Errorf("write blob: %w", err)
-	}
-	if moreThan(r) {
-		return nil, ErrChanged
-	}
-	return data, nil
+	return readFill(r, buf[:size])
 }
