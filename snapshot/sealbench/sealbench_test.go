@@ -54,51 +54,40 @@ func TestRunTiny(t *testing.T) {
 	}
 }
 
-// TestRunTinyIncrementalOnly: with IncrementalOnly, the incremental seals
-// and the floor are timed, and nothing else.
-func TestRunTinyIncrementalOnly(t *testing.T) {
-	var out bytes.Buffer
-	cfg := Config{Sizes: []int{200}, Runs: 1, Dir: t.TempDir(), JSON: true, IncrementalOnly: true}
-	if err := Run(context.Background(), cfg, &out); err != nil {
-		t.Fatal(err)
-	}
-	var rep Report
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatalf("JSON output: %v\n%s", err, out.Bytes())
-	}
-	timed := map[string]bool{OpIncremental: true, OpFloor: true, OpIncrGit: true}
-	for _, op := range rep.Sizes[0].Ops {
-		want := 0
-		if timed[op.Name] {
-			want = 1
-		}
-		if op.Runs != want {
-			t.Errorf("%s: %d runs, want %d", op.Name, op.Runs, want)
-		}
-	}
-}
-
-// TestRunTinyReconcileOnly: with ReconcileOnly, the incremental seals and
-// the reconciles are timed, and no pipeline or first seal.
-func TestRunTinyReconcileOnly(t *testing.T) {
-	var out bytes.Buffer
-	cfg := Config{Sizes: []int{200}, Runs: 1, Dir: t.TempDir(), JSON: true, ReconcileOnly: true}
-	if err := Run(context.Background(), cfg, &out); err != nil {
-		t.Fatal(err)
-	}
-	var rep Report
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatalf("JSON output: %v\n%s", err, out.Bytes())
-	}
-	timed := map[string]bool{OpIncremental: true, OpFloor: true, OpIncrGit: true, OpReconcile: true, OpStatus: true, OpReconCkpt: true}
-	for _, op := range rep.Sizes[0].Ops {
-		want := 0
-		if timed[op.Name] {
-			want = 1
-		}
-		if op.Runs != want {
-			t.Errorf("%s: %d runs, want %d", op.Name, op.Runs, want)
-		}
+// TestRunTinyParts: with IncrementalOnly, the incremental seals and the
+// floor are timed, and nothing else; with ReconcileOnly, the reconciles
+// too, and no pipeline or first seal.
+func TestRunTinyParts(t *testing.T) {
+	incr := []string{OpIncremental, OpFloor, OpIncrGit}
+	for _, c := range []struct {
+		name  string
+		cfg   Config
+		timed []string
+	}{
+		{"incremental-only", Config{IncrementalOnly: true}, incr},
+		{"reconcile-only", Config{ReconcileOnly: true}, append(incr, OpReconcile, OpStatus, OpReconCkpt)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out bytes.Buffer
+			cfg := c.cfg
+			cfg.Sizes, cfg.Runs, cfg.Dir, cfg.JSON = []int{200}, 1, t.TempDir(), true
+			if err := Run(context.Background(), cfg, &out); err != nil {
+				t.Fatal(err)
+			}
+			var rep Report
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+				t.Fatalf("JSON output: %v\n%s", err, out.Bytes())
+			}
+			for _, op := range rep.Sizes[0].Ops {
+				want := 0
+				if slices.Contains(c.timed, op.Name) {
+					want = 1
+				}
+				if op.Runs != want {
+					t.Errorf("%s: %d runs, want %d", op.Name, op.Runs, want)
+				}
+			}
+		})
 	}
 }
 
