@@ -662,19 +662,7 @@ func TestInprocRestoreStreamsPackedBlobs(t *testing.T) {
 		t.Fatalf("restore to one: %d written, diff %v", len(res.Write), res.Diff)
 	}
 	restoreAgainstGit(t, st, two.SHA, EngineInproc)
-	pack, off := packOffset(t, st, blob)
-
-	f, err := os.OpenFile(pack, os.O_RDWR, 0)
-	if err != nil {
-		_ = os.Chmod(pack, 0o644)
-		if f, err = os.OpenFile(pack, os.O_RDWR, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := f.WriteAt([]byte("cairn was here, damaging a pack"), off+1000); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	damagePack(t, st, blob)
 	// The engine's cat-file, started before the repack, would still read
 	// the pack the repack removed (open, whole): the engine sees the packs
 	// changed and starts a new one, which reads the damage.

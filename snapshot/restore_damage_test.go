@@ -183,20 +183,7 @@ func restoreRefusesDamagedTarget(t *testing.T, eng string) {
 	t.Run("corrupt pack", func(t *testing.T) {
 		dir, st, one, two, _ := damageFixture(t, eng)
 		blob := lsTree(t, st, one.SHA)["a/f07.txt"].sha
-		pack, off := packOffset(t, st, blob)
-		// Bytes in the middle of the blob's deflated data: git still finds
-		// the object and its size, and cannot inflate it.
-		f, err := os.OpenFile(pack, os.O_RDWR, 0)
-		if err != nil {
-			_ = os.Chmod(pack, 0o644)
-			if f, err = os.OpenFile(pack, os.O_RDWR, 0); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if _, err := f.WriteAt([]byte("cairn was here, damaging a pack"), off+1000); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
+		damagePack(t, st, blob)
 		types, err := st.objectTypes(context.Background(), []string{blob})
 		if err != nil || types[blob] != "blob" {
 			t.Fatalf("batch-check of the damaged blob: %v %v (the test wants it found)", types, err)
@@ -265,6 +252,24 @@ func restoreRefusesDamagedTarget(t *testing.T, eng string) {
 }
 
 // packOffset repacks the store into one pack and finds sha's offset in it.
+// damagePack overwrites bytes in the middle of blob's deflated data in its
+// pack: git still finds the object and its size, and cannot inflate it.
+func damagePack(t *testing.T, st *Store, blob string) {
+	t.Helper()
+	pack, off := packOffset(t, st, blob)
+	f, err := os.OpenFile(pack, os.O_RDWR, 0)
+	if err != nil {
+		_ = os.Chmod(pack, 0o644)
+		if f, err = os.OpenFile(pack, os.O_RDWR, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.WriteAt([]byte("cairn was here, damaging a pack"), off+1000); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
 func packOffset(t *testing.T, st *Store, sha string) (string, int64) {
 	t.Helper()
 	gitOut(t, st, nil, "repack", "-a", "-d", "-q")

@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cairn-dev/cairn/platform"
@@ -255,9 +256,10 @@ func (d *DB) SyncAll() {
 	d.written, d.overrun = nil, true
 }
 
-// fsyncPath fsyncs a file or folder, opened without following a link.
+// fsyncPath fsyncs a file or folder, opened without following a link and
+// without waiting (a FIFO put where a written file was does not block).
 func fsyncPath(path string) error {
-	f, err := os.OpenFile(path, os.O_RDONLY|platform.NoFollow, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|platform.NoFollow|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return fmt.Errorf("flush %s: %w", path, err)
 	}
