@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -141,31 +142,117 @@ type fullWalk struct {
 	asked   int              // paths asked of check-ignore
 }
 
-// known is what cairn's index (and the pending entries over it) holds.
+// knownEntries is what cairn's index (and the pending entries over it)
+// holds. The walk looks its files up folder by folder (knownEntries.folder):
+// no map of every path is built for it.
 type knownEntries struct {
-	byPath  map[string]*idxEntry
 	sorted  []idxEntry // the index's entries, sorted by path (readGitIndex)
 	pending map[string]pendEntry
 	pdirs   map[string]bool // the folders of pending additions
 }
 
-// hasDir reports whether the index or a pending addition holds a path
-// under the folder rel.
-func (k *knownEntries) hasDir(rel string) bool {
-	if k.pdirs[rel] {
-		return true
+// span is a run of knownEntries.sorted: everything the index holds under
+// one folder.
+type span struct{ lo, hi int32 }
+
+// folderKnown is what the index holds directly in one folder: its files
+// and its subfolders, by name.
+type folderKnown struct {
+	k      *knownEntries
+	prefix int      // the length of the folder's path and its slash (0 for the top)
+	files  []int32  // sorted indices of its files, in name order
+	dirs   []subRun // its subfolders, in the order of name+"/"
+}
+
+// subRun is a subfolder the index holds something under; name is a slice
+// of an index path (no copy).
+type subRun struct {
+	name string
+	span
+}
+
+// folder lists what the index holds directly in dir, whose entries are
+// sp: one pass over its own files, one search per subfolder for where the
+// subfolder's run ends (each run is contiguous: the index is sorted).
+func (k *knownEntries) folder(dir string, sp span) folderKnown {
+	f := folderKnown{k: k}
+	if dir != "." {
+		f.prefix = len(dir) + 1
 	}
-	pre := rel + "/"
-	i, _ := slices.BinarySearchFunc(k.sorted, pre, func(x idxEntry, p string) int { return strings.Compare(x.path, p) })
-	return i < len(k.sorted) && strings.HasPrefix(k.sorted[i].path, pre)
+	for i := sp.lo; i < sp.hi; {
+		p := k.sorted[i].path
+		j := strings.IndexByte(p[f.prefix:], '/')
+		if j < 0 {
+			f.files = append(f.files, i)
+			i++
+			continue
+		}
+		sub := p[:f.prefix+j+1] // the subfolder's path and its slash
+		in := func(n int32) bool { return strings.HasPrefix(k.sorted[n].path, sub) }
+		// Gallop from i, then search what is left: a run is often short.
+		step := int32(1)
+		for i+step < sp.hi && in(i+step) {
+			step *= 2
+		}
+		lo, hi := i+step/2+1, min(i+step, sp.hi)
+		end := lo + int32(sort.Search(int(hi-lo), func(n int) bool { return !in(lo + int32(n)) }))
+		f.dirs = append(f.dirs, subRun{name: p[f.prefix : f.prefix+j], span: span{i, end}})
+		i = end
+	}
+	return f
+}
+
+// file returns the index's entry for the file name directly in the folder.
+func (f *folderKnown) file(name string) *idxEntry {
+	i, ok := slices.BinarySearchFunc(f.files, name, func(n int32, name string) int {
+		return strings.Compare(f.k.sorted[n].path[f.prefix:], name)
+	})
+	if !ok {
+		return nil
+	}
+	return &f.k.sorted[f.files[i]]
+}
+
+// dir returns the run of the index under the subfolder name, and whether
+// the index holds anything there.
+func (f *folderKnown) dir(name string) (subRun, bool) {
+	i, ok := slices.BinarySearchFunc(f.dirs, name, func(d subRun, name string) int { return cmpAsDir(d.name, name) })
+	if !ok {
+		return subRun{}, false
+	}
+	return f.dirs[i], true
+}
+
+// cmpAsDir compares a+"/" with b+"/" (the index's order of two folders'
+// runs), without building either.
+func cmpAsDir(a, b string) int {
+	n := min(len(a), len(b))
+	if c := strings.Compare(a[:n], b[:n]); c != 0 || len(a) == len(b) {
+		return c
+	}
+	// One is the other's start: its slash meets the other's next byte
+	// (where that is a slash too, the shorter sorts first).
+	if len(a) > len(b) {
+		return cmp.Or(cmp.Compare(a[n], '/'), 1)
+	}
+	return cmp.Or(cmp.Compare('/', b[n]), -1)
+}
+
+// find returns the index's entry for rel (a binary search: for the few
+// paths looked up outside the walk's folders).
+func (k *knownEntries) find(rel string) *idxEntry {
+	i, ok := slices.BinarySearchFunc(k.sorted, rel, func(x idxEntry, p string) int { return strings.Compare(x.path, p) })
+	if !ok {
+		return nil
+	}
+	return &k.sorted[i]
 }
 
 func (k *knownEntries) tracked(rel string) bool {
 	if p, ok := k.pending[rel]; ok {
 		return p.Mode != 0
 	}
-	_, ok := k.byPath[rel]
-	return ok
+	return k.find(rel) != nil
 }
 
 // old is the entry a path keeps when it cannot be read now: the index's, as
@@ -174,26 +261,16 @@ func (k *knownEntries) old(rel string) (uint32, string, bool) {
 	if p, ok := k.pending[rel]; ok {
 		return p.Mode, p.ID, p.Mode != 0
 	}
-	if x := k.byPath[rel]; x != nil {
+	if x := k.find(rel); x != nil {
 		return x.mode, x.id, true
 	}
 	return 0, "", false
 }
 
-// indexed returns the index's entry for rel when its stat data stands (not
-// overridden by a pending entry).
-func (k *knownEntries) indexed(rel string) *idxEntry {
-	if _, ok := k.pending[rel]; ok {
-		return nil
-	}
-	return k.byPath[rel]
-}
-
+// loadKnown is entries (sorted by path, as readGitIndex returns them) with
+// pending over them.
 func loadKnown(entries []idxEntry, pending map[string]pendEntry) *knownEntries {
-	k := &knownEntries{byPath: make(map[string]*idxEntry, len(entries)), sorted: entries, pending: pending, pdirs: map[string]bool{}}
-	for i := range entries {
-		k.byPath[entries[i].path] = &entries[i]
-	}
+	k := &knownEntries{sorted: entries, pending: pending, pdirs: map[string]bool{}}
 	for p, pe := range pending {
 		if pe.Mode != 0 {
 			for d := path.Dir(p); d != "." && !k.pdirs[d]; d = path.Dir(d) {
@@ -220,14 +297,14 @@ func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTi
 	}
 	// A level's folders: each with whether everything under it is asked
 	// (its rules may have changed), and its scan when it was done ahead.
-	cur := []walkDir{{rel: ".", dirty: global}}
+	cur := []walkDir{{rel: ".", dirty: global, span: span{0, int32(len(k.sorted))}}}
 	err := s.withWorkTree(func(t *platform.Tree) error {
 		scan := func(dirs []walkDir) {
 			listedAt := time.Now().UnixNano()
 			gitobj.ForEach(len(dirs), func(i int) error {
 				if dirs[i].scan == nil {
 					dirs[i].scan = &dirScan{}
-					e.scanDir(t, dirs[i].rel, dirs[i].dirty, listedAt, sel, k, idxTime, dirs[i].scan)
+					e.scanDir(t, dirs[i].rel, dirs[i].span, dirs[i].dirty, listedAt, sel, k, idxTime, dirs[i].scan)
 				}
 				return nil
 			})
@@ -249,11 +326,14 @@ func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTi
 				if key == "." {
 					key = ""
 				}
-				if was, ok := e.ignSrc[key]; ok && !sameIgnore(was, sc.src) && e.ign != nil {
+				was, ok := e.ignSrc[key]
+				if ok && !sameIgnore(was, sc.src) && e.ign != nil {
 					e.ign.stop()
 					e.ign = nil
 				}
-				e.ignSrc[key] = sc.src
+				if !ok || was != sc.src {
+					e.ignSrc[key] = sc.src
+				}
 				ask = append(ask, sc.ask...)
 			}
 			// The next level's folders no question hangs on are scanned
@@ -266,9 +346,9 @@ func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTi
 						continue
 					}
 					if c.asked {
-						maybe = append(maybe, walkDir{rel: c.rel, dirty: d.scan.dirty})
+						maybe = append(maybe, walkDir{rel: c.rel, dirty: d.scan.dirty, span: c.under})
 					} else {
-						sure = append(sure, walkDir{rel: c.rel, dirty: d.scan.dirty})
+						sure = append(sure, walkDir{rel: c.rel, dirty: d.scan.dirty, span: c.under})
 					}
 				}
 			}
@@ -318,6 +398,7 @@ func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTi
 type walkDir struct {
 	rel   string
 	dirty bool     // every path under it is asked of check-ignore
+	span           // what cairn's index holds under it
 	scan  *dirScan // nil until scanned
 }
 
@@ -347,6 +428,7 @@ func (e *inproc) askIgnored(ctx context.Context, paths []string) (map[string]boo
 type walkCand struct {
 	walkFile
 	asked bool
+	under span // a folder's: what cairn's index holds under it
 }
 
 // dirScan is one folder as a walk's level found it: what may go into the
@@ -364,8 +446,10 @@ type dirScan struct {
 // of them check-ignore must judge (what cairn's index does not hold, or
 // everything under a folder whose rules may have changed). It reads the
 // walk's shared state only, so the folders of a level are scanned at once.
-func (e *inproc) scanDir(t *platform.Tree, dir string, parentDirty bool, listedAt int64, sel *Selector, k *knownEntries, idxTime int64, sc *dirScan) {
+func (e *inproc) scanDir(t *platform.Tree, dir string, sp span, parentDirty bool, listedAt int64, sel *Selector, k *knownEntries, idxTime int64, sc *dirScan) {
 	var ignoreFile []dirEnt // the folder's .gitignore, when it has one
+	known := k.folder(dir, sp)
+	sc.cands = make([]walkCand, 0, len(known.files)+len(known.dirs))
 	err := t.ScanDir(dir, func(name string, lst *unix.Stat_t, err error) {
 		if sc.err != nil {
 			return
@@ -373,12 +457,27 @@ func (e *inproc) scanDir(t *platform.Tree, dir string, parentDirty bool, listedA
 		if name == ".gitignore" {
 			ignoreFile = append(ignoreFile, dirEnt{name: name, st: walkStatOf(lst), err: err})
 		}
-		rel := name
-		if dir != "." {
-			rel = dir + "/" + name
-		}
 		if excludedName(name, dir == ".") { // the folders above were checked as they were entered
 			return
+		}
+		// The path: the index's own string where it holds the entry (one
+		// less string per entry), else built.
+		var x *idxEntry // the index's entry for a file
+		var run subRun  // what the index holds under a folder
+		var inRun bool
+		rel := ""
+		if err == nil && lst.Mode&unix.S_IFMT == unix.S_IFDIR {
+			if run, inRun = known.dir(name); inRun {
+				rel = k.sorted[run.lo].path[:known.prefix+len(name)]
+			}
+		} else if x = known.file(name); x != nil {
+			rel = x.path
+		}
+		if rel == "" {
+			rel = name
+			if dir != "." {
+				rel = dir + "/" + name
+			}
 		}
 		if ntfsDotGit(name) {
 			// git refuses such a name (core.protectNTFS): its staging
@@ -394,10 +493,10 @@ func (e *inproc) scanDir(t *platform.Tree, dir string, parentDirty bool, listedA
 		}
 		st := walkStatOf(lst)
 		var untracked bool
-		var x *idxEntry // the index's entry, where its stat data stand
 		switch {
 		case st.isDir:
-			untracked = !k.hasDir(rel)
+			untracked = !inRun && !k.pdirs[rel]
+			x = nil
 		case st.mode&unix.S_IFMT == unix.S_IFLNK:
 			return // links are not checkpointed, nor followed
 		case !sel.Match(rel):
@@ -405,8 +504,8 @@ func (e *inproc) scanDir(t *platform.Tree, dir string, parentDirty bool, listedA
 		default:
 			if p, ok := k.pending[rel]; ok {
 				untracked = p.Mode == 0
+				x = nil // its stat data no longer stand
 			} else {
-				x = k.byPath[rel]
 				untracked = x == nil
 			}
 			if !st.regular && untracked {
@@ -425,7 +524,7 @@ func (e *inproc) scanDir(t *platform.Tree, dir string, parentDirty bool, listedA
 				f.indexed = x
 			}
 		}
-		sc.cands = append(sc.cands, walkCand{f, untracked}) // asked, once the folder's rules are known
+		sc.cands = append(sc.cands, walkCand{walkFile: f, asked: untracked, under: run.span}) // asked, once the folder's rules are known
 	})
 	if err != nil {
 		sc.err = errWalkFallback("folder %s: %v", dir, err)
@@ -434,7 +533,7 @@ func (e *inproc) scanDir(t *platform.Tree, dir string, parentDirty bool, listedA
 		return
 	}
 	sc.src = e.ignoreSourceIn(ignoreFile, listedAt)
-	d := parentDirty || e.ignoreFileChanged(dir, ignoreFile, k, idxTime)
+	d := parentDirty || e.ignoreFileChanged(dir, ignoreFile, &known, idxTime)
 	sc.dirty = d
 	for i := range sc.cands {
 		c := &sc.cands[i]
@@ -528,17 +627,24 @@ func modeType(m uint32) fs.FileMode {
 // rules than the ones cairn's index was staged under: present and not
 // vouched for by its index entry, or gone while the index holds it. Then
 // what the index holds under the folder is asked of git again.
-func (e *inproc) ignoreFileChanged(dir string, list []dirEnt, k *knownEntries, idxTime int64) bool {
-	rel := ".gitignore"
-	if dir != "." {
-		rel = dir + "/.gitignore"
-	}
+func (e *inproc) ignoreFileChanged(dir string, list []dirEnt, known *folderKnown, idxTime int64) bool {
 	i := slices.IndexFunc(list, func(d dirEnt) bool { return d.name == ".gitignore" })
-	if i < 0 || list[i].err != nil {
-		return k.tracked(rel)
+	gone := i < 0 || list[i].err != nil
+	if len(known.k.pending) > 0 {
+		rel := ".gitignore"
+		if dir != "." {
+			rel = dir + "/.gitignore"
+		}
+		if p, ok := known.k.pending[rel]; ok {
+			// Its index entry's stat data no longer stand.
+			return !gone || p.Mode != 0
+		}
+	}
+	x := known.file(".gitignore")
+	if gone {
+		return x != nil
 	}
 	st := list[i].st
-	x := k.indexed(rel)
 	return !st.regular || x == nil || !e.vouches(x, st, idxTime)
 }
 
@@ -1130,26 +1236,36 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 // in the tree cairn's index and its pending entries stand for.
 func baseEdits(entries []idxEntry, k *knownEntries) map[string]edit {
 	edits := map[string]edit{}
+	byPath := make(map[string]*idxEntry, len(k.sorted))
+	for i := range k.sorted {
+		byPath[k.sorted[i].path] = &k.sorted[i]
+	}
 	inIndex := 0              // entries at a path the index holds
 	held := map[string]bool{} // pending paths the entries hold
 	for i := range entries {
 		x := &entries[i]
-		if _, ok := k.byPath[x.path]; ok {
+		was := byPath[x.path]
+		if was != nil {
 			inIndex++
 		}
-		if _, ok := k.pending[x.path]; ok {
-			held[x.path] = true
+		mode, id, ok := uint32(0), "", was != nil
+		if ok {
+			mode, id = was.mode, was.id
 		}
-		if mode, id, ok := k.old(x.path); !ok || mode != x.mode || id != x.id {
+		if p, pend := k.pending[x.path]; pend {
+			held[x.path] = true
+			mode, id, ok = p.Mode, p.ID, p.Mode != 0
+		}
+		if !ok || mode != x.mode || id != x.id {
 			edits[x.path] = edit{mode: x.mode, id: x.id}
 		}
 	}
-	if inIndex < len(k.byPath) { // some path of the index is gone: which
+	if inIndex < len(byPath) { // some path of the index is gone: which
 		final := make(map[string]bool, len(entries))
 		for i := range entries {
 			final[entries[i].path] = true
 		}
-		for p := range k.byPath {
+		for p := range byPath {
 			if !final[p] && k.tracked(p) {
 				edits[p] = edit{del: true}
 			}

@@ -97,7 +97,7 @@ func readGitIndex(path string, f gitobj.Format) ([]idxEntry, error) {
 		}
 		e.path = text[off+fixed : off+fixed+nameLen]
 		// git keeps the entries sorted and unique; the walk's lookups
-		// (knownEntries.hasDir) count on it.
+		// (knownEntries.folder, find) count on it.
 		if len(out) > 0 && e.path <= prev {
 			return nil, errIndexFormat
 		}

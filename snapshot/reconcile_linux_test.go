@@ -108,8 +108,8 @@ func baseEditsOracle(entries []idxEntry, k *knownEntries) map[string]edit {
 			edits[x.path] = edit{mode: x.mode, id: x.id}
 		}
 	}
-	for p := range k.byPath {
-		if !final[p] && k.tracked(p) {
+	for _, x := range k.sorted {
+		if p := x.path; !final[p] && k.tracked(p) {
 			edits[p] = edit{del: true}
 		}
 	}
@@ -176,4 +176,93 @@ func BenchmarkIndexLoad(b *testing.B) {
 			loadKnown(indexed, nil)
 		}
 	})
+}
+
+// TestKnownEntriesFolder: the walk's per-folder view of cairn's index
+// (knownEntries.folder), followed from the top through each subfolder's
+// run as the walk follows it, finds in every folder exactly the files and
+// subfolders a look at every path finds, with names whose byte order and
+// folder order disagree, and finds nothing for names the folder lacks.
+func TestKnownEntriesFolder(t *testing.T) {
+	for seed := range uint64(300) {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		paths := randomPaths(rng, 1+rng.IntN(300))
+		slices.Sort(paths)
+		var idx []idxEntry
+		for _, p := range paths {
+			idx = append(idx, idxEntry{path: p})
+		}
+		// The oracle: every folder's files and subfolders, and how many
+		// paths lie under each folder.
+		files, dirs, under := map[string][]string{}, map[string][]string{}, map[string]int{".": len(paths)}
+		for _, p := range paths {
+			dir := "."
+			for {
+				name, _, deeper := strings.Cut(strings.TrimPrefix(p, strings.TrimPrefix(dir+"/", "./")), "/")
+				if !deeper {
+					files[dir] = append(files[dir], name)
+					break
+				}
+				sub := strings.TrimPrefix(dir+"/"+name, "./")
+				if under[sub] == 0 {
+					dirs[dir] = append(dirs[dir], name)
+				}
+				under[sub]++
+				dir = sub
+			}
+		}
+		k := loadKnown(idx, nil)
+		type folder struct {
+			rel string
+			sp  span
+		}
+		queue := []folder{{".", span{0, int32(len(idx))}}}
+		seen := 0
+		for len(queue) > 0 {
+			d := queue[0]
+			queue = queue[1:]
+			seen++
+			f := k.folder(d.rel, d.sp)
+			if int(d.sp.hi-d.sp.lo) != under[d.rel] {
+				t.Fatalf("seed %d: %s: a run of %d entries, want %d", seed, d.rel, d.sp.hi-d.sp.lo, under[d.rel])
+			}
+			var gotFiles, gotDirs []string
+			for _, i := range f.files {
+				gotFiles = append(gotFiles, idx[i].path[f.prefix:])
+			}
+			for _, r := range f.dirs {
+				gotDirs = append(gotDirs, r.name)
+			}
+			if !slices.Equal(gotFiles, files[d.rel]) || !slices.Equal(gotDirs, dirs[d.rel]) {
+				t.Fatalf("seed %d: %s: files %q dirs %q, want %q %q", seed, d.rel, gotFiles, gotDirs, files[d.rel], dirs[d.rel])
+			}
+			full := func(name string) string { return strings.TrimPrefix(d.rel+"/"+name, "./") }
+			for _, name := range files[d.rel] {
+				if x := f.file(name); x == nil || x.path != full(name) {
+					t.Fatalf("seed %d: %s: file %q found as %v", seed, d.rel, name, x)
+				}
+				if _, ok := f.dir(name); ok {
+					t.Fatalf("seed %d: %s: file %q found as a folder", seed, d.rel, name)
+				}
+			}
+			for _, name := range dirs[d.rel] {
+				r, ok := f.dir(name)
+				if !ok || idx[r.lo].path[:f.prefix+len(name)] != full(name) || f.file(name) != nil {
+					t.Fatalf("seed %d: %s: folder %q found as %v %v", seed, d.rel, name, r, ok)
+				}
+				queue = append(queue, folder{full(name), r.span})
+			}
+			for _, name := range []string{"a", "a.b", "a-", "a0", "zz", "", "a/b"} {
+				if !slices.Contains(files[d.rel], name) && f.file(name) != nil {
+					t.Fatalf("seed %d: %s: absent file %q found", seed, d.rel, name)
+				}
+				if _, ok := f.dir(name); ok && !slices.Contains(dirs[d.rel], name) {
+					t.Fatalf("seed %d: %s: absent folder %q found", seed, d.rel, name)
+				}
+			}
+		}
+		if seen != len(under) {
+			t.Fatalf("seed %d: walked %d folders, want %d", seed, seen, len(under))
+		}
+	}
 }
