@@ -727,8 +727,9 @@ func (e *inproc) hashFull(pw *gitobj.PackWriter, rel string, checkStored bool) (
 // A full seal of many files holds what it lists (a path, an index entry, a
 // pack entry and a tree entry per file: about 350 bytes) while reading
 // hundreds of MB through small buffers; at the collector's default target
-// the heap doubles that. From leanGCFiles files on, the collector's target
-// is leanGCPercent while the seal runs after its walk: at 100k files the
+// the heap doubles that. From leanGCFiles files to read on, the collector's
+// target is leanGCPercent while the seal runs after its walk (a reconcile
+// that reads few files keeps the default): at 100k files the
 // peak RSS falls from about 70 to mostly 55-65 MiB for about 3% more CPU
 // (docs/engine.md, "First seals and full reconciles"). Below that, the heap
 // is small either way.
@@ -945,12 +946,9 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 	global = global || holdsRules(cfgFiles[3]) || !s.ownExclude(cfgFiles[2]) && holdsRules(cfgFiles[2])
 	// cairn's index: the stat data of what the last seals held (none for
 	// a first seal, or one that cannot be read exactly: every file is read).
-	var idxTime int64
-	indexEntries, err := readGitIndex(s.git.Index, e.format)
+	indexEntries, idxTime, err := e.loadIndex(s.git.Index)
 	if err != nil {
-		indexEntries = nil
-	} else if fi, err := os.Lstat(s.git.Index); err == nil {
-		idxTime = fi.ModTime().UnixNano()
+		indexEntries, idxTime = nil, 0
 	}
 	k := loadKnown(indexEntries, e.cache.pending)
 	w, err := e.walk(ctx, sel, k, idxTime, global)
@@ -958,15 +956,28 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 		return sealOutcome{}, err
 	}
 
-	if len(w.files) >= leanGCFiles {
-		defer leanGC()()
+	// Each file: vouched for by its stat, or read. When the index's stat
+	// data vouch for every file it holds and for nothing else (nothing
+	// changed since it was written), the entries are the index's own.
+	allIndexed := len(e.cache.pending) == 0 && len(w.files) == len(indexEntries)
+	for _, f := range w.files {
+		if !allIndexed {
+			break
+		}
+		allIndexed = f.indexed != nil
 	}
-	// Each file: vouched for by its stat, or read.
-	entries := make([]idxEntry, 0, len(w.files))
+	var entries []idxEntry
 	asIndexed := 0   // entries taken from the index as they are
 	asIndexedID := 0 // entries the stat cache vouched for, the index's own blob and mode
 	// The paths to read (a first seal reads every file).
 	var todo []string
+	if allIndexed {
+		// Shared with the engine's parse of the index: read, never written.
+		entries, asIndexed = indexEntries, len(indexEntries)
+		w.files = nil
+	} else {
+		entries = make([]idxEntry, 0, len(w.files))
+	}
 	for _, f := range w.files {
 		switch {
 		case f.cacheID != "":
@@ -980,6 +991,9 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 		default:
 			todo = append(todo, f.rel)
 		}
+	}
+	if len(todo) >= leanGCFiles {
+		defer leanGC()()
 	}
 	// A store with little in it (a first seal) is not asked about each
 	// object: one stored twice costs space until maintenance, never a
@@ -1097,7 +1111,9 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 			e.trees.drop(replaced)
 		}
 	default:
-		slices.SortFunc(entries, func(a, b idxEntry) int { return strings.Compare(a.path, b.path) })
+		if !allIndexed { // else in the index's order
+			slices.SortFunc(entries, func(a, b idxEntry) int { return strings.Compare(a.path, b.path) })
+		}
 		if trees, err = e.buildTrees(pw, entries, checkStored); err != nil {
 			return sealOutcome{}, err
 		}

@@ -14,6 +14,7 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/snapshot/gitobj"
 )
 
@@ -51,6 +52,12 @@ func readGitIndex(path string, f gitobj.Format) ([]idxEntry, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseGitIndex(data, f)
+}
+
+// parseGitIndex is readGitIndex of an index file's bytes. The entries keep
+// nothing of data.
+func parseGitIndex(data []byte, f gitobj.Format) ([]idxEntry, error) {
 	hs := f.Size
 	if len(data) < 12+hs || string(data[:4]) != "DIRC" {
 		return nil, errIndexFormat
@@ -66,13 +73,15 @@ func readGitIndex(path string, f gitobj.Format) ([]idxEntry, error) {
 		return nil, errIndexFormat
 	}
 	body := data[:len(data)-hs]
-	// Every path and every id is a piece of one string (two allocations
-	// instead of two per entry): the ids hex-encoded side by side.
-	text := string(body)
+	// Every path is a piece of one string, every id of another (two
+	// allocations instead of two per entry): the paths side by side, the
+	// ids hex-encoded side by side.
+	paths := make([]byte, 0, max(0, len(body)-n*(40+hs+3)))
+	ends := make([]int, 0, n)
 	ids := make([]byte, 0, n*2*hs)
 	out := make([]idxEntry, 0, n)
 	off := 12
-	prev := ""
+	var prev []byte
 	for range n {
 		fixed := 40 + hs + 2
 		if off+fixed > len(body) {
@@ -95,21 +104,73 @@ func readGitIndex(path string, f gitobj.Format) ([]idxEntry, error) {
 		if nameLen < 0 || nameLen >= len(name) || name[nameLen] != 0 {
 			return nil, errIndexFormat
 		}
-		e.path = text[off+fixed : off+fixed+nameLen]
+		name = name[:nameLen]
 		// git keeps the entries sorted and unique; the walk's lookups
 		// (knownEntries.folder, find) count on it.
-		if len(out) > 0 && e.path <= prev {
+		if len(out) > 0 && bytes.Compare(name, prev) <= 0 {
 			return nil, errIndexFormat
 		}
-		prev = e.path
+		prev = name
+		paths = append(paths, name...)
+		ends = append(ends, len(paths))
 		out = append(out, e)
 		off += (fixed + nameLen + 8) &^ 7
 	}
-	idText := string(ids)
+	pathText, idText := string(paths), string(ids)
+	start := 0
 	for i := range out {
+		out[i].path = pathText[start:ends[i]]
 		out[i].id = idText[2*hs*i : 2*hs*(i+1)]
+		start = ends[i]
 	}
 	return out, nil
+}
+
+// parsedIndex is cairn's index as the engine last parsed it, bound to the
+// file it read: the file's stamp and device, and its checksum (which git
+// writes over everything before it). Its entries are shared by the seals
+// that find the same file: nothing writes to them.
+type parsedIndex struct {
+	st      fileStamp
+	dev     uint64
+	sum     string
+	entries []idxEntry
+}
+
+// loadIndex reads cairn's index at path (readGitIndex), or returns the
+// entries parsed before when the file is the one they were parsed from:
+// the same stamp and device, and the same checksum read from its end now.
+// mtime is the file's. An index with no checksum (git's index.skipHash) is
+// read every time.
+func (e *inproc) loadIndex(path string) (entries []idxEntry, mtime int64, err error) {
+	fh, err := platform.OpenRegular(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	st, dev, hs := stampOf(fi), device(fi), e.format.Size
+	if p := e.index; p != nil && p.st == st && p.dev == dev && fi.Size() >= int64(hs) {
+		sum := make([]byte, hs)
+		if _, err := fh.ReadAt(sum, fi.Size()-int64(hs)); err == nil && string(sum) == p.sum {
+			return p.entries, st.Mtime, nil
+		}
+	}
+	e.index = nil
+	data, err := platform.ReadCapped(fh, maxIndexFile)
+	if err != nil {
+		return nil, 0, err
+	}
+	if entries, err = parseGitIndex(data, e.format); err != nil {
+		return nil, 0, err
+	}
+	if sum := data[len(data)-hs:]; int64(len(data)) == fi.Size() && !bytes.Equal(sum, make([]byte, hs)) {
+		e.index = &parsedIndex{st: st, dev: dev, sum: string(sum), entries: entries}
+	}
+	return entries, st.Mtime, nil
 }
 
 // writeGitIndex writes entries (sorted by path) as a version 2 index at

@@ -135,3 +135,73 @@ func TestReadGitIndexAsGit(t *testing.T) {
 		t.Fatal("written and read again, the entries differ")
 	}
 }
+
+// TestLoadIndexBoundToItsFile: the engine keeps its parse of cairn's index
+// only for the file it parsed: the same file gives the same entries without
+// a read; one rewritten (in place at the same size, or replaced), its
+// checksum no longer the one parsed, or its bytes damaged is read again
+// (and refused when damaged); an index without a checksum is never kept.
+func TestLoadIndexBoundToItsFile(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "index")
+	entries := []idxEntry{
+		{path: "a", mode: 0o100644, id: strings.Repeat("1", 40), size: 1, mtimeS: 5},
+		{path: "b/c", mode: 0o100755, id: strings.Repeat("2", 40), size: 2, mtimeS: 6},
+	}
+	must(t, writeGitIndex(idx, gitobj.SHA1, entries))
+	e := &inproc{format: gitobj.SHA1}
+	load := func() []idxEntry {
+		t.Helper()
+		got, _, err := e.loadIndex(idx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	first := load()
+	if fmt.Sprint(first) != fmt.Sprint(entries) {
+		t.Fatalf("loaded %v, want %v", first, entries)
+	}
+	if again := load(); &again[0] != &first[0] {
+		t.Fatal("the same file was parsed again")
+	}
+
+	// Rewritten in place, the same size: another parse.
+	entries[0].mtimeS = 7
+	var buf bytes.Buffer
+	must(t, writeGitIndex(filepath.Join(dir, "other"), gitobj.SHA1, entries))
+	data, err := os.ReadFile(filepath.Join(dir, "other"))
+	must(t, err)
+	buf.Write(data)
+	fh, err := os.OpenFile(idx, os.O_WRONLY, 0)
+	must(t, err)
+	_, err = fh.WriteAt(buf.Bytes(), 0)
+	must(t, err)
+	must(t, fh.Close())
+	if got := load(); got[0].mtimeS != 7 {
+		t.Fatalf("rewritten in place, still read as %v", got)
+	}
+
+	// The checksum kept is not the file's: another parse.
+	kept := load()
+	e.index.sum = strings.Repeat("x", 20)
+	if got := load(); &got[0] == &kept[0] {
+		t.Fatal("a checksum that differs kept the parse")
+	}
+
+	// Damaged in place: refused, not served from the parse.
+	data[40] ^= 0xff
+	must(t, os.WriteFile(idx, data, 0o644))
+	if _, _, err := e.loadIndex(idx); err != errIndexFormat {
+		t.Fatalf("a damaged index: %v, want errIndexFormat", err)
+	}
+
+	// No checksum (git's index.skipHash): read every time.
+	data[40] ^= 0xff
+	copy(data[len(data)-20:], make([]byte, 20))
+	must(t, os.WriteFile(idx, data, 0o644))
+	a, b := load(), load()
+	if &a[0] == &b[0] || e.index != nil {
+		t.Fatal("an index with no checksum was kept")
+	}
+}

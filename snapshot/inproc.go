@@ -41,6 +41,7 @@ type inproc struct {
 	cfg     [4]fileStamp
 	cfgOK   bool
 	cache   *statCache
+	index   *parsedIndex // cairn's index as last parsed (loadIndex)
 	trees   treeCache
 	commits map[string]string // commit → its tree
 	ign     *ignoreChecker
