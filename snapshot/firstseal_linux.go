@@ -140,6 +140,10 @@ type fullWalk struct {
 	issues  []ckpt.PathIssue // tracked paths that are no longer files
 	skipped []ckpt.PathIssue // files over the size limit
 	asked   int              // paths asked of check-ignore
+	dirs    int              // folders walked
+	// lean, when set, restores the collector's target: the walk lowered it
+	// (leanGC) on finding leanGCFiles files to read.
+	lean func()
 }
 
 // knownEntries is what cairn's index (and the pending entries over it)
@@ -292,6 +296,7 @@ func errWalkFallback(format string, args ...any) error {
 func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTime int64, global bool) (*fullWalk, error) {
 	s := e.s
 	out := &fullWalk{}
+	unread := 0 // files kept that nothing vouches for
 	if e.ignSrc == nil {
 		e.ignSrc = map[string]ignoreSource{}
 	}
@@ -314,6 +319,7 @@ func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTi
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+			out.dirs += len(cur)
 			var ask []string
 			for _, d := range cur {
 				sc := d.scan
@@ -382,8 +388,16 @@ func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTi
 						out.skipped = append(out.skipped, ckpt.PathIssue{Path: c.rel, Reason: ckpt.TooLarge(s.opts.MaxFileSize, c.st.size)})
 					default:
 						out.files = append(out.files, &c.walkFile)
+						if c.cacheID == "" && c.indexed == nil {
+							unread++
+						}
 					}
 				}
+			}
+			// Many files to read (a first seal): what the walk holds is
+			// most of the seal's memory from here on.
+			if out.lean == nil && unread >= leanGCFiles {
+				out.lean = leanGC()
 			}
 			maybe = slices.DeleteFunc(maybe, func(d walkDir) bool { return ignored[d.rel] })
 			scan(maybe)
@@ -391,6 +405,9 @@ func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTi
 		}
 		return nil
 	})
+	if err != nil && out.lean != nil {
+		out.lean()
+	}
 	return out, err
 }
 
@@ -976,7 +993,18 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 		entries, asIndexed = indexEntries, len(indexEntries)
 		w.files = nil
 	} else {
-		entries = make([]idxEntry, 0, len(w.files))
+		// Room for the files to read comes after the walk is let go
+		// when they are many (a first seal): the two are not held at once.
+		vouched := 0
+		for _, f := range w.files {
+			if f.cacheID != "" || f.indexed != nil {
+				vouched++
+			}
+		}
+		if len(w.files)-vouched < leanGCFiles {
+			vouched = len(w.files)
+		}
+		entries = make([]idxEntry, 0, vouched)
 	}
 	for _, f := range w.files {
 		switch {
@@ -992,7 +1020,9 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 			todo = append(todo, f.rel)
 		}
 	}
-	if len(todo) >= leanGCFiles {
+	if w.lean != nil {
+		defer w.lean()
+	} else if len(todo) >= leanGCFiles {
 		defer leanGC()()
 	}
 	// A store with little in it (a first seal) is not asked about each
@@ -1012,7 +1042,10 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 	// walk, was a third of the seal's memory.)
 	w.files = nil
 	first := len(entries)
-	entries = entries[:first+len(todo)]
+	entries = slices.Grow(entries, len(todo))[:first+len(todo)]
+	if len(todo) >= leanGCFiles {
+		pw.Reserve(len(todo) + w.dirs + 1) // a blob per file, a tree per folder, the commit
+	}
 	var results []hashedFile // the stat cache remembers what was read, when it is few
 	if len(todo) <= statCacheMax {
 		results = make([]hashedFile, len(todo))

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 )
 
@@ -315,15 +316,7 @@ func (w *PackWriter) begin() error {
 // it is full. Called with w.mu held.
 func (w *PackWriter) added(raw *rawID, n uint64, crc uint32) error {
 	if 2*(w.count()+1) > len(w.table) {
-		old := w.table
-		w.table = make([]int32, max(1024, 2*len(old)))
-		hs := w.db.Format.Size
-		for i := range w.count() {
-			var r rawID
-			copy(r[:], w.ids[i*hs:(i+1)*hs])
-			s, _ := w.find(&r)
-			w.table[s] = int32(i + 1)
-		}
+		w.rehash(max(1024, 2*len(w.table)))
 	}
 	s, _ := w.find(raw)
 	w.table[s] = int32(w.count() + 1)
@@ -335,6 +328,41 @@ func (w *PackWriter) added(raw *rawID, n uint64, crc uint32) error {
 		return w.finish()
 	}
 	return nil
+}
+
+// rehash makes the table size slots (a power of two) and places every
+// object written in it. Called with w.mu held.
+func (w *PackWriter) rehash(size int) {
+	w.table = make([]int32, size)
+	hs := w.db.Format.Size
+	for i := range w.count() {
+		var r rawID
+		copy(r[:], w.ids[i*hs:(i+1)*hs])
+		s, _ := w.find(&r)
+		w.table[s] = int32(i + 1)
+	}
+}
+
+// Reserve makes room for n more objects: a writer told how many it will
+// write (a first seal: one per file and per folder) neither grows its
+// lists nor rebuilds its table as it goes, each growth a copy held beside
+// the old one.
+func (w *PackWriter) Reserve(n int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if n <= 0 || w.err != nil {
+		return
+	}
+	w.ids = slices.Grow(w.ids, n*w.db.Format.Size)
+	w.crcs = slices.Grow(w.crcs, n)
+	w.offs = slices.Grow(w.offs, n)
+	size := max(1024, len(w.table))
+	for 2*(w.count()+n) > size {
+		size *= 2
+	}
+	if size > len(w.table) {
+		w.rehash(size)
+	}
 }
 
 // fail ends the writer with err, removing the pack under way. Called with

@@ -37,15 +37,21 @@ func (g *growing) Read(p []byte) (int, error) {
 // byte alike, every object reads back as written, fsck --strict finds
 // nothing wrong, a large blob is streamed into a pack (not loose), an object
 // written twice is stored once, and a file that changed while it was read
-// leaves nothing behind.
+// leaves nothing behind; the same with room reserved beforehand for part
+// of the objects (Reserve: the table then grows from the reserved size).
 func TestPackWriterWritesPacksGitReads(t *testing.T) {
-	for _, format := range []string{"sha1", "sha256"} {
-		t.Run(format, func(t *testing.T) {
+	for _, c := range []struct {
+		format  string
+		reserve int
+	}{{"sha1", 0}, {"sha256", 0}, {"sha1", 1000}, {"sha256", 3000}} {
+		format := c.format
+		t.Run(fmt.Sprintf("%s/reserve=%d", format, c.reserve), func(t *testing.T) {
 			ctx := context.Background()
 			g, gitDir := newRepo(t, format)
 			f, _ := gitobj.FormatByName(format)
 			db := gitobj.NewDB(gitDir, f)
 			w := db.NewPackWriter(64<<10, zlib.DefaultCompression)
+			w.Reserve(c.reserve)
 
 			large := make([]byte, 3<<20+7)
 			rand.Read(large)
