@@ -131,7 +131,7 @@ type walkFile struct {
 	st      walkStat
 	cacheID string
 	indexed *idxEntry // the index's entry, when its stat data vouch for the file
-	inIndex *idxEntry // the index's entry for the path, whatever its stat data
+	idx     int32     // 1 + the position of its path in cairn's index (knownEntries.sorted), 0 when it holds none; whatever the pending entries say
 }
 
 // fullWalk is what a full seal found on disk.
@@ -208,13 +208,22 @@ func (k *knownEntries) folder(dir string, sp span) folderKnown {
 
 // file returns the index's entry for the file name directly in the folder.
 func (f *folderKnown) file(name string) *idxEntry {
+	if i := f.at(name); i >= 0 {
+		return &f.k.sorted[i]
+	}
+	return nil
+}
+
+// at returns the position in the index of the file name directly in the
+// folder, or -1.
+func (f *folderKnown) at(name string) int32 {
 	i, ok := slices.BinarySearchFunc(f.files, name, func(n int32, name string) int {
 		return strings.Compare(f.k.sorted[n].path[f.prefix:], name)
 	})
 	if !ok {
-		return nil
+		return -1
 	}
-	return &f.k.sorted[f.files[i]]
+	return f.files[i]
 }
 
 // dir returns the run of the index under the subfolder name, and whether
@@ -480,14 +489,16 @@ func (e *inproc) scanDir(t *platform.Tree, dir string, sp span, parentDirty bool
 		// The path: the index's own string where it holds the entry (one
 		// less string per entry), else built.
 		var x *idxEntry // the index's entry for a file
-		var run subRun  // what the index holds under a folder
+		pos := int32(-1)
+		var run subRun // what the index holds under a folder
 		var inRun bool
 		rel := ""
 		if err == nil && lst.Mode&unix.S_IFMT == unix.S_IFDIR {
 			if run, inRun = known.dir(name); inRun {
 				rel = k.sorted[run.lo].path[:known.prefix+len(name)]
 			}
-		} else if x = known.file(name); x != nil {
+		} else if pos = known.at(name); pos >= 0 {
+			x = &k.sorted[pos]
 			rel = x.path
 		}
 		if rel == "" {
@@ -529,12 +540,11 @@ func (e *inproc) scanDir(t *platform.Tree, dir string, sp span, parentDirty bool
 				return // git's walk lists no FIFO, socket or device
 			}
 		}
-		f := walkFile{rel: rel, st: st}
+		f := walkFile{rel: rel, st: st, idx: pos + 1}
 		if st.regular {
 			// Vouched for by its stat, or read later (if it is kept).
 			e.mgrain.see(st.mtime)
 			e.cgrain.see(st.ctime)
-			f.inIndex = x
 			if id, ok := e.cache.lookup(rel, st.stamp(), st.gitMode()); ok {
 				f.cacheID = id
 			} else if x != nil && e.vouches(x, st, idxTime) {
@@ -988,6 +998,9 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 	asIndexedID := 0 // entries the stat cache vouched for, the index's own blob and mode
 	// The paths to read (a first seal reads every file).
 	var todo []string
+	// 1 + each entry's position in the index, 0 for none (baseEdits); kept
+	// when there is an index.
+	var from []int32
 	if allIndexed {
 		// Shared with the engine's parse of the index: read, never written.
 		entries, asIndexed = indexEntries, len(indexEntries)
@@ -1005,19 +1018,32 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 			vouched = len(w.files)
 		}
 		entries = make([]idxEntry, 0, vouched)
+		if len(indexEntries) > 0 {
+			from = make([]int32, 0, vouched)
+		}
 	}
+	var todoIdx []int32 // walkFile.idx of each path to read
 	for _, f := range w.files {
 		switch {
 		case f.cacheID != "":
 			entries = append(entries, f.st.entry(f.rel, f.st.gitMode(), f.cacheID, true))
-			if x := f.inIndex; x != nil && x.id == f.cacheID && x.mode == f.st.gitMode() {
-				asIndexedID++
+			if f.idx > 0 {
+				if x := &indexEntries[f.idx-1]; x.id == f.cacheID && x.mode == f.st.gitMode() {
+					asIndexedID++
+				}
 			}
 		case f.indexed != nil:
 			entries = append(entries, *f.indexed)
 			asIndexed++
 		default:
 			todo = append(todo, f.rel)
+			if from != nil {
+				todoIdx = append(todoIdx, f.idx)
+			}
+			continue
+		}
+		if from != nil {
+			from = append(from, f.idx)
 		}
 	}
 	if w.lean != nil {
@@ -1043,6 +1069,9 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 	w.files = nil
 	first := len(entries)
 	entries = slices.Grow(entries, len(todo))[:first+len(todo)]
+	if from != nil {
+		from = append(from, todoIdx...)
+	}
 	if len(todo) >= leanGCFiles {
 		pw.Reserve(len(todo) + w.dirs + 1) // a blob per file, a tree per folder, the commit
 	}
@@ -1077,7 +1106,22 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 		}
 	}
 	if len(failed) > 0 {
-		entries = slices.DeleteFunc(entries, func(x idxEntry) bool { return x.path == "" })
+		// The files not read leave their places (entries and from alike).
+		n := 0
+		for i := range entries {
+			if entries[i].path == "" {
+				continue
+			}
+			entries[n] = entries[i]
+			if from != nil {
+				from[n] = from[i]
+			}
+			n++
+		}
+		entries = slices.Delete(entries, n, len(entries))
+		if from != nil {
+			from = from[:n]
+		}
 		for _, i := range slices.Sorted(maps.Keys(failed)) {
 			rel, h := todo[i], failed[i]
 			switch {
@@ -1088,6 +1132,9 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 				issues = append(issues, ckpt.PathIssue{Path: rel, Reason: h.reason})
 				if mode, id, ok := k.old(rel); ok && (pw.Has(id) || e.known.Has(id)) {
 					entries = append(entries, idxEntry{path: rel, mode: mode, id: id}) // its entry stays as it was
+					if from != nil {
+						from = append(from, todoIdx[i])
+					}
 				}
 			}
 		}
@@ -1118,7 +1165,7 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 		// the stat cache's), none dropped, nothing pending: nothing to apply.
 		sameIDs := len(e.cache.pending) == 0 && asIndexed+asIndexedID == len(entries) && len(entries) == len(indexEntries)
 		if !sameIDs {
-			edits = baseEdits(entries, k)
+			edits = baseEdits(entries, from, k)
 		}
 		if len(edits) == 0 {
 			tree = base
@@ -1281,47 +1328,46 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 	return sealOutcome{sha: sha, parent: parent, counts: counts}, nil
 }
 
-// baseEdits lists what entries (the new checkpoint's files, in any order) change
-// in the tree cairn's index and its pending entries stand for.
-func baseEdits(entries []idxEntry, k *knownEntries) map[string]edit {
+// baseEdits lists what entries (the new checkpoint's files, in any order)
+// change in the tree cairn's index and its pending entries stand for.
+// from[i] is 1 + the position in the index of entries[i]'s path, 0 when it
+// holds none (the walk found it there: no lookup by path); nil, each is
+// looked up.
+func baseEdits(entries []idxEntry, from []int32, k *knownEntries) map[string]edit {
 	edits := map[string]edit{}
-	byPath := make(map[string]*idxEntry, len(k.sorted))
-	for i := range k.sorted {
-		byPath[k.sorted[i].path] = &k.sorted[i]
-	}
-	inIndex := 0              // entries at a path the index holds
-	held := map[string]bool{} // pending paths the entries hold
+	held := make([]bool, len(k.sorted)) // index entries the new entries hold
+	heldPending := map[string]bool{}    // pending paths the entries hold
 	for i := range entries {
 		x := &entries[i]
-		was := byPath[x.path]
-		if was != nil {
-			inIndex++
+		var at int32
+		if from != nil {
+			at = from[i]
+		} else if j, ok := slices.BinarySearchFunc(k.sorted, x.path, func(e idxEntry, p string) int { return strings.Compare(e.path, p) }); ok {
+			at = int32(j) + 1
 		}
-		mode, id, ok := uint32(0), "", was != nil
+		mode, id, ok := uint32(0), "", at > 0
 		if ok {
+			was := &k.sorted[at-1]
+			held[at-1] = true
 			mode, id = was.mode, was.id
 		}
-		if p, pend := k.pending[x.path]; pend {
-			held[x.path] = true
-			mode, id, ok = p.Mode, p.ID, p.Mode != 0
+		if len(k.pending) > 0 {
+			if p, pend := k.pending[x.path]; pend {
+				heldPending[x.path] = true
+				mode, id, ok = p.Mode, p.ID, p.Mode != 0
+			}
 		}
 		if !ok || mode != x.mode || id != x.id {
 			edits[x.path] = edit{mode: x.mode, id: x.id}
 		}
 	}
-	if inIndex < len(byPath) { // some path of the index is gone: which
-		final := make(map[string]bool, len(entries))
-		for i := range entries {
-			final[entries[i].path] = true
-		}
-		for p := range byPath {
-			if !final[p] && k.tracked(p) {
-				edits[p] = edit{del: true}
-			}
+	for i, h := range held { // the index's paths now gone
+		if p := k.sorted[i].path; !h && k.tracked(p) {
+			edits[p] = edit{del: true}
 		}
 	}
 	for p, pe := range k.pending {
-		if pe.Mode != 0 && !held[p] {
+		if pe.Mode != 0 && !heldPending[p] {
 			edits[p] = edit{del: true}
 		}
 	}

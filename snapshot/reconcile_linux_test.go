@@ -91,10 +91,25 @@ func TestBaseEdits(t *testing.T) {
 		k := loadKnown(indexed, pending)
 		want := baseEditsOracle(entries, k)
 		rng.Shuffle(len(entries), func(i, j int) { entries[i], entries[j] = entries[j], entries[i] })
-		if got := baseEdits(entries, k); !maps.Equal(got, want) {
+		if got := baseEdits(entries, positions(entries, k), k); !maps.Equal(got, want) {
 			t.Fatalf("seed %d: baseEdits %v, want %v", seed, got, want)
 		}
+		if got := baseEdits(entries, nil, k); !maps.Equal(got, want) {
+			t.Fatalf("seed %d: baseEdits looking paths up %v, want %v", seed, got, want)
+		}
 	}
+}
+
+// positions is what the walk hands baseEdits: 1 + each entry's position
+// in the index, 0 for none.
+func positions(entries []idxEntry, k *knownEntries) []int32 {
+	from := make([]int32, len(entries))
+	for i, x := range entries {
+		if j, ok := slices.BinarySearchFunc(k.sorted, x.path, func(e idxEntry, p string) int { return strings.Compare(e.path, p) }); ok {
+			from[i] = int32(j) + 1
+		}
+	}
+	return from
 }
 
 // baseEditsOracle is baseEdits as first written: every path looked up
@@ -143,9 +158,10 @@ func benchEntries() (walked, indexed []idxEntry) {
 func BenchmarkBaseEdits(b *testing.B) {
 	walked, indexed := benchEntries()
 	k := loadKnown(indexed, map[string]pendEntry{})
+	from := positions(walked, k)
 	b.Run("now", func(b *testing.B) {
 		for range b.N {
-			baseEdits(walked, k)
+			baseEdits(walked, from, k)
 		}
 	})
 	b.Run("first", func(b *testing.B) {
