@@ -1236,8 +1236,8 @@ func makeOp(t *testing.T, c chooser, name string, tr diffTree, w0 *diffWorld, re
 			what = "blob"
 		}
 		return diffOp{desc: fmt.Sprintf("next second; %s #%d (mod their count) of the last checkpoint deleted from the store (its loose file, or the pack holding it)", what, k), do: func(t *testing.T, w *diffWorld) []string {
-			if w.reopened {
-				return nil // a new store: the last checkpoint is the old one's
+			if w.reopened || w.lastSHA == "" {
+				return nil // a new store, no checkpoint of its own yet
 			}
 			if len(w.stash) > 0 {
 				// An earlier op of this step deleted one already: the last
@@ -1367,6 +1367,7 @@ func makeOp(t *testing.T, c chooser, name string, tr diffTree, w0 *diffWorld, re
 			w.st = openTestStore(t, w.root, Options{Engine: w.engine, StateDir: state, MaxFileSize: diffMaxFileSize, Patterns: diffPatterns})
 			w.reopened = true
 			w.shas, w.evs = nil, nil // the old store's checkpoints are not the new one's to restore to
+			w.lastSHA = ""           // nor its last: a capture as the first seal leaves the new one none
 			return nil
 		}}, true
 	case "tick":

@@ -47,7 +47,10 @@ if [ -z "$fork" ]; then
 	echo $$ >"$dir/pid.tmp" && mv "$dir/pid.tmp" "$dir/pid"
 	exec "$real" "${args[@]}" < <(exec 3>&-; feed)
 fi
-"$real" "${args[@]}" < <(exec 3>&-; feed) &
+# The survivor's output is not its killed cairn's pipe: update-ref --stdin
+# answers "prepare: ok" after taking its lock, and that write into the pipe
+# of a cairn already gone would kill it (SIGPIPE), letting the lock go.
+"$real" "${args[@]}" < <(exec 3>&-; feed) >/dev/null &
 echo $! >"$dir/pid.tmp" && mv "$dir/pid.tmp" "$dir/pid"
 wait $!
 `
