@@ -986,13 +986,16 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 	// Each file: vouched for by its stat, or read. When the index's stat
 	// data vouch for every file it holds and for nothing else (nothing
 	// changed since it was written), the entries are the index's own.
-	allIndexed := len(e.cache.pending) == 0 && len(w.files) == len(indexEntries)
+	byIndex, vouched := 0, 0 // files the index's stat data vouch for; all vouched for
 	for _, f := range w.files {
-		if !allIndexed {
-			break
+		if f.indexed != nil {
+			byIndex++
 		}
-		allIndexed = f.indexed != nil
+		if f.cacheID != "" || f.indexed != nil {
+			vouched++
+		}
 	}
+	allIndexed := len(e.cache.pending) == 0 && byIndex == len(w.files) && len(w.files) == len(indexEntries)
 	var entries []idxEntry
 	asIndexed := 0   // entries taken from the index as they are
 	asIndexedID := 0 // entries the stat cache vouched for, the index's own blob and mode
@@ -1006,20 +1009,15 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 		entries, asIndexed = indexEntries, len(indexEntries)
 		w.files = nil
 	} else {
-		// Room for the files to read comes after the walk is let go
-		// when they are many (a first seal): the two are not held at once.
-		vouched := 0
-		for _, f := range w.files {
-			if f.cacheID != "" || f.indexed != nil {
-				vouched++
-			}
+		// Room for the files to read comes after the walk is let go when
+		// they are many (a first seal): the two are not held at once.
+		room := len(w.files)
+		if len(w.files)-vouched >= leanGCFiles {
+			room = vouched
 		}
-		if len(w.files)-vouched < leanGCFiles {
-			vouched = len(w.files)
-		}
-		entries = make([]idxEntry, 0, vouched)
+		entries = make([]idxEntry, 0, room)
 		if len(indexEntries) > 0 {
-			from = make([]int32, 0, vouched)
+			from = make([]int32, 0, room)
 		}
 	}
 	var todoIdx []int32 // walkFile.idx of each path to read

@@ -55,17 +55,7 @@ func benchInprocSeal(b *testing.B, n int) {
 	if err := os.WriteFile(filepath.Join(dir, ".gitignore"), []byte("*.log\n"), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	st, err := Open(ctx, dir, Options{Layout: LayoutPlain, StateDir: b.TempDir(), Engine: EngineInproc})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	seal := func(changed []string) {
-		rec, err := st.Seal(ctx, SealRequest{Kind: ckpt.KindManual, Changed: changed})
-		if err != nil || rec.State != ckpt.StateOK {
-			b.Fatalf("seal: %v (%+v)", err, rec)
-		}
-	}
+	st, seal := benchSealer(ctx, b, dir)
 	seal(nil)
 	next := 0
 	mutate := func() []string {
@@ -111,6 +101,23 @@ func benchInprocSeal(b *testing.B, n int) {
 	}
 	if st.lastEngine != EngineInproc {
 		b.Fatalf("sealed by %s", st.lastEngine)
+	}
+}
+
+// benchSealer opens an in-process store over dir (closed with the
+// benchmark) and returns it with a seal of a manual checkpoint over changed
+// (nil: a full reconcile) that must end ok.
+func benchSealer(ctx context.Context, b *testing.B, dir string) (*Store, func(changed []string)) {
+	st, err := Open(ctx, dir, Options{Layout: LayoutPlain, StateDir: b.TempDir(), Engine: EngineInproc})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	return st, func(changed []string) {
+		rec, err := st.Seal(ctx, SealRequest{Kind: ckpt.KindManual, Changed: changed})
+		if err != nil || rec.State != ckpt.StateOK {
+			b.Fatalf("seal: %v (%+v)", err, rec)
+		}
 	}
 }
 
@@ -174,17 +181,7 @@ func BenchmarkInprocSealBesideWriter(b *testing.B) {
 				}
 				files = append(files, f)
 			}
-			st, err := Open(ctx, dir, Options{Layout: LayoutPlain, StateDir: b.TempDir(), Engine: EngineInproc})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer st.Close()
-			seal := func(changed []string) {
-				rec, err := st.Seal(ctx, SealRequest{Kind: ckpt.KindManual, Changed: changed})
-				if err != nil || rec.State != ckpt.StateOK {
-					b.Fatalf("seal: %v (%+v)", err, rec)
-				}
-			}
+			st, seal := benchSealer(ctx, b, dir)
 			seal(nil)
 			edit := func(round int) []string {
 				var changed []string

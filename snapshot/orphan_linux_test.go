@@ -49,7 +49,7 @@ if [ -z "$fork" ]; then
 fi
 # The survivor's output is not its killed cairn's pipe: update-ref --stdin
 # answers "prepare: ok" after taking its lock, and that write into the pipe
-# of a cairn already gone would kill it (SIGPIPE), letting the lock go.
+# of a cairn already gone kills it (SIGPIPE, status 141), letting the lock go.
 "$real" "${args[@]}" < <(exec 3>&-; feed) >/dev/null &
 echo $! >"$dir/pid.tmp" && mv "$dir/pid.tmp" "$dir/pid"
 wait $!
