@@ -62,6 +62,13 @@ func (c *collector) has(path string, op Op) bool {
 	return ok && got.Has(op)
 }
 
+// changes copies what has been reported so far.
+func (c *collector) changes() []Change {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Change(nil), c.all...)
+}
+
 // waitFor waits until every path has been reported with op.
 func (c *collector) waitFor(t *testing.T, op Op, paths ...string) {
 	t.Helper()
