@@ -33,6 +33,7 @@ func (t *Tree) Move(string, *Tree, string) error                            { re
 func (t *Tree) MkdirAll(string, os.FileMode, int, int) error                { return ErrUnsupported }
 func (t *Tree) WriteFileAtomic(string, []byte, os.FileMode, int, int) error { return ErrUnsupported }
 func (t *Tree) ReplaceFile(string, []byte, os.FileMode) error               { return ErrUnsupported }
+func (t *Tree) Rewrite(string, []byte, bool) bool                           { return false }
 func (t *Tree) ReplaceSymlink(string, string) error                         { return ErrUnsupported }
 func (t *Tree) Lstat(string) (fs.FileInfo, error)                           { return nil, ErrUnsupported }
 func (t *Tree) ReadDir(string) ([]fs.DirEntry, error)                       { return nil, ErrUnsupported }

@@ -38,6 +38,64 @@ func (t *Tree) ReplaceFile(rel string, data []byte, perm os.FileMode) error {
 	})
 }
 
+// Rewrite writes data over the regular file at rel in place, when that is
+// as safe as replacing it and allocates nothing, and reports whether it
+// did. A file replaced by a rename costs its new blocks at once (ext4, as
+// most file systems that delay allocation, allocates them and starts their
+// write-back when a rename replaces a file); one rewritten in the blocks it
+// already has costs a copy into the page cache. So rel is rewritten only
+// when, on the descriptor opened (its folder resolved beneath the Tree, no
+// link followed, rel itself never opened unless it was a regular file):
+//
+//   - it is a regular file with one link (another name for it keeps its
+//     content, as git's unlink and create leave it),
+//   - the process owns it and its owner may write it (mode 0200): nothing
+//     of another user's, and no read-only file, is written through,
+//   - its owner-execute bit is exec (a mode change is a new file),
+//   - the blocks it holds take data (st_blocks*512 >= len(data)): the write
+//     needs no new block, so a full disk cannot tear it halfway.
+//
+// Otherwise, or when the write or the truncation fails, it returns false
+// and the caller replaces rel (ReplaceFile), which writes the whole file
+// anew. Unlike a replacement, a process holding rel open sees the new
+// content, and a reader may see it half written: as after git's checkout,
+// which unlinks and recreates. The file keeps its inode, owner and
+// permission bits (git's checkout gives a new file 0666 under the umask).
+func (t *Tree) Rewrite(rel string, data []byte, exec bool) bool {
+	pfd, name, err := t.parent(rel, pathFlag)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(pfd)
+	var before unix.Stat_t
+	if unix.Fstatat(pfd, name, &before, unix.AT_SYMLINK_NOFOLLOW) != nil || !rewritable(&before, len(data), exec) {
+		return false
+	}
+	// O_NONBLOCK: should a FIFO stand there by now, the open does not
+	// wait for a reader (and the check below refuses it).
+	fd, err := openatMode(pfd, name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Dev != before.Dev || st.Ino != before.Ino || !rewritable(&st, len(data), exec) {
+		return false
+	}
+	if _, err := f.WriteAt(data, 0); err != nil {
+		return false
+	}
+	return f.Truncate(int64(len(data))) == nil
+}
+
+// rewritable is Rewrite's test of the file st describes.
+func rewritable(st *unix.Stat_t, size int, exec bool) bool {
+	return st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 &&
+		int(st.Uid) == os.Geteuid() && st.Mode&0o200 != 0 &&
+		(st.Mode&0o100 != 0) == exec && int64(st.Blocks)*512 >= int64(size)
+}
+
 // ReplaceSymlink makes rel a symbolic link to target (the link itself; the
 // target is never looked at) through a temporary link renamed over rel.
 func (t *Tree) ReplaceSymlink(rel, target string) error {

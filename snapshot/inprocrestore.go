@@ -581,10 +581,14 @@ func (r *ipRestore) applyInproc(ctx context.Context, ch []ipChange) error {
 				return fmt.Errorf("read %s for %s: %w", c.id, c.path, err)
 			}
 			rel := filepath.FromSlash(c.path)
-			switch c.mode {
-			case gitobj.ModeSymlink:
+			exec := c.mode == gitobj.ModeExec
+			switch {
+			case c.mode == gitobj.ModeSymlink:
 				err = t.ReplaceSymlink(rel, string(data))
-			case gitobj.ModeExec:
+			case c.was != nil && !c.was.IsTree() && t.Rewrite(rel, data, exec):
+				// A file the pre-restore checkpoint holds, rewritten in
+				// the blocks it has (platform.Tree.Rewrite says when).
+			case exec:
 				err = t.ReplaceFile(rel, data, 0o777)
 			default:
 				err = t.ReplaceFile(rel, data, 0o666)

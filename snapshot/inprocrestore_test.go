@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -244,6 +245,43 @@ func TestInprocRestoreLikeCheckout(t *testing.T) {
 			rec = mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
 			assertTreeMatchesDisk(t, st, rec.SHA, sealable(t, ws))
 		})
+	}
+}
+
+// TestInprocRestoreRewritesInPlaceOnlyWhenSafe: a file the restore edits
+// is rewritten in its own inode (no new blocks to allocate), unless another
+// name shares it: git's checkout unlinks and recreates, so an ignored hard
+// link to a tracked file keeps its content, and so it does here.
+func TestInprocRestoreRewritesInPlaceOnlyWhenSafe(t *testing.T) {
+	ws, st := newTestStore(t, Options{})
+	writeTree(t, ws, map[string]string{".gitignore": "*.log\n", "edit.txt": "one, and a longer line\n", "linked.txt": "one\n"})
+	one := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "one"})
+	writeFile(t, ws, "edit.txt", "two\n", 0o644)
+	removeAll(t, ws, "linked.txt")
+	writeFile(t, ws, "linked.txt", "two\n", 0o644)
+	if err := os.Link(filepath.Join(ws, "linked.txt"), filepath.Join(ws, "alias.log")); err != nil {
+		t.Fatal(err)
+	}
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "two"})
+	inode := func(p string) uint64 {
+		t.Helper()
+		fi, err := os.Lstat(filepath.Join(ws, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Sys().(*syscall.Stat_t).Ino
+	}
+	edit, linked := inode("edit.txt"), inode("linked.txt")
+
+	restoreAgainstGit(t, st, one.SHA, EngineInproc)
+	if inode("edit.txt") != edit {
+		t.Error("edit.txt was replaced, not rewritten in place")
+	}
+	if inode("linked.txt") == linked {
+		t.Error("linked.txt (two names) was rewritten in place")
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "alias.log")); string(b) != "two\n" {
+		t.Errorf("alias.log, a second name of linked.txt, = %q, want it kept", b)
 	}
 }
 
