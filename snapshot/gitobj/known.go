@@ -82,6 +82,7 @@ func (k *Known) stampDir(path string) (dirStamp, bool) {
 type knownIndex struct {
 	size, mtime int64
 	names       []byte // sorted object names, hash-size records
+	v2          []byte // the whole index when it is version 2 (ReadPacked), else nil
 }
 
 // Known returns a presence checker for the store.
@@ -181,6 +182,12 @@ func (k *Known) readIndex(p string, fi os.FileInfo) knownIndex {
 	ki := knownIndex{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 	if data, err := readRegular(p, maxIndexRead); err == nil {
 		ki.names = indexNames(data, k.d.Format.Size)
+		if hs := k.d.Format.Size; ki.names != nil && len(data) >= 8+256*4 && string(data[:8]) == "\xfftOc\x00\x00\x00\x02" {
+			n := len(ki.names) / hs
+			if len(data) >= 8+256*4+n*(hs+8)+2*hs {
+				ki.v2 = data // the name table is a part of it: nothing more is held
+			}
+		}
 	}
 	return ki
 }

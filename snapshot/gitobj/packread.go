@@ -1,0 +1,317 @@
+package gitobj
+
+import (
+	"bufio"
+	"bytes"
+	"compress/zlib"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/cairn-dev/cairn/platform"
+)
+
+// Reading objects from packs in-process (docs/engine.md, "Objects read from
+// packs"): each pack a Known holds a version 2 index of is searched by its
+// fan-out and name table, the entry at the offset it gives inflated, and a
+// delta applied to its base (in the same pack by offset, or by id wherever
+// it is). Whatever comes out is hashed and must be the id asked for: a
+// damaged or unexpected pack is an error, never other bytes. ErrNotFound
+// means no pack Known read holds the id; a caller then asks git.
+
+// maxDeltaDepth bounds a chain of deltas (git writes at most 50 by default;
+// 4095 is its own limit).
+const maxDeltaDepth = 4095
+
+// Pack object types, as an entry's header gives them.
+const (
+	packCommit   = 1
+	packTree     = 2
+	packBlob     = 3
+	packTag      = 4
+	packOfsDelta = 6
+	packRefDelta = 7
+)
+
+var packTypeNames = [...]string{packCommit: "commit", packTree: "tree", packBlob: "blob", packTag: "tag"}
+
+// packRef is where an object is: a pack and the offset of its entry.
+type packRef struct {
+	pack string // the .pack file
+	off  int64
+}
+
+// ReadPacked reads the object id whole from the packs k knows.
+func (k *Known) ReadPacked(id string) (string, []byte, error) {
+	raw, err := hex.DecodeString(id)
+	if err != nil || len(raw) != k.d.Format.Size {
+		return "", nil, fmt.Errorf("object id %q: want %d hex digits", id, k.d.Format.HexLen())
+	}
+	typ, data, err := k.readPackedRaw(raw, 0)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return "", nil, err
+		}
+		return "", nil, fmt.Errorf("object %s: %w", id, err)
+	}
+	if got := k.d.Format.Hash(typ, data); got != id {
+		return "", nil, fmt.Errorf("object %s: its pack entry hashes to %s", id, got)
+	}
+	return typ, data, nil
+}
+
+// locate finds raw in the version 2 indexes k holds.
+func (k *Known) locate(raw []byte) (packRef, bool) {
+	hs := k.d.Format.Size
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for p, ki := range k.packs {
+		idx := ki.v2
+		if idx == nil {
+			continue
+		}
+		n := int(binary.BigEndian.Uint32(idx[8+255*4:]))
+		lo := 0
+		if raw[0] > 0 {
+			lo = int(binary.BigEndian.Uint32(idx[8+(int(raw[0])-1)*4:]))
+		}
+		hi := int(binary.BigEndian.Uint32(idx[8+int(raw[0])*4:]))
+		if lo > hi || hi > n {
+			continue
+		}
+		names := idx[8+256*4:]
+		i := lo + sort.Search(hi-lo, func(j int) bool {
+			return bytes.Compare(names[(lo+j)*hs:(lo+j+1)*hs], raw) >= 0
+		})
+		if i >= hi || !bytes.Equal(names[i*hs:(i+1)*hs], raw) {
+			continue
+		}
+		offs := 8 + 256*4 + n*(hs+4)
+		o := binary.BigEndian.Uint32(idx[offs+i*4:])
+		off := int64(o)
+		if o&(1<<31) != 0 {
+			j := offs + n*4 + int(o&^(1<<31))*8
+			if j+8 > len(idx)-2*hs {
+				continue
+			}
+			off = int64(binary.BigEndian.Uint64(idx[j:]))
+		}
+		return packRef{pack: strings.TrimSuffix(p, ".idx") + ".pack", off: off}, true
+	}
+	return packRef{}, false
+}
+
+// readPackedRaw reads the object named raw: from a pack, or loose when it
+// is the base of a delta.
+func (k *Known) readPackedRaw(raw []byte, depth int) (string, []byte, error) {
+	ref, ok := k.locate(raw)
+	if !ok {
+		if depth == 0 {
+			return "", nil, ErrNotFound
+		}
+		return k.d.Read(hex.EncodeToString(raw)) // a base stored loose
+	}
+	f, err := platform.OpenRegular(ref.pack)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil, ErrNotFound // removed since: git finds it where it went
+	} else if err != nil {
+		return "", nil, err
+	}
+	defer f.Close()
+	return k.readEntry(f, ref.off, depth)
+}
+
+// readEntry reads the entry at off of the open pack f, resolving deltas.
+func (k *Known) readEntry(f *os.File, off int64, depth int) (string, []byte, error) {
+	if depth > maxDeltaDepth {
+		return "", nil, errors.New("delta chain too deep")
+	}
+	var hdr [64]byte
+	n, err := f.ReadAt(hdr[:], off)
+	if n == 0 {
+		return "", nil, fmt.Errorf("pack entry at %d: %w", off, err)
+	}
+	h := hdr[:n]
+	c := h[0]
+	typ := int(c>>4) & 7
+	size := int64(c & 15)
+	i, shift := 1, 4
+	for c&0x80 != 0 {
+		if i >= len(h) || shift > 56 {
+			return "", nil, fmt.Errorf("pack entry at %d: bad header", off)
+		}
+		c = h[i]
+		i++
+		size |= int64(c&0x7f) << shift
+		shift += 7
+	}
+	if size > maxRead {
+		return "", nil, fmt.Errorf("%d bytes, more than %d read whole", size, maxRead)
+	}
+	switch typ {
+	case packCommit, packTree, packBlob, packTag:
+		data, err := inflateAt(f, off+int64(i), size)
+		return packTypeNames[typ], data, err
+	case packOfsDelta:
+		if i >= len(h) {
+			return "", nil, fmt.Errorf("pack entry at %d: bad delta offset", off)
+		}
+		c = h[i]
+		i++
+		back := int64(c & 0x7f)
+		for c&0x80 != 0 {
+			if i >= len(h) || back > 1<<50 {
+				return "", nil, fmt.Errorf("pack entry at %d: bad delta offset", off)
+			}
+			c = h[i]
+			i++
+			back = (back+1)<<7 | int64(c&0x7f)
+		}
+		if back <= 0 || back >= off {
+			return "", nil, fmt.Errorf("pack entry at %d: delta base outside the pack", off)
+		}
+		delta, err := inflateAt(f, off+int64(i), size)
+		if err != nil {
+			return "", nil, err
+		}
+		btyp, base, err := k.readEntry(f, off-back, depth+1)
+		if err != nil {
+			return "", nil, err
+		}
+		data, err := applyDelta(base, delta)
+		return btyp, data, err
+	case packRefDelta:
+		hs := k.d.Format.Size
+		if i+hs > len(h) {
+			return "", nil, fmt.Errorf("pack entry at %d: bad delta base", off)
+		}
+		baseID := append([]byte(nil), h[i:i+hs]...)
+		delta, err := inflateAt(f, off+int64(i+hs), size)
+		if err != nil {
+			return "", nil, err
+		}
+		btyp, base, err := k.readPackedRaw(baseID, depth+1)
+		if err != nil {
+			return "", nil, err
+		}
+		data, err := applyDelta(base, delta)
+		return btyp, data, err
+	}
+	return "", nil, fmt.Errorf("pack entry at %d: type %d", off, typ)
+}
+
+// packInflaters are kept between reads: a zlib reader is costly to make.
+var packInflaters sync.Pool
+
+type packInflater struct {
+	src *bufio.Reader
+	zr  io.ReadCloser
+}
+
+// inflateAt inflates the zlib stream at off of f, which must hold exactly
+// size bytes.
+func inflateAt(f *os.File, off, size int64) ([]byte, error) {
+	sec := io.NewSectionReader(f, off, 1<<62)
+	in, _ := packInflaters.Get().(*packInflater)
+	var err error
+	if in == nil {
+		in = &packInflater{src: bufio.NewReaderSize(sec, 4<<10)}
+	} else {
+		in.src.Reset(sec)
+	}
+	if in.zr == nil {
+		in.zr, err = zlib.NewReader(in.src)
+	} else {
+		err = in.zr.(zlib.Resetter).Reset(in.src, nil)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pack entry at %d: %w", off, err)
+	}
+	defer packInflaters.Put(in)
+	data := make([]byte, size+1)
+	n, err := io.ReadFull(in.zr, data)
+	if err == nil || n != int(size) || (err != io.ErrUnexpectedEOF && err != io.EOF) {
+		if err == nil || err == io.ErrUnexpectedEOF || err == io.EOF {
+			err = fmt.Errorf("%d bytes or more, its header says %d", n, size)
+		}
+		return nil, fmt.Errorf("pack entry at %d: %w", off, err)
+	}
+	return data[:size], nil
+}
+
+// applyDelta rebuilds an object from its base and a git delta: the two
+// sizes, then copies from the base and literal inserts.
+func applyDelta(base, delta []byte) ([]byte, error) {
+	bad := errors.New("damaged delta")
+	varint := func() (int64, bool) {
+		var v int64
+		for shift := 0; shift < 63; shift += 7 {
+			if len(delta) == 0 {
+				return 0, false
+			}
+			c := delta[0]
+			delta = delta[1:]
+			v |= int64(c&0x7f) << shift
+			if c&0x80 == 0 {
+				return v, true
+			}
+		}
+		return 0, false
+	}
+	src, ok1 := varint()
+	dst, ok2 := varint()
+	if !ok1 || !ok2 || src != int64(len(base)) {
+		return nil, bad
+	}
+	if dst > maxRead {
+		return nil, fmt.Errorf("%d bytes, more than %d read whole", dst, maxRead)
+	}
+	out := make([]byte, 0, dst)
+	for len(delta) > 0 {
+		op := delta[0]
+		delta = delta[1:]
+		switch {
+		case op&0x80 != 0:
+			var off, n uint64
+			for b := range 7 {
+				if op&(1<<b) == 0 {
+					continue
+				}
+				if len(delta) == 0 {
+					return nil, bad
+				}
+				if b < 4 {
+					off |= uint64(delta[0]) << (8 * b)
+				} else {
+					n |= uint64(delta[0]) << (8 * (b - 4))
+				}
+				delta = delta[1:]
+			}
+			if n == 0 {
+				n = 0x10000
+			}
+			if off+n > uint64(len(base)) || int64(len(out))+int64(n) > dst {
+				return nil, bad
+			}
+			out = append(out, base[off:off+n]...)
+		case op != 0:
+			if int(op) > len(delta) || int64(len(out))+int64(op) > dst {
+				return nil, bad
+			}
+			out = append(out, delta[:op]...)
+			delta = delta[op:]
+		default:
+			return nil, bad
+		}
+	}
+	if int64(len(out)) != dst {
+		return nil, bad
+	}
+	return out, nil
+}
