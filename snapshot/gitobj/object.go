@@ -438,6 +438,24 @@ type inflater struct {
 
 var inflaters sync.Pool
 
+// newInflater takes a pooled inflater reading the zlib stream r (given
+// back with inflaters.Put once read; dropped on an error).
+func newInflater(r io.Reader) (*inflater, error) {
+	in, _ := inflaters.Get().(*inflater)
+	if in == nil {
+		in = &inflater{src: bufio.NewReaderSize(r, 8<<10)}
+	} else {
+		in.src.Reset(r)
+	}
+	var err error
+	if in.zr == nil {
+		in.zr, err = zlib.NewReader(in.src)
+	} else {
+		err = in.zr.(zlib.Resetter).Reset(in.src, nil)
+	}
+	return in, err
+}
+
 // deflateTo writes what body writes to w, compressed at the database's
 // level: a loose object's file, or a pack entry's buffer.
 func (d *DB) deflateTo(w io.Writer, body func(io.Writer) error) error {
@@ -573,17 +591,7 @@ func (d *DB) Read(id string) (typ string, data []byte, err error) {
 		return "", nil, err
 	}
 	defer f.Close()
-	in, _ := inflaters.Get().(*inflater)
-	if in == nil {
-		in = &inflater{src: bufio.NewReaderSize(f, 8<<10)}
-	} else {
-		in.src.Reset(f)
-	}
-	if in.zr == nil {
-		in.zr, err = zlib.NewReader(in.src)
-	} else {
-		err = in.zr.(zlib.Resetter).Reset(in.src, nil)
-	}
+	in, err := newInflater(f)
 	if err != nil {
 		return "", nil, fmt.Errorf("object %s: %w", id, err)
 	}

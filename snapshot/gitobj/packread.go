@@ -1,9 +1,7 @@
 package gitobj
 
 import (
-	"bufio"
 	"bytes"
-	"compress/zlib"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -12,7 +10,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/cairn-dev/cairn/platform"
 )
@@ -206,34 +203,14 @@ func (k *Known) readEntry(f *os.File, off int64, depth int) (string, []byte, err
 	return "", nil, fmt.Errorf("pack entry at %d: type %d", off, typ)
 }
 
-// packInflaters are kept between reads: a zlib reader is costly to make.
-var packInflaters sync.Pool
-
-type packInflater struct {
-	src *bufio.Reader
-	zr  io.ReadCloser
-}
-
 // inflateAt inflates the zlib stream at off of f, which must hold exactly
 // size bytes.
 func inflateAt(f *os.File, off, size int64) ([]byte, error) {
-	sec := io.NewSectionReader(f, off, 1<<62)
-	in, _ := packInflaters.Get().(*packInflater)
-	var err error
-	if in == nil {
-		in = &packInflater{src: bufio.NewReaderSize(sec, 4<<10)}
-	} else {
-		in.src.Reset(sec)
-	}
-	if in.zr == nil {
-		in.zr, err = zlib.NewReader(in.src)
-	} else {
-		err = in.zr.(zlib.Resetter).Reset(in.src, nil)
-	}
+	in, err := newInflater(io.NewSectionReader(f, off, 1<<62))
 	if err != nil {
 		return nil, fmt.Errorf("pack entry at %d: %w", off, err)
 	}
-	defer packInflaters.Put(in)
+	defer inflaters.Put(in)
 	data := make([]byte, size+1)
 	n, err := io.ReadFull(in.zr, data)
 	if err == nil || n != int(size) || (err != io.ErrUnexpectedEOF && err != io.EOF) {
