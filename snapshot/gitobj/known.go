@@ -44,6 +44,10 @@ type Known struct {
 	// packDir is the pack folder's stamp when its indexes were last read
 	// (Refresh, or Has after a miss).
 	packDir dirStamp
+	// Delta bases ReadPacked read lately, by pack and offset (readEntry).
+	baseMu    sync.Mutex
+	bases     map[packRef]cachedBase
+	baseBytes int
 }
 
 // dirStamp is a folder's modification and change time, and whether it was

@@ -121,11 +121,52 @@ func (k *Known) readPackedRaw(raw []byte, depth int) (string, []byte, error) {
 		return "", nil, err
 	}
 	defer f.Close()
-	return k.readEntry(f, ref.off, depth)
+	return k.readEntry(f, ref, depth)
 }
 
-// readEntry reads the entry at off of the open pack f, resolving deltas.
-func (k *Known) readEntry(f *os.File, off int64, depth int) (string, []byte, error) {
+// Delta bases read lately are kept, as git keeps them: consecutive versions
+// of a tree or file share their chain, and without them each read inflates
+// the whole chain again. A kept base is only ever read (applyDelta copies
+// from it), never handed to a caller. The cache is bounded and emptied when
+// full.
+const (
+	baseCacheMax   = 4 << 20 // bytes kept in all
+	baseCacheEntry = 64 << 10
+)
+
+type cachedBase struct {
+	typ  string
+	data []byte
+}
+
+// readEntry is readEntryAt, a delta base (depth > 0) from the cache when it
+// was read lately.
+func (k *Known) readEntry(f *os.File, ref packRef, depth int) (string, []byte, error) {
+	if depth == 0 {
+		return k.readEntryAt(f, ref, depth)
+	}
+	k.baseMu.Lock()
+	b, ok := k.bases[ref]
+	k.baseMu.Unlock()
+	if ok {
+		return b.typ, b.data, nil
+	}
+	typ, data, err := k.readEntryAt(f, ref, depth)
+	if err == nil && len(data) <= baseCacheEntry {
+		k.baseMu.Lock()
+		if k.baseBytes+len(data) > baseCacheMax || k.bases == nil {
+			k.bases, k.baseBytes = map[packRef]cachedBase{}, 0
+		}
+		k.bases[ref] = cachedBase{typ, data}
+		k.baseBytes += len(data)
+		k.baseMu.Unlock()
+	}
+	return typ, data, err
+}
+
+// readEntryAt reads the entry at ref of the open pack f, resolving deltas.
+func (k *Known) readEntryAt(f *os.File, ref packRef, depth int) (string, []byte, error) {
+	off := ref.off
 	if depth > maxDeltaDepth {
 		return "", nil, errors.New("delta chain too deep")
 	}
@@ -177,7 +218,7 @@ func (k *Known) readEntry(f *os.File, off int64, depth int) (string, []byte, err
 		if err != nil {
 			return "", nil, err
 		}
-		btyp, base, err := k.readEntry(f, off-back, depth+1)
+		btyp, base, err := k.readEntry(f, packRef{ref.pack, off - back}, depth+1)
 		if err != nil {
 			return "", nil, err
 		}
