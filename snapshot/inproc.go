@@ -209,29 +209,50 @@ func (s *Store) cfgFiles() [4]string {
 		filepath.Join(s.gitDir, "info", "exclude"), filepath.Join(s.home, "git", "ignore")}
 }
 
-// readObject reads a loose object, else a packed one in-process
-// (gitobj.Known.ReadPacked, checked against its id), else asks git: an
-// object in a pack the engine has not seen, or one it could not read
-// exactly, is git's to find or to name as damaged.
+// readObject reads an object: without git when it can (readHere), else
+// through the engine's cat-file (readByGit).
 func (e *inproc) readObject(ctx context.Context, s *Store, id string) (string, []byte, error) {
-	typ, data, err := e.db.Read(id)
-	if !errors.Is(err, gitobj.ErrNotFound) {
+	if typ, data, err := e.readHere(id); !errors.Is(err, gitobj.ErrNotFound) {
 		return typ, data, err
 	}
-	if e.known != nil {
-		if typ, data, err := e.known.ReadPacked(id); err == nil {
-			return typ, data, nil
-		}
+	return e.readByGit(ctx, s, id)
+}
+
+// readHere reads id without git: a loose object, else a packed one from
+// the packs the engine knows (gitobj.Known.ReadPacked), each checked
+// against its id. gitobj.ErrNotFound means git is to be asked: an object
+// in a pack the engine has not seen, or one it could not read exactly, is
+// git's to find or to name as damaged.
+func (e *inproc) readHere(id string) (string, []byte, error) {
+	typ, data, err := e.db.Read(id)
+	if !errors.Is(err, gitobj.ErrNotFound) || e.known == nil {
+		return typ, data, err
 	}
+	if typ, data, err := e.known.ReadPacked(id); err == nil {
+		return typ, data, nil
+	}
+	return "", nil, gitobj.ErrNotFound
+}
+
+// errNotItsID is an object git gave whose content does not hash to its id.
+var errNotItsID = errors.New("content does not match its id")
+
+// readByGit reads id through the engine's cat-file, started if need be,
+// and checks the answer against its id.
+func (e *inproc) readByGit(ctx context.Context, s *Store, id string) (string, []byte, error) {
+	var err error
 	if e.cat == nil {
 		if e.cat, err = startCatFile(s.git); err != nil {
 			return "", nil, err
 		}
 	}
-	typ, data, err = e.cat.read(ctx, id)
+	typ, data, err := e.cat.read(ctx, id)
 	if err != nil && !errors.Is(err, errMissing) {
 		e.cat.stop()
 		e.cat = nil
+	}
+	if err == nil && e.format.Hash(typ, data) != id {
+		err = errNotItsID
 	}
 	return typ, data, err
 }
@@ -240,48 +261,19 @@ func (e *inproc) readObject(ctx context.Context, s *Store, id string) (string, [
 // exchange: each exchange has coprocTimeout to finish.
 const packedBatch = 128
 
-// readPacked reads ids (objects not stored loose) and calls fn with each:
-// in-process from the packs the engine knows, several at once (fn is then
-// called from several goroutines), then what those could not give exactly
-// through the engine's cat-file, streamed in batches rather than one round
-// trip each, in order: an object git cannot read (git stops there) gets the
-// error, and the rest go to a new cat-file, as readObject retries.
+// readPacked reads ids (objects readHere could not read) through the
+// engine's cat-file, streamed in batches rather than one round trip each,
+// and calls fn with each in order, checked against its id: an object git
+// cannot read (git stops there) gets the error, and the rest go to a new
+// cat-file, as readObject retries.
 func (e *inproc) readPacked(ctx context.Context, s *Store, ids []string, fn func(i int, typ string, data []byte, err error)) error {
-	rest := make([]int, 0, len(ids)) // positions in ids left to git
-	if e.known != nil {
-		got := make([]bool, len(ids))
-		_ = gitobj.ForEach(len(ids), func(i int) error {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if typ, data, err := e.known.ReadPacked(ids[i]); err == nil {
-				got[i] = true
-				fn(i, typ, data, nil)
-			}
-			return nil
-		})
-		if err := ctx.Err(); err != nil {
-			return err
+	answer := fn
+	fn = func(i int, typ string, data []byte, err error) {
+		if err == nil && e.format.Hash(typ, data) != ids[i] {
+			err = errNotItsID
 		}
-		for i, ok := range got {
-			if !ok {
-				rest = append(rest, i)
-			}
-		}
-	} else {
-		for i := range ids {
-			rest = append(rest, i)
-		}
+		answer(i, typ, data, err)
 	}
-	if len(rest) == 0 {
-		return nil
-	}
-	asGit := make([]string, len(rest))
-	for j, i := range rest {
-		asGit[j] = ids[i]
-	}
-	ids, outer := asGit, fn
-	fn = func(i int, typ string, data []byte, err error) { outer(rest[i], typ, data, err) }
 	for start := 0; start < len(ids); {
 		if err := ctx.Err(); err != nil {
 			return err

@@ -84,17 +84,14 @@ func (s *Store) inprocRestorer(ctx context.Context, opts ckpt.Request) *inproc {
 // errTooLarge means a blob is too large to be read whole in memory.
 var errTooLarge = errors.New("a blob too large to hold")
 
-// readBlob reads one blob whole (a loose object by cairn, a packed one by
-// the engine's cat-file) and checks it is what its id says.
+// readBlob reads one blob whole (by cairn, else by the engine's cat-file),
+// checked against its id.
 func (r *ipRestore) readBlob(ctx context.Context, id string) ([]byte, error) {
-	typ, data, err := r.e.db.Read(id)
+	typ, data, err := r.e.readHere(id)
 	if errors.Is(err, gitobj.ErrNotFound) {
 		r.mu.Lock()
-		typ, data, err = r.e.readObject(ctx, r.s, id)
+		typ, data, err = r.e.readByGit(ctx, r.s, id)
 		r.mu.Unlock()
-		if err == nil && r.e.format.Hash(typ, data) != id {
-			err = errors.New("content does not match its id")
-		}
 	} else if err != nil && strings.Contains(err.Error(), "read whole") {
 		return nil, errTooLarge
 	}
@@ -108,8 +105,9 @@ func (r *ipRestore) readBlob(ctx context.Context, id string) ([]byte, error) {
 }
 
 // readBlobs reads the blobs ids name that were not read yet, keeping their
-// bytes up to maxHeldBlobs, and returns those lost: the loose ones several
-// at once, then the packed ones streamed through one cat-file.
+// bytes up to maxHeldBlobs, and returns those lost: read by cairn several
+// at once (loose or packed, inproc.readHere), then what it could not read
+// streamed through one cat-file.
 func (r *ipRestore) readBlobs(ctx context.Context, ids []string) ([]ckpt.LostObject, error) {
 	var todo []string
 	for _, id := range ids {
@@ -142,7 +140,7 @@ func (r *ipRestore) readBlobs(ctx context.Context, ids []string) ([]ckpt.LostObj
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		typ, data, err := r.e.db.Read(todo[i])
+		typ, data, err := r.e.readHere(todo[i])
 		switch {
 		case errors.Is(err, gitobj.ErrNotFound):
 			packed[i] = true
@@ -169,9 +167,6 @@ func (r *ipRestore) readBlobs(ctx context.Context, ids []string) ([]ckpt.LostObj
 		}
 		r.mu.Lock()
 		err := r.e.readPacked(ctx, r.s, pids, func(j int, typ string, data []byte, err error) {
-			if err == nil && r.e.format.Hash(typ, data) != pids[j] {
-				err = errors.New("content does not match its id")
-			}
 			got(ask[j], typ, data, err)
 		})
 		r.mu.Unlock()

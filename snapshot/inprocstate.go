@@ -66,6 +66,14 @@ func (h *inprocState) close() {
 	}
 }
 
+// dropBases lets go of the delta bases the engine's reads of packed objects
+// kept during one store operation (gitobj.Known.DropBases).
+func (h *inprocState) dropBases() {
+	if h != nil && h.eng != nil && h.eng.known != nil {
+		h.eng.known.DropBases()
+	}
+}
+
 // releasePacks, under the store lock after a repack, has the engine let go
 // of the packs it read (inproc.releasePacks).
 func (h *inprocState) releasePacks() {

@@ -127,8 +127,8 @@ func (k *Known) readPackedRaw(raw []byte, depth int) (string, []byte, error) {
 // Delta bases read lately are kept, as git keeps them: consecutive versions
 // of a tree or file share their chain, and without them each read inflates
 // the whole chain again. A kept base is only ever read (applyDelta copies
-// from it), never handed to a caller. The cache is bounded and emptied when
-// full.
+// from it), never handed to a caller. The cache is bounded, emptied when
+// full, and let go by DropBases.
 const (
 	baseCacheMax   = 4 << 20 // bytes kept in all
 	baseCacheEntry = 64 << 10
@@ -137,6 +137,14 @@ const (
 type cachedBase struct {
 	typ  string
 	data []byte
+}
+
+// DropBases lets go of the delta bases kept: a caller done with a run of
+// reads (a seal, a restore) holds no memory for the next one.
+func (k *Known) DropBases() {
+	k.baseMu.Lock()
+	k.bases, k.baseBytes = nil, 0
+	k.baseMu.Unlock()
 }
 
 // readEntry is readEntryAt, a delta base (depth > 0) from the cache when it
