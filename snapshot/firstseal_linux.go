@@ -942,6 +942,10 @@ func (e *inproc) markWhole(trees []freshTree) {
 // errFallback before anything is written means git seals the request.
 func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) {
 	s, req, rec, sel, parent, oldTip, now := e.s, j.req, j.rec, j.sel, j.parent, j.oldTip, j.now
+	s.lastOnBase = false
+	// A full reconcile is what repairs a store: cairn's index may be left
+	// as it is (applied to a base known whole), but not locked.
+	s.dropDeadIndexLock(ctx)
 	e.refreshKnown()
 	ptree, err := e.commitTree(ctx, s, parent)
 	if errors.Is(err, errMissing) {
@@ -1153,7 +1157,9 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 	// trees along changed paths are rebuilt, and the index stays as it is.
 	idxSt, _ := stampFile(s.git.Index)
 	base := e.cache.hdr.Base
+	e.wholeFromCache()
 	onBase := idxTime != 0 && base != "" && idxSt == e.cache.hdr.Index && e.whole[base] && e.indexMetaIs(sel)
+	s.lastOnBase = onBase
 	var trees []freshTree // built whole (not on a base)
 	var edits map[string]edit
 	tree := ""
@@ -1399,9 +1405,6 @@ func (e *inproc) indexMetaIs(sel *Selector) bool {
 // and size limit it was staged under (as the git engine's stage does).
 func (e *inproc) writeIndex(sel *Selector, entries []idxEntry) error {
 	s := e.s
-	// Under the store lock no cairn runs, nor any git one started: a lock
-	// left is a dead writer's (stage removes it the same way).
-	os.Remove(s.git.Index + ".lock")
 	if err := writeGitIndex(s.git.Index, e.format, entries); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ package snapshot
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -301,5 +302,86 @@ func checkNoSecret(t *testing.T, st *Store, rec ckpt.Record) {
 	}
 	if slices.Contains(issuePaths(rec.Issues), "d/f.txt") && slices.Contains(treePaths(t, st, rec.SHA), "d/f.txt") {
 		t.Errorf("d/f.txt named as unread yet sealed: %+v", rec)
+	}
+}
+
+// TestWholeWitnessAcrossEngines: a store opened anew (`cairn restore` or
+// `cairn checkpoint` with no daemon) takes the stat cache's base as whole
+// while every pack and loose object the cache's witness names is stored,
+// so a full reconcile applies what changed to it, as the engine that
+// found it whole would. When the store lost an object since, the witness
+// fails, and the reconcile never seals a checkpoint naming an object the
+// store lacks.
+func TestWholeWitnessAcrossEngines(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{}
+	for i := range 12 {
+		files[fmt.Sprintf("d%d/f%d.txt", i%3, i)] = fmt.Sprintf("file %d\n", i)
+	}
+	writeTree(t, dir, files)
+	state := t.TempDir()
+	// git seals first: its objects are loose, and the in-process engine's
+	// witness names them.
+	st := openTestStore(t, dir, Options{Engine: EngineGit, StateDir: state})
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	st.Close()
+	open := func() *Store { return openTestStore(t, dir, Options{Engine: EngineInproc, StateDir: state}) }
+
+	st = open()
+	writeFile(t, dir, "d0/new.txt", "new\n", 0o644)
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	writeFile(t, dir, "d0/new.txt", "newer\n", 0o644)
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	if st.lastEngine != EngineInproc || !st.lastOnBase {
+		t.Fatalf("a full reconcile in the engine that sealed the base: engine %s, on the base %v", st.lastEngine, st.lastOnBase)
+	}
+	h := st.loadStatCache(st.inproc.eng.format.Name).hdr
+	if h.Whole == nil || h.Whole.Tree != h.Base || len(h.Whole.Packs) == 0 || len(h.Whole.Loose) == 0 {
+		t.Fatalf("the stat cache holds no witness of its base naming packs and loose objects: %+v", h.Whole)
+	}
+	st.Close()
+
+	// A new engine, the store as the witness says: it builds on the base.
+	st = open()
+	writeFile(t, dir, "d1/f1.txt", "edited\n", 0o644)
+	rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	if st.lastEngine != EngineInproc || !st.lastOnBase {
+		t.Fatalf("a new engine's full reconcile: engine %s, on the base %v; want the in-process engine on the base", st.lastEngine, st.lastOnBase)
+	}
+	assertReconcileAgrees(t, st, dir, rec)
+	h = st.loadStatCache(st.inproc.eng.format.Name).hdr
+	st.Close()
+
+	// The store lost a loose blob the witness names, of a file that did
+	// not change: the witness no longer holds, and the seal does not
+	// claim the lost blob.
+	lost := ""
+	for _, id := range h.Whole.Loose {
+		if typ := strings.TrimSpace(string(gitOut(t, st, nil, "cat-file", "-t", id))); typ == "blob" {
+			lost = id
+			break
+		}
+	}
+	if lost == "" {
+		t.Fatal("the witness names no loose blob")
+	}
+	if err := os.Remove(filepath.Join(st.GitDir(), "objects", lost[:2], lost[2:])); err != nil {
+		t.Fatal(err)
+	}
+	st = open()
+	writeFile(t, dir, "d2/f2.txt", "edited after the loss\n", 0o644)
+	rec, err := st.Seal(context.Background(), SealRequest{Kind: ckpt.KindManual})
+	if st.lastOnBase {
+		t.Error("a full reconcile built on a base whose objects the store lost")
+	}
+	if err == nil && rec.State != ckpt.StateFailed {
+		var ids []string
+		for _, line := range strings.Split(strings.TrimSpace(string(gitOut(t, st, nil, "ls-tree", "-r", "-t", rec.SHA))), "\n") {
+			ids = append(ids, strings.Fields(line)[2])
+		}
+		out := gitOut(t, st, strings.NewReader(strings.Join(ids, "\n")+"\n"), "cat-file", "--batch-check")
+		if bytes.Contains(out, []byte("missing")) {
+			t.Fatalf("a %s checkpoint names objects the store lacks:\n%s", rec.State, out)
+		}
 	}
 }

@@ -333,6 +333,93 @@ func (e *inproc) tree(ctx context.Context, s *Store, id string) ([]gitobj.TreeEn
 	return t, nil
 }
 
+// prefetchDiff reads, on every core, the trees a walk of what differs from
+// tree a to tree b will read (folders for which relevant says false are not
+// entered), level by level, into the tree cache; the walk then finds them
+// there. What cannot be read here (a tree cat-file must read, a damaged
+// one) is left for the walk, which reads it (and reports it) as before.
+func (e *inproc) prefetchDiff(a, b string, relevant func(dir string) bool) {
+	type pair struct{ a, b, dir string }
+	level := []pair{{a, b, ""}}
+	for len(level) > 0 {
+		var ids []string
+		for _, p := range level {
+			for _, id := range [2]string{p.a, p.b} {
+				if id == "" || id == e.empty {
+					continue
+				}
+				if _, ok := e.fresh[id]; ok {
+					continue
+				}
+				if _, ok := e.trees.get(id); !ok {
+					ids = append(ids, id)
+				}
+			}
+		}
+		got := make([][]gitobj.TreeEntry, len(ids))
+		_ = gitobj.ForEach(len(ids), func(i int) error {
+			typ, data, err := e.readHere(ids[i])
+			if err != nil || typ != "tree" {
+				return nil
+			}
+			if t, err := gitobj.ParseTree(data, e.format); err == nil {
+				got[i] = t
+			}
+			return nil
+		})
+		for i, t := range got {
+			if t != nil {
+				e.cacheTree(ids[i], t)
+			}
+		}
+		var next []pair
+		for _, p := range level {
+			ta, aok := e.cachedTree(p.a)
+			tb, bok := e.cachedTree(p.b)
+			if !aok || !bok {
+				continue // the walk reads it, and says why it cannot
+			}
+			prefix := p.dir
+			if prefix != "" {
+				prefix += "/"
+			}
+			add := func(x, y string, name string) {
+				if x != y && relevant(prefix+name) {
+					next = append(next, pair{x, y, prefix + name})
+				}
+			}
+			_ = gitobj.MergeEntries(ta, tb, func(x, y *gitobj.TreeEntry) error {
+				switch {
+				case y == nil:
+					if x.IsTree() {
+						add(x.ID, "", x.Name)
+					}
+				case x == nil:
+					if y.IsTree() {
+						add("", y.ID, y.Name)
+					}
+				case x.IsTree():
+					add(x.ID, y.ID, x.Name)
+				}
+				return nil
+			})
+		}
+		level = next
+	}
+}
+
+// cachedTree is tree id when it is held (no read): "" and the empty tree
+// are held, empty.
+func (e *inproc) cachedTree(id string) ([]gitobj.TreeEntry, bool) {
+	if id == "" || id == e.empty {
+		return nil, true
+	}
+	if t, ok := e.fresh[id]; ok {
+		return t, true
+	}
+	return e.trees.get(id)
+}
+
 func (e *inproc) cacheTree(id string, t []gitobj.TreeEntry) {
 	e.trees.put(id, t)
 }
@@ -429,40 +516,19 @@ func (e *inproc) diff(ctx context.Context, s *Store, a, b, prefix string, fn fun
 		}
 		return nil
 	}
-	// Both lists are in git's order (ParseTree checks it): one merge. A
-	// file and a folder of the same name sort apart, a removal and additions.
-	for i, j := 0, 0; i < len(ta) || j < len(tb); {
-		c := 0
+	return gitobj.MergeEntries(ta, tb, func(x, y *gitobj.TreeEntry) error {
 		switch {
-		case i == len(ta):
-			c = 1
-		case j == len(tb):
-			c = -1
-		default:
-			c = gitobj.CompareEntries(ta[i], tb[j])
+		case y == nil:
+			return side(*x, true)
+		case x == nil:
+			return side(*y, false)
+		case x.IsTree():
+			return e.diff(ctx, s, x.ID, y.ID, prefix+x.Name+"/", fn)
+		case x.ID != y.ID || x.Mode != y.Mode:
+			fn(prefix+x.Name, x, y)
 		}
-		switch {
-		case c < 0:
-			err = side(ta[i], true)
-			i++
-		case c > 0:
-			err = side(tb[j], false)
-			j++
-		default:
-			x, y := ta[i], tb[j]
-			i, j = i+1, j+1
-			switch {
-			case x.IsTree():
-				err = e.diff(ctx, s, x.ID, y.ID, prefix+x.Name+"/", fn)
-			case x.ID != y.ID || x.Mode != y.Mode:
-				fn(prefix+x.Name, &x, &y)
-			}
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // edit is what a staging does to one path: remove its entry (if it is not a
@@ -844,6 +910,26 @@ func (e *errMissingObject) Error() string {
 	return fmt.Sprintf("object %s (%s) is missing from the store", e.id, e.what)
 }
 
+// wholeWitnessLoose bounds the loose objects a stat cache's witness of a
+// whole tree names; past it, none is written (a new engine checks the
+// tree itself).
+const wholeWitnessLoose = 64
+
+// wholeFromCache takes the stat cache's base as whole when the cache says
+// it was found whole and everything the store held then is still stored,
+// as the engine that found it would if it had looked again (refreshKnown).
+// A new engine (`cairn restore` or `cairn checkpoint` with no daemon) then
+// does not rebuild or walk every tree of it. The caller refreshed known.
+func (e *inproc) wholeFromCache() {
+	h := e.cache.hdr
+	if h.Base == "" || e.whole[h.Base] || h.Whole == nil || h.Whole.Tree != h.Base {
+		return
+	}
+	if e.known.Holds(h.Whole.Witness) {
+		e.whole[h.Base] = true
+	}
+}
+
 // wholeMax bounds the trees remembered as whole: past it they are checked
 // again from the root at the next seal.
 const wholeMax = 1 << 20
@@ -957,6 +1043,7 @@ func (e *inproc) seal(ctx context.Context, j *sealJob) (sealOutcome, error) {
 	// What the store holds: a pack gone or changed, or a loose object
 	// removed, since the last seal makes every tree checked again.
 	e.refreshKnown()
+	e.wholeFromCache()
 	// New objects are gathered and written as one pack before the stat
 	// cache is saved and the ref moves. The caches may name them sooner (a
 	// new tree is cached as it is made): a seal that ends early writes what
@@ -1207,6 +1294,12 @@ func (e *inproc) refreshKnown() {
 func (e *inproc) commitRef(ctx context.Context, rec *ckpt.Record, kind ckpt.Kind, sha, oldTip string) error {
 	s := e.s
 	e.cache.hdr.Commit = sha
+	e.cache.hdr.Whole = nil
+	if b := e.cache.hdr.Base; b != "" && e.whole[b] {
+		if w, ok := e.known.Witness(wholeWitnessLoose); ok {
+			e.cache.hdr.Whole = &wholeWitness{Tree: b, Witness: w}
+		}
+	}
 	if err := s.saveStatCache(e.cache); err != nil {
 		return err
 	}

@@ -256,39 +256,21 @@ func (r *ipRestore) diffTrees(ctx context.Context, a, b string, fn func(p string
 			}
 			return nil
 		}
-		for i, j := 0, 0; i < len(ta) || j < len(tb); {
-			c := 0
+		return gitobj.MergeEntries(ta, tb, func(x, y *gitobj.TreeEntry) error {
 			switch {
-			case i == len(ta):
-				c = 1
-			case j == len(tb):
-				c = -1
-			default:
-				c = gitobj.CompareEntries(ta[i], tb[j])
+			case y == nil:
+				return side(*x, true)
+			case x == nil:
+				return side(*y, false)
+			case x.IsTree():
+				return walk(x.ID, y.ID, prefix+x.Name+"/")
+			case (x.ID != y.ID || x.Mode != y.Mode) && under(prefix+x.Name, r.prefixes):
+				fn(prefix+x.Name, x, y)
 			}
-			switch {
-			case c < 0:
-				err = side(ta[i], true)
-				i++
-			case c > 0:
-				err = side(tb[j], false)
-				j++
-			default:
-				x, y := ta[i], tb[j]
-				i, j = i+1, j+1
-				switch {
-				case x.IsTree():
-					err = walk(x.ID, y.ID, prefix+x.Name+"/")
-				case (x.ID != y.ID || x.Mode != y.Mode) && under(prefix+x.Name, r.prefixes):
-					fn(prefix+x.Name, &x, &y)
-				}
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+			return nil
+		})
 	}
+	r.e.prefetchDiff(a, b, func(dir string) bool { return relevantFolder(dir, r.prefixes) })
 	err := walk(a, b, "")
 	return lost, err
 }
@@ -309,6 +291,11 @@ func treeProblem(err error) string {
 func (s *Store) checkInproc(ctx context.Context, e *inproc, target, pos string, prefixes, changed []string) (*ipRestore, error) {
 	r := &ipRestore{s: s, e: e, target: target, prefixes: prefixes, tracked: map[string]bool{},
 		where: map[string]string{}, held: map[string][]byte{}, sizes: map[string]int64{}, read: map[string]bool{}}
+	// What the store holds now: a pack or a loose object removed since the
+	// engine last looked is seen (and, in a new engine, the packs are
+	// known before the first object is read: no cat-file is started for
+	// what cairn can read itself).
+	e.refreshKnown()
 	t, err := e.commitTree(ctx, s, target)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -317,9 +304,6 @@ func (s *Store) checkInproc(ctx context.Context, e *inproc, target, pos string, 
 		return nil, &ckpt.TargetDamagedError{Target: target, Lost: []ckpt.LostObject{{SHA: target, Type: "commit", Problem: treeProblem(err)}}}
 	}
 	r.tTree = t
-	// What the store holds now: a pack or a loose object removed since the
-	// engine last looked is seen.
-	e.refreshKnown()
 	if pos != "" {
 		if r.pTree, err = e.commitTree(ctx, s, pos); err != nil {
 			return nil, errFallback // the git way names what is wrong with it

@@ -344,6 +344,7 @@ func (h *inprocState) syncIndex(ctx context.Context) error {
 		}
 		// Objects a crash before the flush lost must not enter the index.
 		out, err := s.git.Run(ctx, &ids, "cat-file", "--batch-check")
+		s.dropDeadIndexLock(ctx)
 		if err != nil {
 			return err
 		}

@@ -219,6 +219,11 @@ func testKillNineDuringGit(t *testing.T, real, child, verb string, survivor bool
 	if _, err := os.Lstat(lock); err == nil {
 		t.Errorf("%s still there after the seals", lock)
 	}
+	// The index as git reads it: the in-process engine's pending entries
+	// in (a reconcile on a base known whole leaves them pending).
+	if err := st2.inproc.syncIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if got := gitStr(t, st2, "ls-files"); got != "a.txt\nb/c.txt" {
 		t.Errorf("cairn's index lists %q", got)
 	}

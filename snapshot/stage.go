@@ -56,12 +56,7 @@ func (s *Store) stage(ctx context.Context, g *Git, sel *Selector, changed []stri
 	if b, err := readNoFollow(metaPath, maxSmallFile); err == nil {
 		_ = json.Unmarshal(b, &prev)
 	}
-	// Under the store lock no cairn runs, nor any git one started (each git
-	// holds the store lock as long as it lives: proc.go): an index.lock is a
-	// dead writer's.
-	if err := os.Remove(g.Index + ".lock"); err == nil {
-		zerologCtx(ctx).Warn().Str("store", s.gitDir).Msg("removed a stale index lock left by an interrupted seal")
-	}
+	s.dropDeadIndexLock(ctx)
 	if _, err := os.Stat(g.Index); err != nil || prev != meta {
 		changed = nil // the index was built under another selection, or is gone
 	}
@@ -731,4 +726,15 @@ func (s *Store) changedSinceRead(p *stagePlan, paths []string, last bool) []stri
 		again = append(again, rel)
 	}
 	return again
+}
+
+// dropDeadIndexLock removes cairn/index.lock, which under the store lock
+// can only be a dead writer's: no cairn runs beside the holder of the
+// store lock, nor any git one started (each git holds the store lock as
+// long as it lives: proc.go). Left, it would make every git write of the
+// index fail.
+func (s *Store) dropDeadIndexLock(ctx context.Context) {
+	if err := os.Remove(s.git.Index + ".lock"); err == nil {
+		zerologCtx(ctx).Warn().Str("store", s.gitDir).Msg("removed a stale index lock left by an interrupted seal")
+	}
 }

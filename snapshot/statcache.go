@@ -15,6 +15,7 @@ import (
 	"slices"
 
 	"github.com/cairn-dev/cairn/platform"
+	"github.com/cairn-dev/cairn/snapshot/gitobj"
 )
 
 // The in-process engine's stat cache (docs/cairn-formats.md, "The stat
@@ -79,6 +80,17 @@ type statHeader struct {
 	Index  fileStamp `json:"index"`
 	Commit string    `json:"commit,omitempty"`
 	Dev    uint64    `json:"dev,omitempty"`
+	// Whole: a tree the engine found whole (every object it names stored),
+	// and what the store held then. A new engine takes the tree as whole
+	// when all of that is still stored (wholeFromCache).
+	Whole *wholeWitness `json:"whole,omitempty"`
+}
+
+// wholeWitness says tree Tree was found whole while the store held what
+// the witness names.
+type wholeWitness struct {
+	Tree string `json:"tree"`
+	gitobj.Witness
 }
 
 // statEntry: a file with this stamp and mode held blob ID.

@@ -115,6 +115,10 @@ type Store struct {
 	inproc *inprocState
 	// lastEngine is the engine that sealed the last checkpoint (tests).
 	lastEngine string
+	// lastOnBase: the in-process engine's last full reconcile applied what
+	// it found to a base tree known whole, rather than building every tree
+	// (tests).
+	lastOnBase bool
 	// lastRestore is the engine that wrote the last restore (tests).
 	lastRestore string
 	// notes are what the store repaired by itself, for the workspace's

@@ -2,12 +2,12 @@ package gitobj
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,7 +30,10 @@ const maxIndexRead = 1 << 30
 type Known struct {
 	mu    sync.Mutex
 	d     *DB
-	packs map[string]knownIndex // by index path
+	packs map[string]*knownIndex // by index path
+	// order holds packs' indexes, the most objects first (the store's
+	// big pack answers most look-ups); rebuilt when packs changes.
+	order []*knownIndex
 	// Objects found only as loose files, by their folder (objects/xx),
 	// and each folder's stamp when they were last looked at: a folder
 	// whose stamp moved (an object removed or added) or was too young to
@@ -84,14 +87,33 @@ func (k *Known) stampDir(path string) (dirStamp, bool) {
 }
 
 type knownIndex struct {
+	path        string // the index file
 	size, mtime int64
 	names       []byte // sorted object names, hash-size records
 	v2          []byte // the whole index when it is version 2 (ReadPacked), else nil
+	// fan[b] is the number of names whose first byte is below b: the names
+	// starting with b are fan[b]:fan[b+1].
+	fan [257]uint32
+}
+
+// find returns the position of the name raw in ki's name table.
+func (ki *knownIndex) find(raw []byte, hs int) (int, bool) {
+	lo, hi := int(ki.fan[raw[0]]), int(ki.fan[int(raw[0])+1])
+	t := ki.names
+	for lo < hi { // the first name not below raw
+		m := int(uint(lo+hi) >> 1)
+		if bytes.Compare(t[m*hs:(m+1)*hs], raw) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < int(ki.fan[int(raw[0])+1]) && bytes.Equal(t[lo*hs:(lo+1)*hs], raw)
 }
 
 // Known returns a presence checker for the store.
 func (d *DB) Known() *Known {
-	return &Known{d: d, packs: map[string]knownIndex{}, loose: map[string]map[string]bool{}, looseSeen: map[string]dirStamp{}}
+	return &Known{d: d, packs: map[string]*knownIndex{}, loose: map[string]map[string]bool{}, looseSeen: map[string]dirStamp{}}
 }
 
 // Refresh reads the pack indexes that are new or changed, and reports
@@ -158,7 +180,22 @@ func (k *Known) Refresh() (lost bool) {
 			delete(k.looseSeen, dir)
 		}
 	}
+	k.sortPacks()
 	return lost
+}
+
+// sortPacks rebuilds k.order from k.packs.
+func (k *Known) sortPacks() {
+	k.order = k.order[:0]
+	for _, ki := range k.packs {
+		k.order = append(k.order, ki)
+	}
+	slices.SortFunc(k.order, func(a, b *knownIndex) int {
+		if c := cmp.Compare(len(b.names), len(a.names)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.path, b.path)
+	})
 }
 
 // AddPack has k know the pack at packPath (its .pack; the index beside it)
@@ -178,12 +215,13 @@ func (k *Known) AddPack(packPath string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.packs[idx] = ki
+	k.sortPacks()
 }
 
 // readIndex reads the pack index at p (fi: its lstat) as k keeps it; an
 // unreadable index names nothing.
-func (k *Known) readIndex(p string, fi os.FileInfo) knownIndex {
-	ki := knownIndex{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+func (k *Known) readIndex(p string, fi os.FileInfo) *knownIndex {
+	ki := &knownIndex{path: p, size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 	if data, err := readRegular(p, maxIndexRead); err == nil {
 		ki.names = indexNames(data, k.d.Format.Size)
 		if hs := k.d.Format.Size; ki.names != nil && len(data) >= 8+256*4 && string(data[:8]) == "\xfftOc\x00\x00\x00\x02" {
@@ -191,6 +229,15 @@ func (k *Known) readIndex(p string, fi os.FileInfo) knownIndex {
 			if len(data) >= 8+256*4+n*(hs+8)+2*hs {
 				ki.v2 = data // the name table is a part of it: nothing more is held
 			}
+		}
+		// The fan-out, from the names themselves (sorted, as an index's
+		// must be: a name out of order is found or not, never misread).
+		hs := k.d.Format.Size
+		for i := 0; i+hs <= len(ki.names); i += hs {
+			ki.fan[int(ki.names[i])+1]++
+		}
+		for b := 1; b <= 256; b++ {
+			ki.fan[b] += ki.fan[b-1]
 		}
 	}
 	return ki
@@ -249,24 +296,56 @@ func (k *Known) addNewPacks() bool {
 		k.packs[p] = k.readIndex(p, fi)
 		added = true
 	}
+	if added {
+		k.sortPacks()
+	}
 	return added
 }
 
 func (k *Known) inPacks(id string) bool {
-	raw, err := hex.DecodeString(id)
+	var buf [64]byte
 	hs := k.d.Format.Size
-	if err != nil || len(raw) != hs {
+	if len(id) != 2*hs || hs > len(buf) {
 		return false
 	}
-	for _, ki := range k.packs {
-		t := ki.names
-		n := len(t) / hs
-		i := sort.Search(n, func(i int) bool { return bytes.Compare(t[i*hs:(i+1)*hs], raw) >= 0 })
-		if i < n && bytes.Equal(t[i*hs:(i+1)*hs], raw) {
+	raw := buf[:hs]
+	if !decodeHex(raw, id) {
+		return false
+	}
+	for _, ki := range k.order {
+		if _, ok := ki.find(raw, hs); ok {
 			return true
 		}
 	}
 	return false
+}
+
+// decodeHex decodes the hex digits s (2 per byte of dst) into dst.
+func decodeHex(dst []byte, s string) bool {
+	if len(s) != 2*len(dst) {
+		return false
+	}
+	for i := range dst {
+		hi, ok1 := fromHex(s[2*i])
+		lo, ok2 := fromHex(s[2*i+1])
+		if !ok1 || !ok2 {
+			return false
+		}
+		dst[i] = hi<<4 | lo
+	}
+	return true
+}
+
+func fromHex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }
 
 // Has reports whether object id (hex) is stored, as of the last Refresh for
@@ -311,4 +390,65 @@ func PackIndexNames(idxPath string, hashSize int) ([]byte, error) {
 		return nil, fmt.Errorf("%s: not a pack index", idxPath)
 	}
 	return names, nil
+}
+
+// Witness is what a Known vouched for objects by, written down so that
+// another process can tell whether that still holds: the packs it had read
+// (by name, size and time) and the objects it found only as loose files.
+type Witness struct {
+	Packs []WitnessPack `json:"packs"`
+	Loose []string      `json:"loose,omitempty"`
+}
+
+// WitnessPack is one pack index a Witness names.
+type WitnessPack struct {
+	Name  string `json:"name"` // the index file's name in objects/pack
+	Size  int64  `json:"size"`
+	Mtime int64  `json:"mtime"`
+}
+
+// Witness returns what k vouches by now; false when it found more than
+// maxLoose objects only loose (too many to write down).
+func (k *Known) Witness(maxLoose int) (Witness, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var w Witness
+	for _, ki := range k.order {
+		w.Packs = append(w.Packs, WitnessPack{Name: filepath.Base(ki.path), Size: ki.size, Mtime: ki.mtime})
+	}
+	for _, ids := range k.loose {
+		if len(w.Loose)+len(ids) > maxLoose {
+			return Witness{}, false
+		}
+		for id := range ids {
+			w.Loose = append(w.Loose, id)
+		}
+	}
+	slices.Sort(w.Loose)
+	return w, true
+}
+
+// Holds reports whether everything w vouched for is still stored: each of
+// its packs is one k holds now with the same index (size and time; a pack
+// is never written again under its name), and each of its loose objects is
+// stored (loose still, or packed since). Objects w vouched for are then
+// stored, as they would be for the Known that wrote w had it looked again
+// (Refresh would report no loss). A caller refreshes k first.
+func (k *Known) Holds(w Witness) bool {
+	k.mu.Lock()
+	dir := filepath.Join(k.d.Dir, "pack")
+	for _, p := range w.Packs {
+		ki, ok := k.packs[filepath.Join(dir, p.Name)]
+		if !ok || filepath.Base(p.Name) != p.Name || ki.size != p.Size || ki.mtime != p.Mtime {
+			k.mu.Unlock()
+			return false
+		}
+	}
+	k.mu.Unlock()
+	for _, id := range w.Loose {
+		if !k.Has(id) {
+			return false
+		}
+	}
+	return true
 }

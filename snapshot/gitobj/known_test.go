@@ -2,10 +2,12 @@ package gitobj_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairn-dev/cairn/snapshot/gitobj"
 )
@@ -103,5 +105,108 @@ func TestKnownFindsObjectMovedIntoNewPack(t *testing.T) {
 	}
 	if !k.Has(loose) {
 		t.Fatal("an object moved from a loose file into a new pack reads as missing")
+	}
+}
+
+// A Witness holds while what it names is stored: a pack added beside it or
+// a loose object packed since changes nothing; a pack it names removed or
+// rewritten, or a loose object it names removed, makes it fail. And Has
+// finds every object of several packs, by each first byte, and no other.
+func TestKnownWitness(t *testing.T) {
+	for _, format := range []string{"sha1", "sha256"} {
+		t.Run(format, func(t *testing.T) {
+			ctx := context.Background()
+			g, gitDir := newRepo(t, format)
+			f, _ := gitobj.FormatByName(format)
+			db := gitobj.NewDB(gitDir, f)
+			var packed []string
+			for p := range 3 { // packs of 1, 10 and 100 objects: the big one searched first
+				b := db.Batch()
+				for i := range []int{1, 10, 100}[p] {
+					id, _ := b.Write("blob", fmt.Appendf(nil, "pack %d object %d", p, i))
+					packed = append(packed, id)
+				}
+				if _, err := b.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			loose, err := db.Write("blob", []byte("loose"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := db.Known()
+			k.Refresh()
+			for _, id := range append(packed, loose) {
+				if !k.Has(id) {
+					t.Fatalf("Has(%s) = false for a stored object", id)
+				}
+			}
+			for i := range 300 {
+				if id := f.Hash("blob", fmt.Appendf(nil, "absent %d", i)); k.Has(id) {
+					t.Fatalf("Has(%s) = true for an object never written", id)
+				}
+			}
+			w, ok := k.Witness(10)
+			if !ok || len(w.Packs) != 3 || len(w.Loose) != 1 || w.Loose[0] != loose {
+				t.Fatalf("Witness = %+v, %v; want 3 packs and the loose object", w, ok)
+			}
+			if _, ok := k.Witness(0); ok {
+				t.Error("a witness naming more loose objects than allowed was given")
+			}
+			fresh := func() *gitobj.Known {
+				k := db.Known()
+				k.Refresh()
+				return k
+			}
+			if !fresh().Holds(w) {
+				t.Fatal("a witness of an unchanged store does not hold")
+			}
+			// A name that is not a pack folder's file is never taken.
+			w3 := gitobj.Witness{Packs: []gitobj.WitnessPack{w.Packs[0]}}
+			w3.Packs[0].Name = "../pack/" + w3.Packs[0].Name
+			if fresh().Holds(w3) {
+				t.Error("a witness naming a path outside the pack folder holds")
+			}
+			// A pack added, the loose object packed and its file removed:
+			// everything is still stored.
+			b := db.Batch()
+			b.Write("blob", []byte("another pack"))
+			if _, err := b.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := g.Run(ctx, nil, "update-ref", "refs/keep", loose); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := g.Run(ctx, nil, "repack", "-q"); err != nil { // the loose object only
+				t.Fatal(err)
+			}
+			if _, err := g.Run(ctx, nil, "prune-packed", "-q"); err != nil {
+				t.Fatal(err)
+			}
+			if !fresh().Holds(w) {
+				t.Fatal("a witness does not hold after a pack was added and a loose object packed")
+			}
+			// A loose object it names removed (written again, then removed).
+			w2 := w
+			w2.Loose = []string{f.Hash("blob", []byte("gone"))}
+			if fresh().Holds(w2) {
+				t.Error("a witness naming a loose object the store lacks holds")
+			}
+			// A pack it names rewritten under its name, then removed.
+			idx := filepath.Join(gitDir, "objects", "pack", w.Packs[0].Name)
+			later := time.Now().Add(time.Hour)
+			if err := os.Chtimes(idx, later, later); err != nil {
+				t.Fatal(err)
+			}
+			if fresh().Holds(w) {
+				t.Error("a witness holds though a pack index it names changed")
+			}
+			if _, err := g.Run(ctx, nil, "repack", "-a", "-d", "-q"); err != nil {
+				t.Fatal(err)
+			}
+			if fresh().Holds(w) {
+				t.Error("a witness holds though the packs it names were removed")
+			}
+		})
 	}
 }

@@ -1,14 +1,12 @@
 package gitobj
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/cairn-dev/cairn/platform"
@@ -68,27 +66,16 @@ func (k *Known) locate(raw []byte) (packRef, bool) {
 	hs := k.d.Format.Size
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	for p, ki := range k.packs {
+	for _, ki := range k.order {
 		idx := ki.v2
 		if idx == nil {
 			continue
 		}
-		n := int(binary.BigEndian.Uint32(idx[8+255*4:]))
-		lo := 0
-		if raw[0] > 0 {
-			lo = int(binary.BigEndian.Uint32(idx[8+(int(raw[0])-1)*4:]))
-		}
-		hi := int(binary.BigEndian.Uint32(idx[8+int(raw[0])*4:]))
-		if lo > hi || hi > n {
+		i, ok := ki.find(raw, hs)
+		if !ok {
 			continue
 		}
-		names := idx[8+256*4:]
-		i := lo + sort.Search(hi-lo, func(j int) bool {
-			return bytes.Compare(names[(lo+j)*hs:(lo+j+1)*hs], raw) >= 0
-		})
-		if i >= hi || !bytes.Equal(names[i*hs:(i+1)*hs], raw) {
-			continue
-		}
+		n := len(ki.names) / hs
 		offs := 8 + 256*4 + n*(hs+4)
 		o := binary.BigEndian.Uint32(idx[offs+i*4:])
 		off := int64(o)
@@ -99,7 +86,7 @@ func (k *Known) locate(raw []byte) (packRef, bool) {
 			}
 			off = int64(binary.BigEndian.Uint64(idx[j:]))
 		}
-		return packRef{pack: strings.TrimSuffix(p, ".idx") + ".pack", off: off}, true
+		return packRef{pack: strings.TrimSuffix(ki.path, ".idx") + ".pack", off: off}, true
 	}
 	return packRef{}, false
 }

@@ -61,6 +61,44 @@ func sortTree(entries []TreeEntry) {
 	slices.SortFunc(entries, CompareEntries)
 }
 
+// MergeEntries walks the entries of two trees (each in git's order, as
+// ParseTree checks) as one list: fn gets each entry only ta holds (b nil),
+// only tb holds (a nil), or both hold by name (a file and a folder of the
+// same name sort apart: a removal and an addition). Each is a copy. The
+// first error ends the walk.
+func MergeEntries(ta, tb []TreeEntry, fn func(a, b *TreeEntry) error) error {
+	for i, j := 0, 0; i < len(ta) || j < len(tb); {
+		c := 0
+		switch {
+		case i == len(ta):
+			c = 1
+		case j == len(tb):
+			c = -1
+		default:
+			c = CompareEntries(ta[i], tb[j])
+		}
+		var err error
+		switch {
+		case c < 0:
+			x := ta[i]
+			err = fn(&x, nil)
+			i++
+		case c > 0:
+			y := tb[j]
+			err = fn(nil, &y)
+			j++
+		default:
+			x, y := ta[i], tb[j]
+			err = fn(&x, &y)
+			i, j = i+1, j+1
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // CompareEntries is git's order of tree entries: by name, a tree's name
 // compared as if it ended in '/'. Parsed and encoded trees are in it.
 func CompareEntries(a, b TreeEntry) int {
