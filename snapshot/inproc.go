@@ -149,6 +149,9 @@ func (e *inproc) close() {
 	e.stopIgnore()
 	e.cat.stop()
 	e.cat = nil
+	if e.known != nil {
+		e.known.Release()
+	}
 }
 
 // sealed keeps the stat cache small once a checkpoint is recorded: past

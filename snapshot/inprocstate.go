@@ -66,11 +66,11 @@ func (h *inprocState) close() {
 	}
 }
 
-// dropBases lets go of the delta bases the engine's reads of packed objects
-// kept during one store operation (gitobj.Known.DropBases).
-func (h *inprocState) dropBases() {
+// release lets go of the delta bases and the open packs the engine's reads
+// of packed objects kept during one store operation (gitobj.Known.Release).
+func (h *inprocState) release() {
 	if h != nil && h.eng != nil && h.eng.known != nil {
-		h.eng.known.DropBases()
+		h.eng.known.Release()
 	}
 }
 

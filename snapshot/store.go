@@ -345,7 +345,7 @@ func (s *Store) withLock(ctx context.Context, fn func() error) error {
 	// Every git started until the unlock holds the lock too (proc.go).
 	s.held.set(lk.File())
 	defer s.held.set(nil)
-	defer s.inproc.dropBases() // held for one operation, not between them
+	defer s.inproc.release() // held for one operation, not between them
 	return fn()
 }
 

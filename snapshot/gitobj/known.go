@@ -47,10 +47,12 @@ type Known struct {
 	// packDir is the pack folder's stamp when its indexes were last read
 	// (Refresh, or Has after a miss).
 	packDir dirStamp
-	// Delta bases ReadPacked read lately, by pack and offset (readEntry).
+	// Delta bases ReadPacked read lately, by pack and offset (readEntry),
+	// and the packs it has open (packFile), until Release.
 	baseMu    sync.Mutex
 	bases     map[packRef]cachedBase
 	baseBytes int
+	files     map[string]*os.File
 }
 
 // dirStamp is a folder's modification and change time, and whether it was
@@ -141,11 +143,15 @@ func (k *Known) Refresh() (lost bool) {
 			continue
 		}
 		lost = lost || ok
+		if ok {
+			k.closePack(strings.TrimSuffix(p, ".idx") + ".pack")
+		}
 		k.packs[p] = k.readIndex(p, fi)
 	}
 	for p := range k.packs {
 		if !now[p] {
 			delete(k.packs, p)
+			k.closePack(strings.TrimSuffix(p, ".idx") + ".pack")
 			lost = true
 		}
 	}

@@ -1,6 +1,7 @@
 package gitobj
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/cairn-dev/cairn/platform"
 )
@@ -101,21 +103,52 @@ func (k *Known) readPackedRaw(raw []byte, depth int) (string, []byte, error) {
 		}
 		return k.d.Read(hex.EncodeToString(raw)) // a base stored loose
 	}
-	f, err := platform.OpenRegular(ref.pack)
+	f, err := k.packFile(ref.pack)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil, ErrNotFound // removed since: git finds it where it went
 	} else if err != nil {
 		return "", nil, err
 	}
-	defer f.Close()
 	return k.readEntry(f, ref, depth)
+}
+
+// packFile returns the pack at path open for reading, opened once per run
+// of reads (Release closes them; Refresh closes those of packs gone or
+// changed). A read through a file closed meanwhile fails, and the caller
+// asks git: never other bytes.
+func (k *Known) packFile(path string) (*os.File, error) {
+	k.baseMu.Lock()
+	defer k.baseMu.Unlock()
+	if f, ok := k.files[path]; ok {
+		return f, nil
+	}
+	f, err := platform.OpenRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	if k.files == nil {
+		k.files = map[string]*os.File{}
+	}
+	k.files[path] = f
+	return f, nil
+}
+
+// closePack closes the pack at path if it is open (its index is gone or
+// changed).
+func (k *Known) closePack(path string) {
+	k.baseMu.Lock()
+	defer k.baseMu.Unlock()
+	if f, ok := k.files[path]; ok {
+		f.Close()
+		delete(k.files, path)
+	}
 }
 
 // Delta bases read lately are kept, as git keeps them: consecutive versions
 // of a tree or file share their chain, and without them each read inflates
 // the whole chain again. A kept base is only ever read (applyDelta copies
 // from it), never handed to a caller. The cache is bounded, emptied when
-// full, and let go by DropBases.
+// full, and let go by Release.
 const (
 	baseCacheMax   = 4 << 20 // bytes kept in all
 	baseCacheEntry = 64 << 10
@@ -126,11 +159,16 @@ type cachedBase struct {
 	data []byte
 }
 
-// DropBases lets go of the delta bases kept: a caller done with a run of
-// reads (a seal, a restore) holds no memory for the next one.
-func (k *Known) DropBases() {
+// Release lets go of the delta bases kept and closes the packs open: a
+// caller done with a run of reads (a seal, a restore) holds no memory and
+// no file for the next one (a pack removed in between takes no space).
+func (k *Known) Release() {
 	k.baseMu.Lock()
 	k.bases, k.baseBytes = nil, 0
+	for _, f := range k.files {
+		f.Close()
+	}
+	k.files = nil
 	k.baseMu.Unlock()
 }
 
@@ -165,12 +203,26 @@ func (k *Known) readEntryAt(f *os.File, ref packRef, depth int) (string, []byte,
 	if depth > maxDeltaDepth {
 		return "", nil, errors.New("delta chain too deep")
 	}
-	var hdr [64]byte
-	n, err := f.ReadAt(hdr[:], off)
+	// One read brings the header and, for most entries (a tree, a delta),
+	// the whole compressed stream.
+	bp := headBufs.Get().(*[]byte)
+	release := func() { // before a delta's base is read: a chain holds none
+		if bp != nil {
+			headBufs.Put(bp)
+			bp = nil
+		}
+	}
+	defer release()
+	n, err := f.ReadAt(*bp, off)
 	if n == 0 {
 		return "", nil, fmt.Errorf("pack entry at %d: %w", off, err)
 	}
-	h := hdr[:n]
+	h := (*bp)[:n]
+	// inflate inflates the stream at off+at (within what was read, or
+	// after it), which must hold exactly size bytes.
+	inflate := func(at int, size int64) ([]byte, error) {
+		return inflateFrom(io.MultiReader(bytes.NewReader(h[at:]), io.NewSectionReader(f, off+int64(n), 1<<62)), off+int64(at), size)
+	}
 	c := h[0]
 	typ := int(c>>4) & 7
 	size := int64(c & 15)
@@ -189,7 +241,7 @@ func (k *Known) readEntryAt(f *os.File, ref packRef, depth int) (string, []byte,
 	}
 	switch typ {
 	case packCommit, packTree, packBlob, packTag:
-		data, err := inflateAt(f, off+int64(i), size)
+		data, err := inflate(i, size)
 		return packTypeNames[typ], data, err
 	case packOfsDelta:
 		if i >= len(h) {
@@ -209,7 +261,8 @@ func (k *Known) readEntryAt(f *os.File, ref packRef, depth int) (string, []byte,
 		if back <= 0 || back >= off {
 			return "", nil, fmt.Errorf("pack entry at %d: delta base outside the pack", off)
 		}
-		delta, err := inflateAt(f, off+int64(i), size)
+		delta, err := inflate(i, size)
+		release()
 		if err != nil {
 			return "", nil, err
 		}
@@ -225,7 +278,8 @@ func (k *Known) readEntryAt(f *os.File, ref packRef, depth int) (string, []byte,
 			return "", nil, fmt.Errorf("pack entry at %d: bad delta base", off)
 		}
 		baseID := append([]byte(nil), h[i:i+hs]...)
-		delta, err := inflateAt(f, off+int64(i+hs), size)
+		delta, err := inflate(i+hs, size)
+		release()
 		if err != nil {
 			return "", nil, err
 		}
@@ -239,10 +293,13 @@ func (k *Known) readEntryAt(f *os.File, ref packRef, depth int) (string, []byte,
 	return "", nil, fmt.Errorf("pack entry at %d: type %d", off, typ)
 }
 
-// inflateAt inflates the zlib stream at off of f, which must hold exactly
-// size bytes.
-func inflateAt(f *os.File, off, size int64) ([]byte, error) {
-	in, err := newInflater(io.NewSectionReader(f, off, 1<<62))
+// headBufs hold the first bytes of a pack entry read at once.
+var headBufs = sync.Pool{New: func() any { b := make([]byte, 4<<10); return &b }}
+
+// inflateFrom inflates the zlib stream r gives (the one at off, for errors),
+// which must hold exactly size bytes.
+func inflateFrom(r io.Reader, off, size int64) ([]byte, error) {
+	in, err := newInflater(r)
 	if err != nil {
 		return nil, fmt.Errorf("pack entry at %d: %w", off, err)
 	}

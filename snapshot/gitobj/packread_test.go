@@ -146,3 +146,80 @@ func TestReadPackedMatchesGit(t *testing.T) {
 		}
 	}
 }
+
+// openPacks lists the files under dir this process has open.
+func openPacks(t *testing.T, dir string) []string {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	var open []string
+	for _, fd := range fds {
+		if p, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.HasPrefix(p, dir) {
+			open = append(open, p)
+		}
+	}
+	return open
+}
+
+// ReadPacked keeps the packs it read open for a run of reads: a pack a
+// repack removed is closed at the next Refresh (its space is freed, and
+// its objects are read from where they went), and Release closes the rest.
+func TestReadPackedClosesPacks(t *testing.T) {
+	ctx := context.Background()
+	g, gitDir := newRepo(t, "sha1")
+	f, _ := gitobj.FormatByName("sha1")
+	db := gitobj.NewDB(gitDir, f)
+	want := deltaObjects(t, db, f)
+	var ids []string
+	for id := range want {
+		ids = append(ids, id)
+	}
+	if _, err := g.Run(ctx, strings.NewReader(strings.Join(ids, "\n")+"\n"), "pack-objects", "-q", filepath.Join(gitDir, "objects", "pack", "pack")); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if err := os.Remove(db.Path(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := db.Known()
+	k.Refresh()
+	readAll := func() {
+		t.Helper()
+		for id, w := range want {
+			typ, data, err := k.ReadPacked(id)
+			if err != nil || typ+"\x00"+string(data) != w {
+				t.Fatalf("ReadPacked(%s): %v", id, err)
+			}
+		}
+	}
+	readAll()
+	packs := filepath.Join(gitDir, "objects", "pack")
+	if open := openPacks(t, packs); len(open) != 1 {
+		t.Fatalf("open under the pack folder after reads: %q, want the one pack", open)
+	}
+	// git repacks into a new pack and removes the old one.
+	var refs strings.Builder
+	for _, id := range ids {
+		fmt.Fprintf(&refs, "create refs/keep/%s %s\n", id, id)
+	}
+	if _, err := g.Run(ctx, strings.NewReader(refs.String()), "update-ref", "--stdin"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Run(ctx, nil, "repack", "-a", "-d", "-q", "-f"); err != nil {
+		t.Fatal(err)
+	}
+	if !k.Refresh() {
+		t.Fatal("the repack's removed pack was not noticed")
+	}
+	if open := openPacks(t, packs); len(open) != 0 {
+		t.Fatalf("still open after the pack was removed: %q", open)
+	}
+	readAll()
+	k.Release()
+	if open := openPacks(t, packs); len(open) != 0 {
+		t.Fatalf("still open after Release: %q", open)
+	}
+}
