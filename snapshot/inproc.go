@@ -221,20 +221,19 @@ func (e *inproc) readObject(ctx context.Context, s *Store, id string) (string, [
 	return e.readByGit(ctx, s, id)
 }
 
-// readHere reads id without git: a loose object, else a packed one from
-// the packs the engine knows (gitobj.Known.ReadPacked), each checked
-// against its id. gitobj.ErrNotFound means git is to be asked: an object
-// in a pack the engine has not seen, or one it could not read exactly, is
-// git's to find or to name as damaged.
+// readHere reads id without git: a packed object from the packs the engine
+// knows (gitobj.Known.ReadPacked; most of a store's objects are packed, and
+// a look for a loose file first would be a failed open each), else a loose
+// one, each checked against its id. gitobj.ErrNotFound means git is to be
+// asked: an object in a pack the engine has not seen, or one it could not
+// read exactly, is git's to find or to name as damaged.
 func (e *inproc) readHere(id string) (string, []byte, error) {
-	typ, data, err := e.db.Read(id)
-	if !errors.Is(err, gitobj.ErrNotFound) || e.known == nil {
-		return typ, data, err
+	if e.known != nil {
+		if typ, data, err := e.known.ReadPacked(id); err == nil {
+			return typ, data, nil
+		}
 	}
-	if typ, data, err := e.known.ReadPacked(id); err == nil {
-		return typ, data, nil
-	}
-	return "", nil, gitobj.ErrNotFound
+	return e.db.Read(id)
 }
 
 // errNotItsID is an object git gave whose content does not hash to its id.
