@@ -181,6 +181,8 @@ type diffWorld struct {
 	// the next seal a full one (a new store's first seal).
 	stores   int
 	reopened bool
+	// stateDir is the state folder of the store open now.
+	stateDir string
 	// held is a capture (held.go) not yet published or discarded, made in
 	// the store heldIn.
 	held   *Held
@@ -272,7 +274,8 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 		t.Fatalf("%s; engine %s: %s\nreplay: %s (CAIRN_DIFF_STEPS=%d)\nop log:\n%s", replay, w.engine, fmt.Sprintf(format, args...), replay, len(log)-1, logText())
 	}
 	for _, w := range worlds {
-		w.st = openTestStore(t, w.root, Options{Engine: w.engine, StateDir: w.state, MaxFileSize: diffMaxFileSize, Patterns: diffPatterns})
+		w.stateDir = w.state
+		w.st = openTestStore(t, w.root, Options{Engine: w.engine, StateDir: w.stateDir, MaxFileSize: diffMaxFileSize, Patterns: diffPatterns})
 		rec, err := w.st.Seal(context.Background(), SealRequest{Kind: ckpt.KindManual})
 		if err != nil || rec.SHA == "" {
 			t.Fatalf("first seal (%s): %+v, %v", w.engine, rec, err)
@@ -907,7 +910,7 @@ var diffOpNames = []struct {
 	{"create", 12}, {"edit", 12}, {"rewrite", 8}, {"delete", 6}, {"rmdir", 3}, {"mvfile", 6}, {"mvdir", 4},
 	{"swap", 6}, {"chmod", 5}, {"ignore", 4}, {"unignore", 3}, {"negate", 2}, {"selfignore", 3}, {"cachewrite", 4}, {"selfswap", 4},
 	{"ignoredir-out", 2}, {"ignoredir-in", 2}, {"nested", 2}, {"fifo", 1}, {"big", 1}, {"large", 2}, {"statcache", 3},
-	{"delobj", 2}, {"enospc", 1}, {"tick", 1}, {"newstore", 1},
+	{"delobj", 2}, {"enospc", 1}, {"tick", 1}, {"newstore", 1}, {"reopen", 3},
 }
 
 // genOp picks an op (by the first world's tree) that each world then replays.
@@ -1363,11 +1366,20 @@ func makeOp(t *testing.T, c chooser, name string, tr diffTree, w0 *diffWorld, re
 			w.stores++
 			// Beside the old one, on the same file system (the tmpfs of the
 			// ENOSPC op, when there is one).
-			state := filepath.Join(w.state, fmt.Sprintf("store-%d", w.stores))
-			w.st = openTestStore(t, w.root, Options{Engine: w.engine, StateDir: state, MaxFileSize: diffMaxFileSize, Patterns: diffPatterns})
+			w.stateDir = filepath.Join(w.state, fmt.Sprintf("store-%d", w.stores))
+			w.st = openTestStore(t, w.root, Options{Engine: w.engine, StateDir: w.stateDir, MaxFileSize: diffMaxFileSize, Patterns: diffPatterns})
 			w.reopened = true
 			w.shas, w.evs = nil, nil // the old store's checkpoints are not the new one's to restore to
 			w.lastSHA = ""           // nor its last: a capture as the first seal leaves the new one none
+			return nil
+		}}, true
+	case "reopen":
+		if w0.held != nil {
+			return diffOp{}, false // a capture is held by the store open now
+		}
+		return diffOp{desc: "the store closed and opened again (a new engine, as `cairn checkpoint` or `cairn restore` with no daemon)", do: func(t *testing.T, w *diffWorld) []string {
+			w.st.Close()
+			w.st = openTestStore(t, w.root, Options{Engine: w.engine, StateDir: w.stateDir, MaxFileSize: diffMaxFileSize, Patterns: diffPatterns})
 			return nil
 		}}, true
 	case "tick":
