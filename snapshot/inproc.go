@@ -339,11 +339,12 @@ func (e *inproc) tree(ctx context.Context, s *Store, id string) ([]gitobj.TreeEn
 // tree a to tree b will read (folders for which relevant says false are not
 // entered), level by level, into the tree cache; the walk then finds them
 // there. What cannot be read here (a tree cat-file must read, a damaged
-// one) is left for the walk, which reads it (and reports it) as before.
-func (e *inproc) prefetchDiff(a, b string, relevant func(dir string) bool) {
+// one) is left for the walk, which reads it (and reports it) as before. A
+// cancelled ctx stops it at the next level (the walk then says so).
+func (e *inproc) prefetchDiff(ctx context.Context, a, b string, relevant func(dir string) bool) {
 	type pair struct{ a, b, dir string }
 	level := []pair{{a, b, ""}}
-	for len(level) > 0 {
+	for len(level) > 0 && ctx.Err() == nil {
 		var ids []string
 		for _, p := range level {
 			for _, id := range [2]string{p.a, p.b} {

@@ -270,7 +270,7 @@ func (r *ipRestore) diffTrees(ctx context.Context, a, b string, fn func(p string
 			return nil
 		})
 	}
-	r.e.prefetchDiff(a, b, func(dir string) bool { return relevantFolder(dir, r.prefixes) })
+	r.e.prefetchDiff(ctx, a, b, func(dir string) bool { return relevantFolder(dir, r.prefixes) })
 	err := walk(a, b, "")
 	return lost, err
 }
