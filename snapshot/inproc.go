@@ -311,13 +311,7 @@ func (e *inproc) readPacked(ctx context.Context, s *Store, ids []string, fn func
 }
 
 func (e *inproc) tree(ctx context.Context, s *Store, id string) ([]gitobj.TreeEntry, error) {
-	if id == "" || id == e.empty {
-		return nil, nil
-	}
-	if t, ok := e.fresh[id]; ok {
-		return t, nil
-	}
-	if t, ok := e.trees.get(id); ok {
+	if t, ok := e.cachedTree(id); ok {
 		return t, nil
 	}
 	typ, data, err := e.readObject(ctx, s, id)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/snapshot"
 	"github.com/cairn-dev/cairn/snapshot/gitobj"
 )
 
@@ -81,7 +82,6 @@ func TestKnownSeesRemovals(t *testing.T) {
 // last Refresh: Has still finds it (it reads the pack folder again on a
 // miss, as git does), instead of calling it missing.
 func TestKnownFindsObjectMovedIntoNewPack(t *testing.T) {
-	ctx := context.Background()
 	g, gitDir := newRepo(t, "sha1")
 	f, _ := gitobj.FormatByName("sha1")
 	db := gitobj.NewDB(gitDir, f)
@@ -91,15 +91,7 @@ func TestKnownFindsObjectMovedIntoNewPack(t *testing.T) {
 	}
 	k := db.Known()
 	k.Refresh()
-	if _, err := g.Run(ctx, nil, "update-ref", "refs/keep", loose); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := g.Run(ctx, nil, "repack", "-q"); err != nil { // packs the loose object
-		t.Fatal(err)
-	}
-	if _, err := g.Run(ctx, nil, "prune-packed", "-q"); err != nil {
-		t.Fatal(err)
-	}
+	packLoose(t, g, loose)
 	if _, err := os.Stat(db.Path(loose)); err == nil {
 		t.Fatal("the loose file is still there")
 	}
@@ -174,15 +166,7 @@ func TestKnownWitness(t *testing.T) {
 			if _, err := b.Flush(); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := g.Run(ctx, nil, "update-ref", "refs/keep", loose); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := g.Run(ctx, nil, "repack", "-q"); err != nil { // the loose object only
-				t.Fatal(err)
-			}
-			if _, err := g.Run(ctx, nil, "prune-packed", "-q"); err != nil {
-				t.Fatal(err)
-			}
+			packLoose(t, g, loose)
 			if !fresh().Holds(w) {
 				t.Fatal("a witness does not hold after a pack was added and a loose object packed")
 			}
@@ -208,5 +192,17 @@ func TestKnownWitness(t *testing.T) {
 				t.Error("a witness holds though the packs it names were removed")
 			}
 		})
+	}
+}
+
+// packLoose has git pack the loose object id (kept by a ref) into a new
+// pack and remove its loose file, as maintenance does.
+func packLoose(t *testing.T, g *snapshot.Git, id string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, args := range [][]string{{"update-ref", "refs/keep", id}, {"repack", "-q"}, {"prune-packed", "-q"}} {
+		if _, err := g.Run(ctx, nil, args...); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
