@@ -19,7 +19,9 @@ import (
 // a restore, before the watch has reported them, are in the pre-restore
 // checkpoint, so the undo brings every one back. The pre-restore checkpoint
 // once staged only what the watch had reported: the restore then overwrote
-// the unreported writes with no checkpoint holding them.
+// the unreported writes with no checkpoint holding them. A plain folder has
+// its barrier too (a mark in the state folder), so its pre-restore
+// checkpoints seal the dirty set, not the whole tree.
 func TestRestoreRightAfterWritesLosesNothing(t *testing.T) {
 	ws := t.TempDir()
 	const n = 200
@@ -85,6 +87,9 @@ func TestRestoreRightAfterWritesLosesNothing(t *testing.T) {
 		if b, _ := os.ReadFile(name(7)); string(b) != want {
 			t.Fatalf("round %d: after the undo the file written just before the restore reads %q, want %q", round, b, want)
 		}
+	}
+	if !strings.Contains(d.log.String(), "the pre-restore checkpoint seals what the watch saw change") {
+		t.Errorf("no restore of a plain folder sealed its pre-restore checkpoint from the watch's dirty set")
 	}
 }
 

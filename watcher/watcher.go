@@ -2,12 +2,14 @@ package watcher
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,6 +39,12 @@ type Options struct {
 	// MaxWatches, for tests only, makes the Watcher behave as if the inotify
 	// watch limit were this many folders (ENOSPC past it). 0: the kernel's.
 	MaxWatches int
+
+	// Marks is a folder outside Root, private to the caller, where Mark
+	// makes its files: it is watched by the same inotify instance as the
+	// tree, so a mark is reported after every change made to the tree before
+	// it. Start creates it (0700) when missing. "": Mark fails.
+	Marks string
 }
 
 // MaxUnwatchedNamed is how many unwatched folders Status names.
@@ -56,6 +64,7 @@ const (
 	Remove
 	Rename // the path was renamed away; the new name comes as a Create
 	Chmod
+	Mark // not a path of the tree: Path is the name Watcher.Mark returned
 )
 
 // Has reports whether op includes every bit of o.
@@ -66,7 +75,7 @@ func (op Op) String() string {
 	for _, n := range []struct {
 		op   Op
 		name string
-	}{{Create, "CREATE"}, {Write, "WRITE"}, {Remove, "REMOVE"}, {Rename, "RENAME"}, {Chmod, "CHMOD"}} {
+	}{{Create, "CREATE"}, {Write, "WRITE"}, {Remove, "REMOVE"}, {Rename, "RENAME"}, {Chmod, "CHMOD"}, {Mark, "MARK"}} {
 		if op.Has(n.op) {
 			if b.Len() > 0 {
 				b.WriteByte('|')
@@ -146,6 +155,14 @@ type Watcher struct {
 	dirs     map[string]*dir // watched folders by rel ("" is Root)
 	queue    queue
 	dropping bool // changes were dropped since the queue was last empty
+
+	// Mark's folder (cleaned; "" when there is none), what names its files
+	// (unique to this Watcher: a folder may be shared), their count, and why
+	// the folder could not be watched.
+	marks    string
+	markTok  string
+	markSeq  atomic.Uint64
+	marksErr error
 
 	watches atomic.Int64
 	mu      sync.Mutex
@@ -237,6 +254,7 @@ func start(ctx context.Context, opts Options, add func(*fsnotify.Watcher, string
 		return nil, fmt.Errorf("watcher: watch root %s: %w", root, err)
 	}
 	w.setDir("")
+	w.watchMarks(opts.Marks)
 	w.watchTree(ctx, "", false)
 	if err := ctx.Err(); err != nil {
 		w.Close()
@@ -258,6 +276,58 @@ func (w *Watcher) Changes() <-chan Change { return w.changes }
 // be watched or read, Root went away, or Changes was read too slowly. The
 // reader should rescan the whole tree.
 func (w *Watcher) Overflow() <-chan struct{} { return w.overflow }
+
+// watchMarks watches Mark's folder, made if missing: never a link, and
+// never the tree's own. A folder it cannot watch makes Mark fail, not Start.
+func (w *Watcher) watchMarks(dir string) {
+	if dir == "" {
+		w.marksErr = errors.New("watcher: no folder for marks")
+		return
+	}
+	dir = filepath.Clean(dir)
+	var tok [6]byte
+	_, _ = rand.Read(tok[:])
+	w.markTok = fmt.Sprintf("mark-%d-%x-", os.Getpid(), tok)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		w.marksErr = fmt.Errorf("watcher: marks folder: %w", err)
+		return
+	}
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		w.marksErr = fmt.Errorf("watcher: marks folder %s is not a folder", dir)
+		return
+	}
+	if _, inTree := w.rel(dir); inTree {
+		w.marksErr = fmt.Errorf("watcher: marks folder %s is inside the watched tree", dir)
+		return
+	}
+	if err := w.fw.Add(dir); err != nil {
+		w.marksErr = fmt.Errorf("watcher: watch marks folder %s: %w", dir, err)
+		return
+	}
+	w.marks = dir
+}
+
+// Mark makes a file in the Marks folder and removes it, and returns its
+// name. Its removal reaches Changes (Op Mark, Path the name) after every
+// change made to the tree before Mark was called: inotify queues the events
+// of all its watches in one queue, in the order they happen. Once the mark
+// is read, so is every such change, unless Overflow fired meanwhile.
+func (w *Watcher) Mark() (string, error) {
+	if w.marks == "" {
+		return "", w.marksErr
+	}
+	name := w.markTok + strconv.FormatUint(w.markSeq.Add(1), 10)
+	p := filepath.Join(w.marks, name)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("watcher: mark: %w", err)
+	}
+	f.Close()
+	if err := os.Remove(p); err != nil {
+		return "", fmt.Errorf("watcher: mark: %w", err)
+	}
+	return name, nil
+}
 
 // Status reports the watch count and any limit or error hit so far.
 func (w *Watcher) Status() Status {
@@ -378,6 +448,14 @@ func (w *Watcher) loop(ctx context.Context) {
 }
 
 func (w *Watcher) handle(ctx context.Context, ev fsnotify.Event, now time.Time) {
+	if w.marks != "" && filepath.Dir(ev.Name) == w.marks {
+		// A mark is taken once its file is removed (Mark's last step);
+		// another Watcher's marks sharing the folder are not this one's.
+		if name := filepath.Base(ev.Name); ev.Op.Has(fsnotify.Remove) && strings.HasPrefix(name, w.markTok) {
+			w.report(name, Mark, now)
+		}
+		return
+	}
 	rel, ok := w.rel(ev.Name)
 	if !ok {
 		return

@@ -43,7 +43,7 @@ type layout interface {
 type changeKind int
 
 const (
-	changeNone    changeKind = iota // cairn's own barrier
+	changeNone    changeKind = iota // a barrier's mark
 	changeWork                      // a work-tree path: dirty for the next seal
 	changeControl                   // a runtime control file: the lifecycle may have moved
 )
@@ -95,7 +95,7 @@ func (l *hankLayout) skip(rel string, isDir bool) bool {
 		return false
 	}
 	if strings.HasPrefix(rel, ".hankweave/") {
-		return !isControl(rel) && rel != barrierRel
+		return !isControl(rel)
 	}
 	if l.sub() {
 		if rel == "agentRoot" {
@@ -117,9 +117,6 @@ func (l *hankLayout) take(c watcher.Change) (string, changeKind) {
 		}
 	} else if r, ok := strings.CutPrefix(c.Path, "agentRoot/"); ok {
 		return r, changeWork
-	}
-	if c.Path == barrierRel {
-		return "", changeNone
 	}
 	l.h.saw(c)
 	return "", changeControl

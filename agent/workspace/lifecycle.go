@@ -14,7 +14,6 @@ import (
 	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/checkpoints"
 	"github.com/cairn-dev/cairn/agent/hankweave"
-	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/restore/ckpt"
 	"github.com/cairn-dev/cairn/snapshot"
 	"github.com/cairn-dev/cairn/watcher"
@@ -271,7 +270,7 @@ func (l *hankLayout) lifecycle(ctx context.Context, wt *watcher.Watcher, startup
 		}
 	}
 	l.prime(ctx)
-	if _, control, _ := w.drain(wt, false); control || rerun || h.unread {
+	if _, control, _ := w.drain(wt, ""); control || rerun || h.unread {
 		return time.After(0) // another transition may have landed since the state was read
 	}
 	if !wake.IsZero() {
@@ -571,43 +570,23 @@ func (w *Workspace) changedAfter(m hankweave.Marker, s *sighting) []ckpt.PathIss
 	return racy
 }
 
-// barrierRel is a file cairn creates and removes in .hankweave/ to mark a
-// point in the watch's single event queue: once its removal is read, every
-// change made before it has been read too. A barrier waits for it at most
-// barrierWait.
-const (
-	barrierRel  = ".hankweave/.cairn-barrier"
-	barrierWait = time.Second
-)
+// barrierWait is how long a barrier waits for its mark to be read.
+const barrierWait = time.Second
 
 // barrier takes in every change queued before now; it reports whether a
 // control file changed meanwhile, and whether every change made before the
-// call is now known to have been taken in (sure): false when the barrier
-// file could not be made (no .hankweave folder: a plain workspace) or its
-// removal was not read within barrierWait.
+// call is now known to have been taken in (sure): false when no mark could
+// be made (watcher.Watcher.Mark, in the state folder: nothing is written in
+// the work tree) or it was not read within barrierWait.
 func (w *Workspace) barrier(wt *watcher.Watcher) (control, sure bool) {
 	if wt == nil {
 		return false, false
 	}
-	// Resolved beneath the workspace, no link followed on the way, and
-	// created with O_EXCL: nothing is made or removed through a link.
-	tree, err := platform.OpenTree(w.dir)
-	var f *os.File
-	if err == nil {
-		defer tree.Close()
-		p := filepath.FromSlash(barrierRel)
-		_ = tree.Remove(p)
-		f, err = tree.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err == nil {
-			f.Close()
-			_ = tree.Remove(p)
-		}
-	}
+	mark, err := wt.Mark()
 	if err != nil {
-		_, control, _ = w.drain(wt, false)
-		return control, false
+		w.log.Debug().Err(err).Msg("no barrier: the whole work tree is reconciled instead")
 	}
-	_, control, sure = w.drain(wt, true)
+	_, control, sure = w.drain(wt, mark)
 	return control, sure
 }
 

@@ -443,7 +443,8 @@ func (w *Workspace) serve(ctx context.Context) error {
 	}
 	root, skip := w.lay.watch()
 	skip = w.foreignSkip(root, skip) // foreign.go: folders others can write
-	opts := watcher.Options{Root: root, Skip: skip, MaxWatches: testMaxWatches()}
+	opts := watcher.Options{Root: root, Skip: skip, MaxWatches: testMaxWatches(),
+		Marks: filepath.Join(w.stateDir, "marks", snapshot.PlainStoreName(w.dir))}
 	wt, err := watcher.Start(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", root, err)
@@ -509,12 +510,12 @@ func (w *Workspace) serve(ctx context.Context) error {
 			// A file written an instant ago may not be reported by the watch
 			// yet: the barrier takes in every change made before now, as for a
 			// lifecycle marker, so the dirty set names all the pre-restore
-			// checkpoint must seal. Without a barrier (a plain workspace has
-			// no .hankweave folder to make one in) or while the watch cannot
-			// vouch (events lost, part of the tree unwatched, nothing sealed
-			// since it started), the whole work tree is reconciled. Either way the restore reads
-			// every file it overwrites or deletes that the set does not name
-			// (snapshot, inprocrestore.go: unvouched) before writing any.
+			// checkpoint must seal. Without a barrier (no mark could be made)
+			// or while the watch cannot vouch (events lost, part of the tree
+			// unwatched, nothing sealed since it started), the whole work tree
+			// is reconciled. Either way the restore reads every file it
+			// overwrites or deletes that the set does not name (snapshot,
+			// inprocrestore.go: unvouched) before writing any.
 			_, sure := w.barrier(wt)
 			var changed []string
 			if sure && !w.needFull && !w.incomplete() {
@@ -775,6 +776,9 @@ func (w *Workspace) hasCheckpoint() bool {
 // the next seal and nudges the autosave timer; a control change is the
 // layout's.
 func (w *Workspace) take(c watcher.Change) (string, changeKind) {
+	if c.Op.Has(watcher.Mark) {
+		return "", changeNone // a barrier's, read after it gave up waiting
+	}
 	rel, k := w.lay.take(c)
 	if k == changeWork {
 		w.dirty[rel] = c.Time
@@ -840,14 +844,15 @@ func (w *Workspace) autosave(ctx context.Context, wt *watcher.Watcher) {
 // sees every change reported before it began; lost events make the next
 // seal a full reconcile. It returns the work-tree paths it took (changes that
 // came after whatever is being sealed for) and whether a control file
-// changed meanwhile. It stops when the queue is empty or, for a barrier, once
-// the barrier's removal is read (at most barrierWait later; seen says it was,
-// and no event was lost meanwhile).
-func (w *Workspace) drain(wt *watcher.Watcher, barrier bool) (moved []string, control, seen bool) {
+// changed meanwhile. It stops when the queue is empty or, for a barrier
+// (mark, from watcher.Watcher.Mark), once the mark is read (at most
+// barrierWait later; seen says it was, and no event was lost meanwhile).
+func (w *Workspace) drain(wt *watcher.Watcher, mark string) (moved []string, control, seen bool) {
 	if wt == nil {
 		return nil, false, false
 	}
 	lost := false
+	barrier := mark != ""
 	var timeout <-chan time.Time
 	if barrier {
 		t := time.NewTimer(barrierWait)
@@ -882,11 +887,8 @@ func (w *Workspace) drain(wt *watcher.Watcher, barrier bool) (moved []string, co
 		if !open {
 			return moved, control, false // the watcher stopped (shutdown)
 		}
-		if barrier && c.Path == barrierRel {
-			if c.Op.Has(watcher.Remove) {
-				return moved, control, !lost
-			}
-			continue
+		if barrier && c.Op.Has(watcher.Mark) && c.Path == mark {
+			return moved, control, !lost
 		}
 		switch rel, k := w.take(c); k {
 		case changeWork:
@@ -927,7 +929,7 @@ func (w *Workspace) sealOrCapture(ctx context.Context, wt *watcher.Watcher, req 
 		w.sealFailed(err)
 		return ckpt.Record{}, held, err
 	}
-	after, _, _ := w.drain(wt, false)
+	after, _, _ := w.drain(wt, "")
 	changed := w.changed()
 	// A manual checkpoint means "what is on disk now": a write made an
 	// instant before the request may not be reported by the watch yet, so
