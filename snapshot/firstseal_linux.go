@@ -11,10 +11,12 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"math"
 	"os"
 	"path"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"sort"
 	"strings"
@@ -144,6 +146,7 @@ type fullWalk struct {
 	// lean, when set, restores the collector's target: the walk lowered it
 	// (leanGC) on finding leanGCFiles files to read.
 	lean func()
+	base int64 // the Go memory the process held as the walk began (goMemory)
 }
 
 // knownEntries is what cairn's index (and the pending entries over it)
@@ -304,7 +307,7 @@ func errWalkFallback(format string, args ...any) error {
 // anything else it cannot judge as git would, is errFallback.
 func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTime int64, global bool) (*fullWalk, error) {
 	s := e.s
-	out := &fullWalk{}
+	out := &fullWalk{base: goMemory()}
 	unread := 0 // files kept that nothing vouches for
 	if e.ignSrc == nil {
 		e.ignSrc = map[string]ignoreSource{}
@@ -406,7 +409,7 @@ func (e *inproc) walk(ctx context.Context, sel *Selector, k *knownEntries, idxTi
 			// Many files to read (a first seal): what the walk holds is
 			// most of the seal's memory from here on.
 			if out.lean == nil && unread >= leanGCFiles {
-				out.lean = leanGC()
+				out.lean = leanGC(out.base)
 			}
 			maybe = slices.DeleteFunc(maybe, func(d walkDir) bool { return ignored[d.rel] })
 			scan(maybe)
@@ -757,29 +760,41 @@ func (e *inproc) hashFull(pw *gitobj.PackWriter, rel string, checkStored bool) (
 // the heap doubles that. From leanGCFiles files to read on, the collector's
 // target is leanGCPercent while the seal runs after its walk (a reconcile
 // that reads few files keeps the default): at 100k files the
-// peak RSS falls from about 70 to mostly 55-65 MiB for about 3% more CPU
-// (docs/engine.md, "First seals and full reconciles"). Below that, the heap
-// is small either way.
+// peak RSS falls from about 70 to mostly 55-65 MiB for about 3% more CPU.
+// A soft memory limit, leanMemBudget over the Go memory the process held
+// when the walk began (a daemon holding more for other work is not made to
+// collect without end), makes the runtime give freed pages back at once
+// instead of keeping them, for a few more collections (docs/engine.md,
+// "First seals and full reconciles"). Below leanGCFiles, the heap is small
+// either way.
 const (
 	leanGCFiles   = 20_000
 	leanGCPercent = 25
+	leanMemBudget = 40 << 20
 )
 
 var lean struct {
 	sync.Mutex
-	n   int // seals running lean
-	was int // the target before the first of them
+	n     int   // seals running lean
+	was   int   // the target before the first of them
+	limit int64 // the memory limit before them; -1: one set by the operator (GOMEMLIMIT), left alone
 }
 
 // leanGC lowers the collector's target (never raises it, nor turns it on)
-// until the returned func is called; concurrent seals share it.
-func leanGC() (restore func()) {
+// and sets a soft memory limit of base+leanMemBudget (unless one is set)
+// until the returned func is called; concurrent seals share them (the
+// first one's limit).
+func leanGC(base int64) (restore func()) {
 	lean.Lock()
 	defer lean.Unlock()
 	if lean.n == 0 {
 		lean.was = debug.SetGCPercent(leanGCPercent)
 		if lean.was >= 0 && lean.was < leanGCPercent || lean.was < 0 {
 			debug.SetGCPercent(lean.was)
+		}
+		lean.limit = -1
+		if debug.SetMemoryLimit(-1) == math.MaxInt64 {
+			lean.limit = debug.SetMemoryLimit(base + leanMemBudget)
 		}
 	}
 	lean.n++
@@ -788,8 +803,22 @@ func leanGC() (restore func()) {
 		defer lean.Unlock()
 		if lean.n--; lean.n == 0 {
 			debug.SetGCPercent(lean.was)
+			if lean.limit >= 0 {
+				debug.SetMemoryLimit(lean.limit)
+			}
 		}
 	}
+}
+
+// goMemory is the memory the Go runtime holds now, as its memory limit
+// counts it: everything it mapped, less what it gave back.
+func goMemory() int64 {
+	m := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(m)
+	if m[0].Value.Kind() != metrics.KindUint64 || m[1].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(m[0].Value.Uint64() - m[1].Value.Uint64())
 }
 
 // readBufs keeps the full seal's read buffers between files: each grows to
@@ -1051,7 +1080,7 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 	if w.lean != nil {
 		defer w.lean()
 	} else if len(todo) >= leanGCFiles {
-		defer leanGC()()
+		defer leanGC(w.base)()
 	}
 	// A store with little in it (a first seal) is not asked about each
 	// object: one stored twice costs space until maintenance, never a

@@ -6,8 +6,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -383,5 +385,39 @@ func TestWholeWitnessAcrossEngines(t *testing.T) {
 		if bytes.Contains(out, []byte("missing")) {
 			t.Fatalf("a %s checkpoint names objects the store lacks:\n%s", rec.State, out)
 		}
+	}
+}
+
+// TestLeanGCMemoryLimit: a seal running lean sets a soft memory limit
+// (leanMemBudget over what the process held) and puts back none after; a
+// limit the operator set (GOMEMLIMIT) is left as it is.
+func TestLeanGCMemoryLimit(t *testing.T) {
+	was := debug.SetMemoryLimit(-1)
+	defer debug.SetMemoryLimit(was)
+	debug.SetMemoryLimit(math.MaxInt64)
+	const base = 100 << 20
+	done := leanGC(base)
+	if got := debug.SetMemoryLimit(-1); got != base+leanMemBudget {
+		t.Errorf("while lean, the memory limit is %d, want %d", got, base+leanMemBudget)
+	}
+	inner := leanGC(0) // a second seal at once shares it
+	inner()
+	if got := debug.SetMemoryLimit(-1); got == math.MaxInt64 {
+		t.Error("the second seal's end put the limit back while the first runs lean")
+	}
+	done()
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Errorf("after the seal the memory limit is %d, want none", got)
+	}
+
+	const operator = 3 << 30
+	debug.SetMemoryLimit(operator)
+	done = leanGC(base)
+	if got := debug.SetMemoryLimit(-1); got != operator {
+		t.Errorf("while lean, the operator's limit became %d", got)
+	}
+	done()
+	if got := debug.SetMemoryLimit(-1); got != operator {
+		t.Errorf("after the seal the operator's limit is %d", got)
 	}
 }

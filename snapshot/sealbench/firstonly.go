@@ -19,6 +19,9 @@ type SealOnceResult struct {
 	MS           float64 `json:"ms"`
 	Tree         string  `json:"tree"`
 	ObjectsBytes int64   `json:"objectsBytes"`
+	// PeakRSS is the seal's process's own peak resident set (VmHWM), in
+	// bytes, read as it ends: no git it ran counts.
+	PeakRSS int64 `json:"peakRss,omitempty"`
 }
 
 // SealOnce opens a new store of workTree under stateDir, seals its first
@@ -30,7 +33,12 @@ func SealOnce(ctx context.Context, workTree, stateDir string, w io.Writer) error
 	if err != nil {
 		return err
 	}
-	defer cs.close()
+	closed := false
+	defer func() {
+		if !closed {
+			cs.close()
+		}
+	}()
 	t0 := time.Now()
 	rec, err := cs.seal(ctx, "sealbench first seal", nil)
 	took := time.Since(t0)
@@ -41,8 +49,11 @@ func SealOnce(ctx context.Context, workTree, stateDir string, w io.Writer) error
 	if err != nil {
 		return err
 	}
-	return json.NewEncoder(w).Encode(SealOnceResult{MS: ms(took), Tree: tree,
-		ObjectsBytes: dirBytes(filepath.Join(cs.st.GitDir(), "objects"))})
+	res := SealOnceResult{MS: ms(took), Tree: tree, ObjectsBytes: dirBytes(filepath.Join(cs.st.GitDir(), "objects"))}
+	closed = true
+	cs.close() // what closing the store holds counts too
+	res.PeakRSS = ownPeakRSS()
+	return json.NewEncoder(w).Encode(res)
 }
 
 // runFirstOnly times the first seals alone on the tree under dir: each
@@ -106,6 +117,7 @@ func runFirstOnly(ctx context.Context, cfg Config, env *gitEnv, treeDir, dir str
 			cairnMS = append(cairnMS, time.Duration(got.MS*float64(time.Millisecond)))
 			addMS = append(addMS, addTook)
 			res.FirstSealPeakRSS = max(res.FirstSealPeakRSS, peak)
+			res.FirstSealOwnPeakRSS = max(res.FirstSealOwnPeakRSS, got.PeakRSS)
 		}
 		if run == cfg.Runs {
 			res.FirstSealBytes = got.ObjectsBytes

@@ -53,7 +53,7 @@ const (
 	OpRestore = "cairn-restore"
 	// OpRestoreWatched is a restore told the watch's dirty set (here:
 	// nothing changed since the last seal), so the pre-restore stages only
-	// that, as the daemon's restores in an execution directory do.
+	// that, as the daemon's restores do once their barrier is read.
 	OpRestoreWatched = "cairn-restore-watched"
 	OpCheckout       = "ref-checkout"
 	// OpRestoreCold is OpRestore from a store opened for it and closed
@@ -379,9 +379,9 @@ func runRestore(ctx context.Context, cfg RestoreConfig, env *gitEnv, root string
 
 	res.Notes = notes
 	res.Ops = []OpResult{
-		summarize(OpRestore, fmt.Sprintf("cairn restore to X (pre-restore checkpoint, plan, write, verify), %d files away, by a store open since the seals (a daemon's, whole tree reconciled)", rep.Changed), samples[OpRestore]),
+		summarize(OpRestore, fmt.Sprintf("cairn restore to X (pre-restore checkpoint, plan, write, verify), %d files away, by a store open since the seals (a daemon's whose watch cannot vouch: whole tree reconciled)", rep.Changed), samples[OpRestore]),
 		summarize(OpRestoreCold, "the same by a store opened for it and closed after (`cairn restore` with no daemon)", samples[OpRestoreCold]),
-		summarize(OpRestoreWatched, "cairn restore told the watch's dirty set (pre-restore stages only that, as the daemon's in an execution directory)", samples[OpRestoreWatched]),
+		summarize(OpRestoreWatched, "cairn restore told the watch's dirty set (pre-restore stages only that, as the daemon's once its barrier is read)", samples[OpRestoreWatched]),
 		summarize(OpCheckout, "git checkout -q --force X alone, same tree, own store", samples[OpCheckout]),
 	}
 	for _, op := range []struct{ op, name string }{{OpRestore, "restore/checkout"}, {OpRestoreCold, "restore-cold/checkout"}, {OpRestoreWatched, "restore-watched/checkout"}} {

@@ -156,10 +156,13 @@ type SizeResult struct {
 	// `git gc` of it (not timed).
 	FirstSealBytes int64 `json:"firstSealBytes,omitempty"`
 	// The largest peak RSS of cairn's first seals, each run in a child
-	// process (FirstOnly with SealChild), in bytes.
-	FirstSealPeakRSS int64 `json:"firstSealPeakRss,omitempty"`
-	AddAllBytes      int64 `json:"addAllBytes,omitempty"`
-	GCBytes          int64 `json:"gcBytes,omitempty"`
+	// process (FirstOnly with SealChild), in bytes: as wait4 reports it
+	// (the largest of the child and the gits it ran), and the child's own
+	// (its VmHWM).
+	FirstSealPeakRSS    int64 `json:"firstSealPeakRss,omitempty"`
+	FirstSealOwnPeakRSS int64 `json:"firstSealOwnPeakRss,omitempty"`
+	AddAllBytes         int64 `json:"addAllBytes,omitempty"`
+	GCBytes             int64 `json:"gcBytes,omitempty"`
 }
 
 // OpResult is one operation's timings over the counted runs.
