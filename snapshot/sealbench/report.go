@@ -60,7 +60,7 @@ func writeTable(out io.Writer, git string, runs int, r SizeResult) error {
 			float64(r.FirstSealBytes)/(1<<20), float64(r.AddAllBytes)/(1<<20), float64(r.GCBytes)/(1<<20), float64(r.FirstSealBytes)/float64(r.GCBytes))
 	}
 	if r.FirstSealPeakRSS > 0 {
-		fmt.Fprintf(w, "   peak RSS of cairn's first seal (its own process, the largest of the counted runs): %.1f MiB (target at 100k files: < 64); with the gits it ran, as wait4 reports it: %.1f MiB\n",
+		fmt.Fprintf(w, "   peak RSS of cairn's first seal (its own process, the largest of the counted runs): %.1f MiB (target at 100k files: < 64); wait4 says %.1f MiB, which counts the benchmark's own (a child started by vfork inherits its parent's peak at exec)\n",
 			float64(r.FirstSealOwnPeakRSS)/(1<<20), float64(r.FirstSealPeakRSS)/(1<<20))
 	}
 	for _, n := range r.Notes {

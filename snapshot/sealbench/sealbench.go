@@ -157,8 +157,9 @@ type SizeResult struct {
 	FirstSealBytes int64 `json:"firstSealBytes,omitempty"`
 	// The largest peak RSS of cairn's first seals, each run in a child
 	// process (FirstOnly with SealChild), in bytes: as wait4 reports it
-	// (the largest of the child and the gits it ran), and the child's own
-	// (its VmHWM).
+	// (the largest of the child, the gits it ran and this process: Go
+	// starts a child by vfork, and exec records the parent's peak as the
+	// child's), and the child's own (its VmHWM), the figure that counts.
 	FirstSealPeakRSS    int64 `json:"firstSealPeakRss,omitempty"`
 	FirstSealOwnPeakRSS int64 `json:"firstSealOwnPeakRss,omitempty"`
 	AddAllBytes         int64 `json:"addAllBytes,omitempty"`
