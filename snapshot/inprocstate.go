@@ -10,6 +10,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/snapshot/gitobj"
@@ -158,7 +159,25 @@ func (h *inprocState) start(ctx context.Context, stamps [4]fileStamp) (*inproc, 
 	e.logAll = strings.ToLower(cfg["core.logallrefupdates"])
 	e.excludes = cfg["core.excludesfile"]
 	e.empty = f.Hash("tree", nil)
+	// The two identities and the stat cache at once: each waits on its own
+	// (two gits started, a file read and decoded).
+	var (
+		aOut  []byte
+		aErr  error
+		cache *statCache
+		wg    sync.WaitGroup
+	)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		aOut, aErr = s.git.Run(ctx, nil, "var", "GIT_AUTHOR_IDENT")
+	}()
+	go func() {
+		defer wg.Done()
+		cache = s.loadStatCache(f.Name)
+	}()
 	varOut, err := s.git.Run(ctx, nil, "var", "GIT_COMMITTER_IDENT")
+	wg.Wait()
 	if err != nil && ctx.Err() != nil {
 		return nil, err
 	} else if err != nil {
@@ -168,15 +187,14 @@ func (h *inprocState) start(ctx context.Context, stamps [4]fileStamp) (*inproc, 
 	if i := strings.LastIndexByte(ident, '>'); i > 0 {
 		ident = ident[:i+1]
 	}
-	aOut, err := s.git.Run(ctx, nil, "var", "GIT_AUTHOR_IDENT")
-	if err != nil && ctx.Err() != nil {
-		return nil, err
+	if aErr != nil && ctx.Err() != nil {
+		return nil, aErr
 	}
-	if err != nil || !strings.HasPrefix(strings.TrimSpace(string(aOut)), ident+" ") {
+	if aErr != nil || !strings.HasPrefix(strings.TrimSpace(string(aOut)), ident+" ") {
 		return e, errFallback // author and committer differ: not written by this engine
 	}
 	e.ident = ident
-	e.cache = s.loadStatCache(f.Name)
+	e.cache = cache
 	e.cfgOK = true
 	return e, nil
 }

@@ -88,7 +88,22 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 	// In-process when the engine can (inprocrestore.go), else by git.
 	var ip *ipRestore
 	if e := s.inprocRestorer(ctx, opts); e != nil {
+		// A pre-restore checkpoint that reconciles the whole tree starts
+		// from cairn's index: parsed meanwhile (one core; the check reads
+		// only objects, and nothing else uses the parse until it is done).
+		// A new engine parses it here; a daemon's finds it parsed already.
+		var parsed chan struct{}
+		if opts.Changed == nil {
+			parsed = make(chan struct{})
+			go func() {
+				defer close(parsed)
+				_, _, _ = e.loadIndex(s.git.Index)
+			}()
+		}
 		r, err := s.checkInproc(ctx, e, target, pos, prefixes, opts.Changed)
+		if parsed != nil {
+			<-parsed
+		}
 		if err != nil && !errors.Is(err, errFallback) {
 			return res, err
 		}
