@@ -318,7 +318,7 @@ func (w *Watcher) Mark() (string, error) {
 	}
 	name := w.markTok + strconv.FormatUint(w.markSeq.Add(1), 10)
 	p := filepath.Join(w.marks, name)
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600) // O_EXCL: a link there is not followed
 	if err != nil {
 		return "", fmt.Errorf("watcher: mark: %w", err)
 	}
