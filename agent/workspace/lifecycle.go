@@ -583,8 +583,10 @@ func (w *Workspace) barrier(wt *watcher.Watcher) (control, sure bool) {
 		return false, false
 	}
 	mark, err := wt.Mark()
-	if err != nil {
-		w.log.Debug().Err(err).Msg("no barrier: the whole work tree is reconciled instead")
+	if err != nil && err.Error() != w.markErr {
+		// Said once per reason: every lifecycle pass makes a barrier.
+		w.markErr = err.Error()
+		w.log.Warn().Err(err).Msg("no barrier: restores reconcile the whole work tree, lifecycle checkpoints may take in fewer late writes")
 	}
 	_, control, sure = w.drain(wt, mark)
 	return control, sure

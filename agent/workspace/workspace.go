@@ -76,6 +76,7 @@ type Workspace struct {
 	// were lost, or nothing says what changed).
 	dirty    map[string]time.Time
 	needFull bool
+	markErr  string             // the last reason no barrier mark could be made, said once
 	deb      *watcher.Debouncer // autosave timing (when, not what); nil until watching
 
 	// Owned by the workspace's goroutine: degraded mode, seal retries, health.
