@@ -27,6 +27,10 @@ func cairnBinary(ctx context.Context, e *env, bin string) (path string, cleanup 
 	if exe, err := os.Executable(); err == nil {
 		beside := filepath.Join(filepath.Dir(exe), name)
 		if fi, err := os.Stat(beside); err == nil && fi.Mode().IsRegular() {
+			// A cairn left beside a newly built cairn-bench measures old code.
+			if self, err := os.Stat(exe); err == nil && fi.ModTime().Before(self.ModTime()) {
+				fmt.Fprintf(e.stderr, "warning: %s is older than this cairn-bench: its daemon may not be this source's (--bin chooses one)\n", beside)
+			}
 			return beside, nothing, nil
 		}
 	}
