@@ -56,8 +56,8 @@ func TestMarkComesAfterEarlierChanges(t *testing.T) {
 	}
 }
 
-// TestMarkFolder: without a marks folder, or with one inside the tree or
-// that is a link, Mark fails (and Start does not); two Watchers may share a
+// TestMarkFolder: without a marks folder, or with one inside the tree
+// (even through a linked folder on its way) or that is a link, Mark fails (and Start does not); two Watchers may share a
 // folder, each reporting only its own marks.
 func TestMarkFolder(t *testing.T) {
 	checkNoLeaks(t)
@@ -69,6 +69,15 @@ func TestMarkFolder(t *testing.T) {
 	w, _ = startWatcher(t, Options{Root: root, Marks: filepath.Join(root, "marks")}, nil)
 	if _, err := w.Mark(); err == nil || !strings.Contains(err.Error(), "inside the watched tree") {
 		t.Errorf("Mark with its folder inside the tree: %v", err)
+	}
+	// Inside the tree through a linked folder on its way: refused too.
+	toRoot := filepath.Join(t.TempDir(), "to-root")
+	if err := os.Symlink(root, toRoot); err != nil {
+		t.Fatal(err)
+	}
+	w, _ = startWatcher(t, Options{Root: root, Marks: filepath.Join(toRoot, "marks-via-link")}, nil)
+	if _, err := w.Mark(); err == nil || !strings.Contains(err.Error(), "inside the watched tree") {
+		t.Errorf("Mark with its folder inside the tree through a link: %v", err)
 	}
 	elsewhere := t.TempDir()
 	link := filepath.Join(t.TempDir(), "link")

@@ -296,7 +296,10 @@ func (w *Watcher) watchMarks(dir string) {
 		w.marksErr = fmt.Errorf("watcher: marks folder %s is not a folder", dir)
 		return
 	}
-	if _, inTree := w.rel(dir); inTree {
+	if real, err := filepath.EvalSymlinks(dir); err != nil {
+		w.marksErr = fmt.Errorf("watcher: marks folder: %w", err)
+		return
+	} else if _, inTree := w.rel(real); inTree {
 		w.marksErr = fmt.Errorf("watcher: marks folder %s is inside the watched tree", dir)
 		return
 	}

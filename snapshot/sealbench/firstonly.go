@@ -33,12 +33,7 @@ func SealOnce(ctx context.Context, workTree, stateDir string, w io.Writer) error
 	if err != nil {
 		return err
 	}
-	closed := false
-	defer func() {
-		if !closed {
-			cs.close()
-		}
-	}()
+	defer cs.close() // closing twice is harmless
 	t0 := time.Now()
 	rec, err := cs.seal(ctx, "sealbench first seal", nil)
 	took := time.Since(t0)
@@ -50,7 +45,6 @@ func SealOnce(ctx context.Context, workTree, stateDir string, w io.Writer) error
 		return err
 	}
 	res := SealOnceResult{MS: ms(took), Tree: tree, ObjectsBytes: dirBytes(filepath.Join(cs.st.GitDir(), "objects"))}
-	closed = true
 	cs.close() // what closing the store holds counts too
 	res.PeakRSS = ownPeakRSS()
 	return json.NewEncoder(w).Encode(res)
