@@ -706,3 +706,73 @@ func TestInprocRestoreStreamsPackedBlobs(t *testing.T) {
 	// changed and starts a new one, which reads the damage.
 	refusedUntouched(t, ws, st, one, ckpt.Request{}, "blob big.txt "+blob+" unreadable")
 }
+
+// A full reconcile after the stat cache was lost asks git about every path:
+// the index on disk may be an older staging than the newest checkpoint. Here
+// it is the restore's second pre-restore checkpoint, which staged the file
+// the restore overwrote although an ignore rule (kept on disk, sealed in no
+// checkpoint before) covers it; the restore's own index entries died with
+// the stat cache. The reconcile kept the ignored file, taking the index's
+// word that it had been judged.
+func TestFullReconcileAfterLostStatCacheJudgesEveryPath(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"removed", "cut"} {
+		t.Run(how, func(t *testing.T) {
+			dir, st := newTestStore(t, Options{Engine: EngineInproc})
+			writeTree(t, dir, map[string]string{"f0": "zero\n", "a.txt": "a\n"})
+			one := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+			writeFile(t, dir, "f0", "one\n", 0o644)
+			mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+			writeFile(t, dir, ".gitignore", "/f0\n", 0o644)
+			waitSettled(t, filepath.Join(dir, ".gitignore"))
+			// Staged by git with its stat data, in a capture held (not
+			// published): no checkpoint of the branch holds it.
+			if _, err := st.Capture(context.Background(), SealRequest{Kind: ckpt.KindRigSetup, RunID: "r", CodonID: "c1", Changed: []string{".gitignore"}, engine: EngineGit}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := st.Restore(context.Background(), ckpt.Request{Target: one.SHA})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.lastRestore != EngineInproc || res.Kept != 1 {
+				t.Fatalf("restored by %s, %d kept; want the in-process engine keeping .gitignore", st.lastRestore, res.Kept)
+			}
+			if how == "removed" {
+				err = os.Remove(st.statCachePath())
+			} else {
+				err = os.Truncate(st.statCachePath(), 0)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+			if st.lastEngine != EngineInproc {
+				t.Fatalf("sealed by %s", st.lastEngine)
+			}
+			if got := strings.Join(treePaths(t, st, rec.SHA), " "); got != ".gitignore a.txt" {
+				t.Fatalf("the reconcile holds %s; want .gitignore a.txt (f0 is ignored)", got)
+			}
+		})
+	}
+}
+
+// waitSettled waits until the file at p is older than the engines' racy
+// window (settled), so an index written from now on vouches for it by its
+// stat data.
+func waitSettled(t *testing.T, p string) {
+	t.Helper()
+	st, ok := stampFile(p)
+	if !ok {
+		t.Fatalf("%s: cannot stat", p)
+	}
+	m, c := newGrain(), newGrain()
+	m.see(st.Mtime)
+	c.see(st.Ctime)
+	deadline := time.Now().Add(10 * time.Second)
+	for !settled(st, time.Now().UnixNano(), m, c) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not settled after 10 s", p)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
