@@ -1019,6 +1019,7 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 	if err != nil {
 		return sealOutcome{}, err
 	}
+	s.lastAsked = w.asked
 
 	// Each file: vouched for by its stat, or read. When the index's stat
 	// data vouch for every file it holds and for nothing else (nothing

@@ -756,6 +756,37 @@ func TestFullReconcileAfterLostStatCacheJudgesEveryPath(t *testing.T) {
 	}
 }
 
+// A full reconcile asks git about no path its index vouches for while the
+// stat cache ties the index to the newest checkpoint: after a seal, after a
+// restore, in a store opened again. Without the cache it asks about all.
+func TestFullReconcileAsksOnlyWhatTheIndexCannotVouchFor(t *testing.T) {
+	t.Parallel()
+	dir, st := newTestStore(t, Options{Engine: EngineInproc})
+	writeTree(t, dir, map[string]string{"a.txt": "a\n", "d/b.txt": "b\n", "d/e/c.txt": "c\n"})
+	one := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	writeFile(t, dir, "d/b.txt", "b2\n", 0o644)
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+	asked := func(when string, want int) {
+		t.Helper()
+		mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+		if st.lastEngine != EngineInproc || st.lastAsked != want {
+			t.Fatalf("%s: the reconcile by %s asked about %d paths, want %d", when, st.lastEngine, st.lastAsked, want)
+		}
+	}
+	asked("after a seal", 0)
+	if _, err := st.Restore(context.Background(), ckpt.Request{Target: one.SHA}); err != nil {
+		t.Fatal(err)
+	}
+	asked("after a restore", 0)
+	st.Close()
+	st = openTestStore(t, dir, Options{Engine: EngineInproc, StateDir: st.opts.StateDir})
+	asked("in the store opened again", 0)
+	if err := os.Remove(st.statCachePath()); err != nil {
+		t.Fatal(err)
+	}
+	asked("without the stat cache", 5) // a.txt, d, d/b.txt, d/e, d/e/c.txt
+}
+
 // waitSettled waits until the file at p is older than the engines' racy
 // window (settled), so an index written from now on vouches for it by its
 // stat data.

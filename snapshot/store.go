@@ -119,6 +119,9 @@ type Store struct {
 	// it found to a base tree known whole, rather than building every tree
 	// (tests).
 	lastOnBase bool
+	// lastAsked is how many paths the in-process engine's last full
+	// reconcile asked of check-ignore (tests).
+	lastAsked int
 	// lastRestore is the engine that wrote the last restore (tests).
 	lastRestore string
 	// notes are what the store repaired by itself, for the workspace's
