@@ -97,6 +97,9 @@ func (c *coproc) exchange(ctx context.Context, req []byte, read func(*bufio.Read
 	_ = c.in.SetWriteDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { _ = c.out.SetReadDeadline(time.Now()) })
 	defer stop()
+	// An answer that reads a named pipe as an ignore file never comes.
+	watch := watchFIFO(c.cmd.Process.Pid)
+	defer watch.stop()
 	werr := make(chan error, 1)
 	if len(req) <= 32<<10 { // fits the pipe: no writer needed
 		_, err := c.in.Write(req)
@@ -116,6 +119,8 @@ func (c *coproc) exchange(ctx context.Context, req []byte, read func(*bufio.Read
 	}
 	if rerr != nil && ctx.Err() != nil {
 		rerr = fmt.Errorf("%w (%v)", ctx.Err(), rerr)
+	} else if why := watch.reason(); rerr != nil && why != "" {
+		rerr = fmt.Errorf("%s (%v)", why, rerr)
 	}
 	return rerr
 }

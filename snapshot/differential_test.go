@@ -262,7 +262,7 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 				if d != nil && d.IsDir() && d.Name() == ".git" {
 					return filepath.SkipDir
 				}
-				if b, rerr := os.ReadFile(abs); rerr == nil && d.Name() == ".gitignore" {
+				if b, rerr := readNoFollow(abs, 1<<20); rerr == nil && d.Name() == ".gitignore" {
 					tree = append(tree, fmt.Sprintf("%s = %q", relOf(w.root, abs), b))
 				} else {
 					tree = append(tree, relOf(w.root, abs))
@@ -865,7 +865,9 @@ func scanTree(root string) diffTree {
 			return filepath.SkipDir
 		case d.IsDir():
 			tr.dirs = append(tr.dirs, r)
-			if b, err := os.ReadFile(filepath.Join(abs, ".gitignore")); err == nil {
+			// Not through a link, nor from a FIFO (which would block): git
+			// reads neither as rules.
+			if b, err := readNoFollow(filepath.Join(abs, ".gitignore"), 1<<20); err == nil {
 				tr.ignoring = append(tr.ignoring, r)
 				if strings.TrimSpace(string(b)) == "*" {
 					tr.selfIgnoring = append(tr.selfIgnoring, r)

@@ -258,7 +258,11 @@ func (g *Git) run(ctx context.Context, w io.Writer, stdin io.Reader, args []stri
 		if g.Background {
 			platform.Deprioritize(cmd.Process.Pid)
 		}
+		watch := watchFIFO(cmd.Process.Pid)
 		err = waitChild(cmd)
+		if why := watch.stop(); why != "" {
+			err = fmt.Errorf("%s (%v)", why, err)
+		}
 	}
 	if err != nil {
 		code := -1

@@ -1,0 +1,64 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/restore/ckpt"
+)
+
+// A named pipe where git opens an ignore or attributes file without
+// looking first (.gitignore, .gitattributes) blocks git for good: `git
+// status` hangs there too. A seal, by either engine, told the pipe or
+// reconciling the whole tree, ends failed, naming the pipe, long before its
+// context would; the store is not harmed, and once the pipe is gone the next
+// seal is ok. Before, the seal waited on git until its context ended (the
+// daemon's never does).
+func TestSealWithNamedPipeForIgnoreFileFails(t *testing.T) {
+	t.Parallel()
+	for _, eng := range []string{EngineInproc, EngineGit} {
+		for _, where := range []string{".gitignore", "sub/.gitignore", "sub/.gitattributes"} {
+			t.Run(eng+"/"+where, func(t *testing.T) {
+				t.Parallel()
+				dir, st := newTestStore(t, Options{Engine: eng})
+				writeTree(t, dir, map[string]string{"f0": "zero\n", "sub/a.txt": "a\n"})
+				mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+				pipe := filepath.Join(dir, filepath.FromSlash(where))
+				if err := syscall.Mkfifo(pipe, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				writeFile(t, dir, "sub/a.txt", "b\n", 0o644)
+				for _, changed := range [][]string{{where, "sub/a.txt"}, nil} {
+					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+					rec, err := st.Seal(ctx, SealRequest{Kind: ckpt.KindManual, Changed: changed})
+					cancel()
+					switch {
+					case errors.Is(err, context.DeadlineExceeded):
+						t.Fatalf("told %q: the seal waited on git until its context ended: %v", changed, err)
+					case err == nil && rec.State != ckpt.StateFailed:
+						// The in-process engine reads no attributes file: told
+						// the pipe, it names it as no regular file.
+						if !strings.HasSuffix(where, ".gitattributes") || eng != EngineInproc {
+							t.Fatalf("told %q: sealed %s by %s with a named pipe at %s", changed, rec.State, st.lastEngine, where)
+						}
+					case err == nil || !strings.Contains(err.Error(), "named pipe") || !strings.Contains(err.Error(), where):
+						t.Fatalf("told %q: %v; want an error naming the pipe %s", changed, err, where)
+					}
+				}
+				if err := os.Remove(pipe); err != nil {
+					t.Fatal(err)
+				}
+				rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+				if rec.State != ckpt.StateOK {
+					t.Fatalf("with the pipe gone: %s, %v", rec.State, rec.Issues)
+				}
+			})
+		}
+	}
+}
