@@ -287,7 +287,7 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 		}
 	}
 	var recent []string
-	fullNext := false // the seal after a restore is a full reconcile, as the daemon's is
+	fullNext := false // the seal after a restore: a full reconcile, or told (restoreStep's caller)
 	for step := 1; step <= steps && !c.done(); step++ {
 		if !deadline.IsZero() && time.Now().After(deadline) {
 			break
@@ -444,6 +444,25 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 			if watched {
 				rs.seal += " (told the dirty set)"
 			}
+			// Now and then changes made since the last seal, which only the
+			// pre-restore checkpoint holds (a file created is kept).
+			if c.intn(2) == 0 {
+				for range 1 + c.intn(3) {
+					op, ok := genOp(t, c, worlds[0], recent, allowed)
+					if !ok {
+						break
+					}
+					rs.ops = append(rs.ops, op.desc)
+					for _, w := range worlds {
+						for _, p := range op.do(t, w) {
+							w.dirty[p] = true
+						}
+						if op.after != nil {
+							op.after(t, w)
+						}
+					}
+				}
+			}
 			log = append(log, rs)
 			for _, w := range worlds {
 				note, msg := w.restoreStep(t, w.shas[slices.Index(w.evs, both[k])], watched)
@@ -452,7 +471,16 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 					fail(w, "%s", msg)
 				}
 			}
-			fullNext = true
+			// The seal after it: now and then a full reconcile; else told
+			// what changes next, the dirty set kept or forgotten (the store
+			// adds what the restore left: kept, written, deleted paths).
+			fullNext = c.intn(3) == 0
+			if !fullNext && c.intn(2) == 0 {
+				for _, w := range worlds {
+					clear(w.dirty)
+				}
+				log[len(log)-1].seal += "; dirty sets forgotten"
+			}
 		}
 	}
 }

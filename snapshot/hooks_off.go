@@ -8,3 +8,5 @@ package snapshot
 func beforeUpdateRef() {}
 
 func beforeHashHook() func() { return nil }
+
+func restoreApplied() error { return nil }

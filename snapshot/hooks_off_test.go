@@ -14,7 +14,7 @@ import (
 // (hooks_on.go; the shipped build compiles them to nothing), so a plain
 // go test still runs them. It fails unless each of them passed there.
 func TestHooksUnderFaultTag(t *testing.T) {
-	tests := []string{"TestInprocRefCompareAndSwap", "TestForeignRefMoveNotOverwritten"}
+	tests := []string{"TestInprocRefCompareAndSwap", "TestForeignRefMoveNotOverwritten", "TestSealAfterRestoreStoppedPartWay"}
 	if runtime.GOOS == "linux" {
 		tests = append(tests, "TestInprocSealSwappedFolder") // beneath_linux_test.go
 	}

@@ -20,3 +20,14 @@ func beforeUpdateRef() {
 }
 
 func beforeHashHook() func() { return hookBeforeHash }
+
+// hookRestoreApplied, when set, runs once a restore has written the work
+// tree, before cairn's index follows; an error fails the restore there.
+var hookRestoreApplied func() error
+
+func restoreApplied() error {
+	if hookRestoreApplied != nil {
+		return hookRestoreApplied()
+	}
+	return nil
+}

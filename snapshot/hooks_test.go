@@ -7,6 +7,7 @@ package snapshot
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,5 +75,33 @@ func TestForeignRefMoveNotOverwritten(t *testing.T) {
 	last := st.Records()[len(st.Records())-1]
 	if last.ID != rec.ID || last.State != ckpt.StateFailed {
 		t.Errorf("failed seal not in the ledger: %+v", last)
+	}
+}
+
+// A restore that stopped after writing the work tree leaves cairn's index
+// describing the work tree as it was: the next seal told what changed (here,
+// nothing) reconciles the whole tree, and holds what is on disk.
+func TestSealAfterRestoreStoppedPartWay(t *testing.T) {
+	for _, eng := range []string{EngineInproc, EngineGit} {
+		t.Run(eng, func(t *testing.T) {
+			dir, st := newTestStore(t, Options{Engine: eng})
+			writeTree(t, dir, map[string]string{"a.txt": "one\n", "b.txt": "b\n"})
+			one := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+			writeFile(t, dir, "a.txt", "two\n", 0o644)
+			mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+			hookRestoreApplied = func() error { return errors.New("stopped by the test") }
+			_, err := st.Restore(context.Background(), ckpt.Request{Target: one.SHA})
+			hookRestoreApplied = nil
+			if err == nil || !strings.Contains(err.Error(), "stopped by the test") {
+				t.Fatalf("restore: %v", err)
+			}
+			if b, _ := os.ReadFile(filepath.Join(dir, "a.txt")); string(b) != "one\n" {
+				t.Fatalf("the restore wrote %q", b)
+			}
+			rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: []string{}})
+			if got, want := treeOf(t, st, rec.SHA), treeOf(t, st, one.SHA); got != want {
+				t.Fatalf("the seal after the stopped restore holds %s, want the work tree's %s", got, want)
+			}
+		})
 	}
 }

@@ -238,13 +238,18 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 		return res, nil
 	}
 
-	// 3. Apply.
+	// 3. Apply. Until it ends well, cairn's index may not describe the
+	// work tree: the next seal reconciles it whole.
+	s.reexamine, s.restoreUnsure = nil, true
 	progress(3, fmt.Sprintf("writing %d files, deleting %d", len(res.Write), len(res.Delete)))
 	s.lastRestore = EngineGit
 	var stored chan error // the store's index and HEAD brought to the target
 	if ip != nil {
 		s.lastRestore = EngineInproc
 		if err := ip.applyInproc(ctx, ipChanges); err != nil {
+			return res, err
+		}
+		if err := restoreApplied(); err != nil {
 			return res, err
 		}
 		// Beside the verification: they read and write only the store
@@ -258,6 +263,8 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 			stored <- err
 		}()
 	} else if err := s.checkoutTarget(ctx, &res, work, target, prefixes); err != nil {
+		return res, err
+	} else if err := restoreApplied(); err != nil {
 		return res, err
 	}
 
@@ -276,10 +283,31 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 	if len(prefixes) == 0 {
 		s.setPosition(target)
 	}
+	s.reexamine, s.restoreUnsure = afterRestore(&res, work), false
 	// The index now holds the target's files, a subset of the pre-restore's
 	// "**" selection it stays recorded under: a seal under "**" stages only
 	// what differs, one under other patterns reconciles in full.
 	return res, nil
+}
+
+// afterRestore lists what a restore leaves that cairn's index, now the
+// target's, may not describe, for the next seal told what changed to look
+// at: the paths it kept (on disk, held by the pre-restore checkpoint, not
+// by the target: out of the index), those it could not bring to the target
+// (Diff), and those it wrote and deleted (a watch reports these, unless its
+// events were dropped).
+func afterRestore(res *ckpt.Outcome, work *restoreWork) []string {
+	out := slices.Clone(work.kept)
+	for _, l := range [][]ckpt.PlanFile{res.Write, res.Delete} {
+		for _, f := range l {
+			out = append(out, f.Path)
+		}
+	}
+	for _, d := range res.Diff {
+		out = append(out, d.Path)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func orDefault(s, d string) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -245,5 +246,41 @@ func TestDryRunBesideReaders(t *testing.T) {
 	wg.Wait()
 	if after, _ := os.ReadFile(st.git.Index); string(after) != string(index) {
 		t.Error("a dry run changed the store's index")
+	}
+}
+
+// A file the restore kept (on disk, held by the pre-restore checkpoint but
+// not by the position's nor the target's) is out of cairn's index after it:
+// the next seal told what changed since (here nothing, as a watch whose
+// dirty set was taken by the restore would tell) holds it, as git's view of
+// the work tree does. It did not: only a full reconcile found it, so the
+// daemon reconciled the whole tree after every restore.
+func TestToldSealAfterRestoreHoldsKeptFiles(t *testing.T) {
+	t.Parallel()
+	for _, eng := range []string{EngineInproc, EngineGit} {
+		t.Run(eng, func(t *testing.T) {
+			t.Parallel()
+			dir, st := newTestStore(t, Options{Engine: eng})
+			writeTree(t, dir, map[string]string{"a.txt": "a\n", "d/b.txt": "b\n"})
+			one := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+			writeFile(t, dir, "a.txt", "a2\n", 0o644)
+			mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+			writeFile(t, dir, "d/kept.txt", "k\n", 0o644)
+			res, err := st.Restore(context.Background(), ckpt.Request{Target: one.SHA, Changed: []string{"d/kept.txt"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Kept != 1 {
+				t.Fatalf("kept %d, want d/kept.txt", res.Kept)
+			}
+			rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: []string{}})
+			if got := strings.Join(treePaths(t, st, rec.SHA), " "); got != "a.txt d/b.txt d/kept.txt" {
+				t.Fatalf("the told seal after the restore holds %s; want a.txt d/b.txt d/kept.txt", got)
+			}
+			// Sealed once, nothing is looked at again.
+			if len(st.reexamine) != 0 || st.restoreUnsure {
+				t.Fatalf("after a seal: still to look at %q (unsure %v)", st.reexamine, st.restoreUnsure)
+			}
+		})
 	}
 }

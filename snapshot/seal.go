@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -104,6 +105,11 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 		if why := s.inproc.indexDoubt(); why != "" {
 			s.note(ctx, why+"; this checkpoint reconciled the whole work tree, and the cache was rebuilt")
 			req.Changed = nil
+		} else if s.restoreUnsure {
+			zerologCtx(ctx).Info().Msg("a restore stopped part way: this checkpoint reconciles the whole work tree")
+			req.Changed = nil
+		} else if len(s.reexamine) > 0 {
+			req.Changed = slices.Compact(slices.Sorted(slices.Values(append(slices.Clip(req.Changed), s.reexamine...))))
 		}
 	}
 	job := &sealJob{req: req, rec: &rec, sel: sel, parent: parent, oldTip: oldTip, now: now}
@@ -290,6 +296,8 @@ func (s *Store) recordSeal(ctx context.Context, eng engine, j *sealJob, out seal
 	}
 	rec, err := s.complete(j.req, *j.rec, out.sha, out.parent, out.counts, start)
 	if err == nil {
+		// What a restore left is in this checkpoint (a told seal was told it).
+		s.reexamine, s.restoreUnsure = nil, false
 		eng.sealed(ctx)
 	}
 	return rec, err

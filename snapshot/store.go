@@ -124,6 +124,13 @@ type Store struct {
 	lastAsked int
 	// lastRestore is the engine that wrote the last restore (tests).
 	lastRestore string
+	// reexamine names what the last restore left that cairn's index may
+	// not describe (restore.go: afterRestore): every seal told what changed
+	// looks at these too, until one seals. restoreUnsure: a restore began
+	// writing and did not finish; until a seal, every seal reconciles the
+	// whole work tree.
+	reexamine     []string
+	restoreUnsure bool
 	// notes are what the store repaired by itself, for the workspace's
 	// status (TakeNotes).
 	notes []string

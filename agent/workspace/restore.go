@@ -24,6 +24,11 @@ type restoreJob struct {
 	// when only a full reconcile knows what changed).
 	fn   func(ctx context.Context, changed []string)
 	done chan struct{}
+	// reconcileAfter: the next seal reconciles the whole work tree (a
+	// restore of the user's repository, which cairn's store does not see).
+	// A restore of cairn's store tells the store what it left
+	// (snapshot.Store.Restore): seals told what changed stay exact.
+	reconcileAfter bool
 }
 
 // restoreTimeout bounds one restore; shutdown does not cut one short.
@@ -175,7 +180,7 @@ func (ws *Workspace) restoreRun(st *snapshot.Store, cmdType string, op restore.O
 	}
 	var res api.RestoreResult
 	var err error
-	job := restoreJob{done: make(chan struct{}), fn: func(ctx context.Context, changed []string) {
+	job := restoreJob{done: make(chan struct{}), reconcileAfter: st == nil, fn: func(ctx context.Context, changed []string) {
 		op.Changed = changed
 		if st == nil {
 			res, err = checkpoints.RunAutodev(ctx, repo, undo, op)

@@ -528,8 +528,11 @@ func (w *Workspace) serve(ctx context.Context) error {
 				w.log.Info().Bool("barrier", sure).Msg("restore: the pre-restore checkpoint reconciles the whole work tree")
 			}
 			job.run(ctx, changed)
-			// The checkout rewrote files: the next seal reconciles everything.
-			w.needFull = true
+			// The restore's writes reach the dirty set as events; what it
+			// left that no event names (files it kept) the store adds to
+			// the next seal told what changed, and a restore stopped part
+			// way makes that seal a full reconcile (snapshot, restore.go).
+			w.needFull = w.needFull || job.reconcileAfter
 		case <-w.reconcile.C():
 			// Changes in unwatched folders have no events: only a full
 			// reconcile finds them, at most a reconcile interval late.
