@@ -70,6 +70,10 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 	if err := validateRequest(req); err != nil {
 		return fail(err)
 	}
+	if req.Changed != nil && len(s.reexamine) > 0 {
+		// What the last restore left that no event names.
+		req.Changed = slices.Compact(slices.Sorted(slices.Values(append(slices.Clip(req.Changed), s.reexamine...))))
+	}
 	if lo := s.left(); lo.whole() {
 		return fail(ErrWorkTreeForeign)
 	} else if req.Changed != nil {
@@ -108,8 +112,6 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 		} else if s.restoreUnsure {
 			zerologCtx(ctx).Info().Msg("a restore stopped part way: this checkpoint reconciles the whole work tree")
 			req.Changed = nil
-		} else if len(s.reexamine) > 0 {
-			req.Changed = slices.Compact(slices.Sorted(slices.Values(append(slices.Clip(req.Changed), s.reexamine...))))
 		}
 	}
 	job := &sealJob{req: req, rec: &rec, sel: sel, parent: parent, oldTip: oldTip, now: now}
