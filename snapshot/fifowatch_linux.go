@@ -24,7 +24,9 @@ const fifoWatchEvery = 500 * time.Millisecond
 // why, naming the pipe when the process's memory says which.
 func watchFIFO(pid int) *fifoWatch {
 	w := &fifoWatch{pid: pid}
-	w.timer = time.AfterFunc(fifoWatchEvery, w.look)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.timer = time.AfterFunc(fifoWatchEvery, w.look) // look waits for the lock
 	return w
 }
 
