@@ -463,6 +463,13 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 					}
 				}
 			}
+			// An op may have replaced a store (its checkpoints gone with it):
+			// the target is one both worlds still keep.
+			if both = commonEvents(worlds[0], worlds[1]); k >= len(both) {
+				rs.seal += "; no checkpoint left to restore to"
+				log = append(log, rs)
+				continue
+			}
 			log = append(log, rs)
 			for _, w := range worlds {
 				note, msg := w.restoreStep(t, w.shas[slices.Index(w.evs, both[k])], watched)
