@@ -3,6 +3,7 @@ package watcher
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -104,5 +105,42 @@ func TestMarkFolder(t *testing.T) {
 	cb.waitFor(t, Mark, nb)
 	if ca.has(nb, Mark) || cb.has(na, Mark) {
 		t.Error("a Watcher reported another's mark")
+	}
+}
+
+// TestMarkLeftByADeadProcessSwept: a mark whose maker was killed between
+// making and removing it (its pid gone) is removed when a Watcher starts on
+// the folder; a live process's mark (another Watcher's) and other files stay.
+func TestMarkLeftByADeadProcessSwept(t *testing.T) {
+	checkNoLeaks(t)
+	root, marks := t.TempDir(), filepath.Join(t.TempDir(), "marks")
+	if err := os.MkdirAll(marks, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := fmt.Sprintf("mark-%d-0a0b0c0d0e0f-1", gone.Process.Pid)
+	live := fmt.Sprintf("mark-%d-0a0b0c0d0e0f-7", os.Getppid())
+	for _, n := range []string{dead, live, "notes.txt", "mark-x-1"} {
+		if err := os.WriteFile(filepath.Join(marks, n), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, _ := startWatcher(t, Options{Root: root, Marks: marks}, nil)
+	if _, err := w.Mark(); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	ents, _ := os.ReadDir(marks)
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	slices.Sort(left)
+	want := []string{live, "mark-x-1", "notes.txt"}
+	slices.Sort(want)
+	if !slices.Equal(left, want) {
+		t.Fatalf("left in the marks folder: %q, want %q", left, want)
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/cairn-dev/cairn/platform"
 )
 
 // Options for one recursive watch.
@@ -303,11 +305,35 @@ func (w *Watcher) watchMarks(dir string) {
 		w.marksErr = fmt.Errorf("watcher: marks folder %s is inside the watched tree", dir)
 		return
 	}
+	sweepMarks(dir)
 	if err := w.fw.Add(dir); err != nil {
 		w.marksErr = fmt.Errorf("watcher: watch marks folder %s: %w", dir, err)
 		return
 	}
 	w.marks = dir
+}
+
+// sweepMarks removes the marks a process now gone left in dir, killed
+// between making one and removing it (Mark's two steps). A mark names its
+// maker's pid; one of a process still running (another Watcher's, maybe)
+// or any other file is left alone.
+func sweepMarks(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), "mark-")
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		ps, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(ps)
+		if err != nil || pid <= 0 || pid == os.Getpid() || platform.ProcessRunning(pid) {
+			continue
+		}
+		_ = os.Remove(filepath.Join(dir, e.Name())) // a name, never followed
+	}
 }
 
 // Mark makes a file in the Marks folder and removes it, and returns its
