@@ -247,11 +247,20 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 		}
 		return b.String()
 	}
+	logged := false // fail printed the op log
 	if os.Getenv("CAIRN_DIFF_LOG") != "" {
 		defer func() { t.Logf("%s: op log:\n%s", replay, logText()) }()
+	} else {
+		// An op that fails (t.Fatal in its do) prints what led there too.
+		defer func() {
+			if t.Failed() && !logged {
+				t.Logf("replay: %s (CAIRN_DIFF_STEPS=%d)\nop log so far:\n%s", replay, len(log)-1, logText())
+			}
+		}()
 	}
 	fail := func(w *diffWorld, format string, args ...any) {
 		t.Helper()
+		logged = true
 		if os.Getenv("CAIRN_DIFF_DUMP") != "" {
 			for _, sha := range w.shas {
 				out, err := w.st.git.Run(context.Background(), nil, "ls-tree", "-r", "-z", sha)
@@ -478,6 +487,19 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 					fail(w, "%s", msg)
 				}
 			}
+			// git's restore may leave folders emptied before it, which the
+			// in-process one (as git's checkout) removes; no checkpoint
+			// holds a folder, but the next ops are picked from the first
+			// world's tree: the worlds are made the same again.
+			for _, w := range worlds {
+				if w.engine == EngineGit {
+					for _, o := range worlds {
+						if o.engine != EngineGit {
+							pruneEmptyFoldersLike(t, w.root, o.root)
+						}
+					}
+				}
+			}
 			// The seal after it: now and then a full reconcile; else told
 			// what changes next, the dirty set kept or forgotten (the store
 			// adds what the restore left: kept, written, deleted paths).
@@ -488,6 +510,43 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 				}
 				log[len(log)-1].seal += "; dirty sets forgotten"
 			}
+		}
+	}
+}
+
+// pruneEmptyFoldersLike removes the folders under root that hold no file
+// (at any depth) and that ref lacks at the same path.
+func pruneEmptyFoldersLike(t *testing.T, root, ref string) {
+	t.Helper()
+	var empty []string
+	filepath.WalkDir(root, func(abs string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() || abs == root {
+			return nil
+		}
+		if d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		rel := relOf(root, abs)
+		if _, err := os.Lstat(filepath.Join(ref, filepath.FromSlash(rel))); err == nil {
+			return nil
+		}
+		files := false
+		filepath.WalkDir(abs, func(_ string, e fs.DirEntry, err error) error {
+			if err == nil && !e.IsDir() {
+				files = true
+				return filepath.SkipAll
+			}
+			return nil
+		})
+		if !files {
+			empty = append(empty, abs)
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	for _, abs := range empty {
+		if err := os.RemoveAll(abs); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
