@@ -25,7 +25,7 @@ var allowed = map[string][]string{
 	"restore/ckpt":       {},
 	"restore/timeline":   {"restore/ckpt"},
 	"restore":            {"platform/printable", "restore/ckpt"},
-	"watcher":            {},
+	"watcher":            {"platform"}, // ProcessRunning: a dead process's leftover marks
 
 	// the store and its engines
 	"snapshot/gitobj": {"platform"},
