@@ -70,8 +70,12 @@ func (w *fifoWatch) reason() string {
 }
 
 // blockedOnFIFO reports why pid is stuck opening a named pipe ("" when it
-// is not).
+// is not). Only a child of this process is judged: git reaped just before
+// the watch stopped leaves its pid free for another process, never killed.
 func blockedOnFIFO(pid int) string {
+	if f := procStatFields(pid); len(f) < 2 || f[1] != strconv.Itoa(os.Getpid()) {
+		return ""
+	}
 	dir := "/proc/" + strconv.Itoa(pid)
 	wchan, err := os.ReadFile(dir + "/wchan")
 	if err != nil || strings.TrimSpace(string(wchan)) != "wait_for_partner" {

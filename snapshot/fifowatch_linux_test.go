@@ -3,8 +3,11 @@ package snapshot
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -60,5 +63,60 @@ func TestSealWithNamedPipeForIgnoreFileFails(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// The watch judges only its own children: a process stuck opening a pipe
+// that this one did not start (here one whose parent exited, as a reaped
+// git's pid could be taken by) is left alone; a child stuck the same way is
+// named, with the pipe.
+func TestBlockedOnFIFOOnlyOwnChildren(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pipe := filepath.Join(dir, "p")
+	if err := syscall.Mkfifo(pipe, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Both readers are let go at the end by a writer opening the pipe.
+	defer func() {
+		if f, err := os.OpenFile(pipe, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	}()
+	out, err := exec.Command("sh", "-c", `cat "$1" </dev/null >/dev/null 2>&1 & echo $!`, "sh", pipe).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := exec.Command("cat", pipe)
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Wait()
+	defer child.Process.Kill()
+	waitFIFOOpen := func(pid int) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", pid))
+			if strings.TrimSpace(string(b)) == "wait_for_partner" {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("pid %d not waiting in a pipe's open (wchan %q)", pid, b)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitFIFOOpen(orphan)
+	waitFIFOOpen(child.Process.Pid)
+	if why := blockedOnFIFO(orphan); why != "" {
+		t.Errorf("another process's wait judged: %s", why)
+	}
+	if why := blockedOnFIFO(child.Process.Pid); !strings.Contains(why, pipe) {
+		t.Errorf("the child's wait: %q, want the pipe %s named", why, pipe)
 	}
 }

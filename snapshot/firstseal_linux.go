@@ -1010,10 +1010,13 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 	if err != nil {
 		indexEntries, idxTime = nil, 0
 	}
-	// An index the record does not tie to the newest checkpoint may be
-	// older than it: its stat data still vouch for content, but what it
-	// tracks was not judged by the ignore rules on disk now.
-	global = global || len(indexEntries) > 0 && !e.indexJudged()
+	// An index the stat cache does not tie to the newest checkpoint (the
+	// cache lost, cut, or from another index or checkpoint) may be an older
+	// staging, its later seals' and restores' pending entries gone: its stat
+	// data still vouch for content, but what it tracks was not all judged
+	// by the ignore rules it holds (a restore's second pre-restore
+	// checkpoint stages the files it overwrites even when ignored).
+	global = global || len(indexEntries) > 0 && !s.indexTiedBy(e.cache)
 	k := loadKnown(indexEntries, e.cache.pending)
 	w, err := e.walk(ctx, sel, k, idxTime, global)
 	if err != nil {
@@ -1410,28 +1413,6 @@ func baseEdits(entries []idxEntry, from []int32, k *knownEntries) map[string]edi
 		}
 	}
 	return edits
-}
-
-// indexJudged reports whether cairn's index, with the stat cache's pending
-// entries, is the staging of the newest checkpoint: the stat cache names
-// the index as it is on disk and that checkpoint (a lost or damaged one
-// names neither). Then what
-// the index tracks was judged by the ignore rules it holds, and a walk asks
-// git only about what it does not hold or what lies under rules that
-// changed. Otherwise (the stat cache lost, cut, or from another index or
-// checkpoint) the pending entries of the last seals or restores are gone and
-// the index may be an older staging: a restore's pre-restore checkpoint
-// stages the files it overwrites even when ignored, for one.
-func (e *inproc) indexJudged() bool {
-	c := e.cache
-	if c == nil {
-		return false
-	}
-	if st, ok := stampFile(e.s.git.Index); !ok || st != c.hdr.Index {
-		return false
-	}
-	last, ok := e.s.lastSealed()
-	return ok && last.SHA == c.hdr.Commit
 }
 
 // finishPacks closes the seal's pack writer once, and has the engine see

@@ -214,15 +214,7 @@ func (h *inprocState) ready(ctx context.Context, sel *Selector) (*inproc, bool) 
 	if !s.statCacheFresh(e.cache) {
 		e.cache = s.loadStatCache(e.format.Name)
 	}
-	if e.cache.hdr.Base == "" {
-		return nil, false
-	}
-	if st, ok := stampFile(s.git.Index); !ok || st != e.cache.hdr.Index {
-		return nil, false
-	}
-	// The cache must stand for the newest checkpoint sealed: an older one
-	// (a record lost at its end, a copy put back) names an older base.
-	if last, ok := s.lastSealed(); !ok || last.SHA != e.cache.hdr.Commit {
+	if e.cache.hdr.Base == "" || !s.indexTiedBy(e.cache) {
 		return nil, false
 	}
 	var prev indexMeta
@@ -231,6 +223,19 @@ func (h *inprocState) ready(ctx context.Context, sel *Selector) (*inproc, bool) 
 		return nil, false
 	}
 	return e, true
+}
+
+// indexTiedBy reports whether the stat cache c ties cairn's index to the
+// newest checkpoint: it names the index as it is on disk and that
+// checkpoint. The cache must stand for the newest checkpoint sealed: an
+// older one (a record lost at its end, a copy put back) names an older
+// base; a lost or damaged one names neither.
+func (s *Store) indexTiedBy(c *statCache) bool {
+	if st, ok := stampFile(s.git.Index); !ok || st != c.hdr.Index {
+		return false
+	}
+	last, ok := s.lastSealed()
+	return ok && last.SHA == c.hdr.Commit
 }
 
 // gitSealed notes, after git wrote tree from cairn's index and sealed

@@ -60,19 +60,24 @@ var ownerTag = func() string {
 // procStartTime is a process's start time in clock ticks since boot ("" if
 // it is gone).
 func procStartTime(pid int) string {
+	if f := procStatFields(pid); len(f) >= 20 {
+		return f[19]
+	}
+	return ""
+}
+
+// procStatFields is /proc/<pid>/stat after the command's name: its state,
+// its parent's pid, … (nil if it is gone).
+func procStatFields(pid int) []string {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return ""
+		return nil
 	}
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return ""
+		return nil
 	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 {
-		return ""
-	}
-	return f[19]
+	return strings.Fields(string(b[i+1:]))
 }
 
 // killOrphans kills the processes a cairn that is gone left working on the
