@@ -37,7 +37,7 @@ func TestSealWithNamedPipeForIgnoreFileFails(t *testing.T) {
 					t.Fatal(err)
 				}
 				writeFile(t, dir, "sub/a.txt", "b\n", 0o644)
-				for _, changed := range [][]string{{where, "sub/a.txt"}, nil} {
+				for _, changed := range [][]string{{where, "sub/a.txt"}, {"sub/a.txt"}, nil} {
 					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 					rec, err := st.Seal(ctx, SealRequest{Kind: ckpt.KindManual, Changed: changed})
 					cancel()
@@ -52,6 +52,11 @@ func TestSealWithNamedPipeForIgnoreFileFails(t *testing.T) {
 						}
 					case err == nil || !strings.Contains(err.Error(), "named pipe") || !strings.Contains(err.Error(), where):
 						t.Fatalf("told %q: %v; want an error naming the pipe %s", changed, err, where)
+					}
+					// git killed while it held cairn's index lock: the lock,
+					// provably dead, does not outlive it.
+					if _, err := os.Lstat(st.git.Index + ".lock"); err == nil {
+						t.Fatalf("told %q: cairn/index.lock left behind", changed)
 					}
 				}
 				if err := os.Remove(pipe); err != nil {

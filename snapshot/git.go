@@ -261,7 +261,7 @@ func (g *Git) run(ctx context.Context, w io.Writer, stdin io.Reader, args []stri
 		watch := watchFIFO(cmd.Process.Pid)
 		err = waitChild(cmd)
 		if why := watch.stop(); why != "" {
-			err = fmt.Errorf("%s (%v)", why, err)
+			err = &fifoBlockedError{why: why, err: err}
 		}
 	}
 	if err != nil {
@@ -321,6 +321,17 @@ func signalOf(err error) (syscall.Signal, bool) {
 	return ws.Signal(), true
 }
 
+// fifoBlockedError is a git the named-pipe watch killed (fifowatch_linux.go):
+// the work tree stops it, not a file of the call's, so nothing is retried
+// and no path is to blame.
+type fifoBlockedError struct {
+	why string
+	err error
+}
+
+func (e *fifoBlockedError) Error() string { return e.why + " (" + e.err.Error() + ")" }
+func (e *fifoBlockedError) Unwrap() error { return e.err }
+
 // busRetries is how often runMapped makes again a call a bus error ended.
 const busRetries = 5
 
@@ -341,7 +352,9 @@ const busRetries = 5
 // makes no other write of g.Index meanwhile, and the git has been reaped.
 // A call's own temporary index (ownIndex) needs no store lock: no one else
 // writes it. Otherwise, without the store lock, the lock file is left alone
-// and the error returned.
+// and the error returned. A git the named-pipe watch killed (SIGKILL: no
+// lock removed either) has its lock removed the same way, and is not made
+// again: it would block again.
 func (g *Git) runMapped(ctx context.Context, stdin []byte, args ...string) ([]byte, string, error) {
 	for attempt := 0; ; attempt++ {
 		var in io.Reader
@@ -349,15 +362,16 @@ func (g *Git) runMapped(ctx context.Context, stdin []byte, args ...string) ([]by
 			in = bytes.NewReader(stdin)
 		}
 		out, warn, err := g.RunWarn(ctx, in, args...)
-		if sig, ok := signalOf(err); !ok || sig != syscall.SIGBUS || !(g.ownIndex || g.storeLocked()) {
+		blocked := errors.As(err, new(*fifoBlockedError))
+		if sig, ok := signalOf(err); !(blocked || ok && sig == syscall.SIGBUS) || !(g.ownIndex || g.storeLocked()) {
 			return out, warn, err
 		}
 		if g.Index != "" {
 			if rerr := os.Remove(g.Index + ".lock"); rerr == nil {
-				zerologCtx(ctx).Debug().Str("index", g.Index).Msg("removed the index lock of a git a bus error ended (a file changed while git read it)")
+				zerologCtx(ctx).Debug().Str("index", g.Index).Bool("pipe", blocked).Msg("removed the index lock of a git a signal ended (a file changed while git read it, or a named pipe stopped it)")
 			}
 		}
-		if ctx.Err() != nil || attempt == busRetries {
+		if blocked || ctx.Err() != nil || attempt == busRetries {
 			return out, warn, err
 		}
 	}

@@ -651,8 +651,8 @@ func isolateUnreadable(ctx context.Context, g *Git, paths []string, busErr strin
 		return nil, nil
 	}
 	var ge *GitError
-	if !errors.As(err, &ge) || ctx.Err() != nil {
-		return nil, err
+	if !errors.As(err, &ge) || ctx.Err() != nil || errors.As(err, new(*fifoBlockedError)) {
+		return nil, err // not one file's: a named pipe stops every batch
 	}
 	if len(paths) == 1 {
 		why := firstLine(ge.Stderr)

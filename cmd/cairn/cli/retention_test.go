@@ -49,7 +49,8 @@ func TestPinListAllAndPrunedRestore(t *testing.T) {
 	}
 
 	out, _, _ = cairn(t, env, "list", ws)
-	if strings.Contains(out, "c2") || !strings.Contains(out, "c1") || !strings.Contains(out, "c3") {
+	// " c2 ": the id as listed, not "c2" inside a short sha (1c22b6e).
+	if strings.Contains(out, " c2 ") || !strings.Contains(out, " c1 ") || !strings.Contains(out, " c3 ") {
 		t.Errorf("list shows pruned c2 or hides the others:\n%s", out)
 	}
 	out, _, _ = cairn(t, env, "list", ws, "--all")
