@@ -479,9 +479,17 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 				log = append(log, rs)
 				continue
 			}
+			// One restore in three is of a few paths only (cairn restore
+			// --path): compared with git's checkout of those paths.
+			var paths []string
+			if c.intn(3) == 0 {
+				w0 := worlds[0]
+				paths = pickRestorePaths(t, c, w0, w0.shas[slices.Index(w0.evs, both[k])])
+				rs.seal += fmt.Sprintf(", paths %q", paths)
+			}
 			log = append(log, rs)
 			for _, w := range worlds {
-				note, msg := w.restoreStep(t, w.shas[slices.Index(w.evs, both[k])], watched)
+				note, msg := w.restoreStep(t, w.shas[slices.Index(w.evs, both[k])], watched, paths)
 				log[len(log)-1].seal += "; " + w.engine + ": " + note
 				if msg != "" {
 					fail(w, "%s", msg)
@@ -627,13 +635,13 @@ func declined(p string, before, got map[string]diskEntry, issues []ckpt.PathIssu
 // file by file, with git's `checkout --force` of the same target in a copy
 // of the work tree taken just before (gitCheckoutRef). It returns a note
 // for the log and, when they differ, why.
-func (w *diffWorld) restoreStep(t *testing.T, target string, watched bool) (note, fail string) {
+func (w *diffWorld) restoreStep(t *testing.T, target string, watched bool, paths []string) (note, fail string) {
 	t.Helper()
 	ref := t.TempDir()
 	copyTree(t, w.root, ref)
 	pos := w.st.Position()
 	before := scanDisk(t, w.root)
-	req := ckpt.Request{Target: target, Label: "diff"}
+	req := ckpt.Request{Target: target, Label: "diff", Paths: paths}
 	if watched {
 		req.Changed = []string{}
 		for p := range w.dirty {
@@ -660,7 +668,11 @@ func (w *diffWorld) restoreStep(t *testing.T, target string, watched bool) (note
 	if len(res.Diff) > 0 {
 		note += fmt.Sprintf(", not as the target: %v", res.Diff)
 	}
-	gitCheckoutRef(t, w.st, ref, pos, target)
+	if len(paths) == 0 {
+		gitCheckoutRef(t, w.st, ref, pos, target)
+	} else {
+		gitCheckoutPaths(t, w.st, ref, pos, target, paths)
+	}
 	want, got := scanDisk(t, ref), scanDisk(t, w.root)
 	if w.engine == EngineGit {
 		dropEmptyFolders(want, got)
@@ -699,8 +711,14 @@ func (w *diffWorld) restoreStep(t *testing.T, target string, watched bool) (note
 		return note, fmt.Sprintf("the restore to %s differs from git checkout --force (want = git, got = cairn):\n    %s", target, d)
 	}
 	// The work tree is at the target now: a seal that finds nothing new
-	// since skips against it.
+	// since skips against it. Restored paths leave it between the two.
 	w.lastSHA = target
+	if len(paths) > 0 {
+		w.lastSHA = ""
+		if res.PreRestore != nil {
+			w.lastSHA = res.PreRestore.SHA
+		}
+	}
 	for _, p := range res.Write {
 		w.dirty[p.Path] = true
 	}
@@ -708,6 +726,36 @@ func (w *diffWorld) restoreStep(t *testing.T, target string, watched bool) (note
 		w.dirty[p.Path] = true
 	}
 	return note, ""
+}
+
+// pickRestorePaths picks one to three paths for a restore of paths: files
+// the target or the position holds, or a folder above one.
+func pickRestorePaths(t *testing.T, c chooser, w *diffWorld, target string) []string {
+	t.Helper()
+	var all []string
+	for _, sha := range []string{target, w.st.Position()} {
+		if sha == "" {
+			continue
+		}
+		for p := range lsTree(t, w.st, sha) {
+			all = append(all, p)
+		}
+	}
+	slices.Sort(all)
+	all = slices.Compact(all)
+	var out []string
+	for range 1 + c.intn(3) {
+		p, ok := pickOf(c, all)
+		if !ok {
+			break
+		}
+		for c.intn(2) == 0 && strings.Contains(p, "/") {
+			p = path.Dir(p)
+		}
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // tryTmpfs mounts a small tmpfs for the ENOSPC op, or returns "".

@@ -132,6 +132,32 @@ func gitCheckoutRef(t *testing.T, st *Store, dir, pos, target string) {
 	g("checkout", "-q", "--force", "--detach", target)
 }
 
+// gitCheckoutPaths is gitCheckoutRef for a restore of paths: git's index at
+// pos, then `checkout --no-overlay` of target for the paths (what the
+// target lacks under them and the index tracks is deleted).
+func gitCheckoutPaths(t *testing.T, st *Store, dir, pos, target string, paths []string) {
+	t.Helper()
+	repo := t.TempDir()
+	hostGit(t, repo, "init", "-q")
+	alt := filepath.Join(repo, ".git", "objects", "info", "alternates")
+	if err := os.WriteFile(alt, []byte(filepath.Join(st.GitDir(), "objects")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := func(args ...string) {
+		t.Helper()
+		hostGit(t, repo, append([]string{"--work-tree=" + dir}, args...)...)
+	}
+	if pos != "" {
+		g("update-ref", "--no-deref", "HEAD", pos)
+		g("read-tree", pos)
+	}
+	args := []string{"checkout", "-q", "--force", "--no-overlay", target, "--"}
+	for _, p := range paths {
+		args = append(args, ":(literal)"+p)
+	}
+	g(args...)
+}
+
 // restoreAgainstGit restores st's work tree to target (whole, or paths),
 // and requires it to come out as git's checkout of the same target leaves a
 // copy of it, the in-process way (the git way with engine "git").
