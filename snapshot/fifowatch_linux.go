@@ -78,7 +78,18 @@ func blockedOnFIFO(pid int) string {
 	}
 	dir := "/proc/" + strconv.Itoa(pid)
 	wchan, err := os.ReadFile(dir + "/wchan")
-	if err != nil || strings.TrimSpace(string(wchan)) != "wait_for_partner" {
+	if err != nil {
+		return ""
+	}
+	if w := strings.TrimSpace(string(wchan)); w != "wait_for_partner" {
+		// A pipe some process holds open for writing lets the open
+		// through; git then waits in read (reading .gitattributes) for
+		// bytes that do not come.
+		if strings.Contains(w, "pipe") {
+			if name := readingFIFO(dir); name != "" {
+				return fmt.Sprintf("git is blocked reading %q, a named pipe (FIFO) that another process holds open, which it cannot read as a file: remove or rename it", name)
+			}
+		}
 		return ""
 	}
 	name := openingPath(dir)
@@ -123,4 +134,36 @@ func openingPath(dir string) string {
 		return string(buf[:i])
 	}
 	return ""
+}
+
+// readingFIFO is the named pipe the process behind dir (/proc/<pid>) is
+// reading, by the read's descriptor ("" when it is not reading one: an
+// unnamed pipe, such as the one cairn feeds git's input through, is none).
+func readingFIFO(dir string) string {
+	b, err := os.ReadFile(dir + "/syscall")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return ""
+	}
+	switch runtime.GOARCH + " " + f[0] {
+	case "amd64 0", "arm64 63", "386 3", "arm 3", "riscv64 63", "ppc64le 3", "s390x 3", "loong64 63": // read(fd, …)
+	default:
+		return ""
+	}
+	fd, err := strconv.ParseUint(strings.TrimPrefix(f[1], "0x"), 16, 31)
+	if err != nil {
+		return ""
+	}
+	link := dir + "/fd/" + strconv.FormatUint(fd, 10)
+	name, err := os.Readlink(link)
+	if err != nil || !strings.HasPrefix(name, "/") {
+		return "" // "pipe:[…]": an unnamed pipe
+	}
+	if fi, err := os.Stat(link); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		return ""
+	}
+	return name
 }
