@@ -132,10 +132,7 @@ func (s *Store) recommit(ctx context.Context, h Held, rec ckpt.Record, cur strin
 	}
 	rec.SHA, rec.Parent = sha, parent
 	rec.Added, rec.Changed, rec.Removed = a, c, r
-	if s.republished == nil {
-		s.republished = map[string]bool{}
-	}
-	s.republished[sha] = true
+	rec.Republished = true // in the ledger: what cairn's index stands for is the record before it (lastSealed)
 	return rec, nil
 }
 

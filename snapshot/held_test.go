@@ -4,6 +4,7 @@ package snapshot
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -185,4 +186,54 @@ func TestHeldDiscard(t *testing.T) {
 	if _, ok := st.Resolve(ctx, left.Ref); ok {
 		t.Errorf("held ref %s left after DiscardHeld", left.Ref)
 	}
+}
+
+// TestRepublishedCaptureDoesNotVouchForTheIndex: a capture published after
+// a later seal is committed again as the newest record, yet cairn's index
+// stands for the later seal, whose in-process entries wait in the stat
+// cache. A new store (as `cairn checkpoint` with no daemon) whose stat cache
+// was cut must doubt the index (the ledger says the record was republished)
+// and reconcile in full, not stage the told paths over an index that lacks
+// the later seal's files.
+func TestRepublishedCaptureDoesNotVouchForTheIndex(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	opts := Options{StateDir: t.TempDir()}
+	st := openTestStore(t, dir, opts)
+	writeFile(t, dir, "a.txt", "a\n", 0o644)
+	mustSeal(t, st, SealRequest{Kind: ckpt.KindBaseline})
+
+	writeFile(t, dir, "b.txt", "b\n", 0o644)
+	h, err := st.Capture(ctx, heldRequest(modeIncremental, []string{"b.txt"})) // git's
+	if err != nil {
+		t.Fatalf("Capture: %v", err)
+	}
+	writeFile(t, dir, "c.txt", "c\n", 0o644)
+	later := mustSeal(t, st, SealRequest{Kind: ckpt.KindAutosave, Changed: []string{"c.txt"}})
+	if st.lastEngine != EngineInproc {
+		t.Fatalf("the seal after the capture was %s's, want the in-process engine's", st.lastEngine)
+	}
+	rec, err := st.Publish(ctx, h)
+	if err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+	if idNum(rec.ID) <= idNum(later.ID) || !rec.Republished {
+		t.Fatalf("published as %s (republished %v), want a republished record after %s", rec.ID, rec.Republished, later.ID)
+	}
+	st.Close()
+
+	p := st.statCachePath()
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(p, fi.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	st2 := openTestStore(t, dir, opts)
+	if got := st2.Records(); !got[len(got)-1].Republished {
+		t.Fatalf("the ledger lost that %s was republished", got[len(got)-1].ID)
+	}
+	next := mustSeal(t, st2, SealRequest{Kind: ckpt.KindManual, Changed: []string{}})
+	assertTreeMatchesDisk(t, st2, next.SHA, []string{"a.txt", "b.txt", "c.txt"})
 }

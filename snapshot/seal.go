@@ -275,7 +275,9 @@ func (s *Store) nothingNew(parent string, issues []ckpt.PathIssue) bool {
 // holds was sealed earlier).
 func (s *Store) lastSealed() (ckpt.Record, bool) {
 	for i := len(s.records) - 1; i >= 0; i-- {
-		if r := s.records[i]; r.SHA != "" && !r.Adopted && !s.republished[r.SHA] {
+		// A republished record's tree was staged before the records ahead
+		// of it: the index stands for one of those (held.go, recommit).
+		if r := s.records[i]; r.SHA != "" && !r.Adopted && !r.Republished {
 			if s.lastCapture.SHA != "" && idNum(s.lastCapture.ID) > idNum(r.ID) {
 				return s.lastCapture, true
 			}

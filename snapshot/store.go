@@ -104,11 +104,9 @@ type Store struct {
 	// issued is the highest id this process handed out, so an id whose
 	// record never reached the ledger is not handed out again.
 	issued int
-	// lastCapture is the newest checkpoint this process captured (held.go),
-	// and republished the records Publish committed again: what cairn's
-	// index stands for, as lastSealed reads it.
+	// lastCapture is the newest checkpoint this process captured (held.go):
+	// what cairn's index stands for, as lastSealed reads it.
 	lastCapture ckpt.Record
-	republished map[string]bool
 	// gitEng seals with git's commands; inproc holds the in-process
 	// engine's state, the engine made at its first seal (inprocstate.go).
 	gitEng *gitEngine

@@ -88,6 +88,10 @@ type Record struct {
 	Engine    string `json:"engine,omitempty"`
 	Adopted   bool   `json:"adopted,omitempty"`   // sealed by the runtime itself, recorded by cairn
 	Recovered bool   `json:"recovered,omitempty"` // re-recorded from git trailers after a crash or a lost ledger
+	// Republished: a captured checkpoint committed again when it was
+	// published, after checkpoints sealed since the capture (its tree was
+	// staged before theirs).
+	Republished bool `json:"republished,omitempty"`
 	// PrunedAt and PrunedBy (state pruned): when a retention policy dropped
 	// the checkpoint, and the rule that did ("retention.autosave: keep_within=24h …").
 	PrunedAt *time.Time `json:"prunedAt,omitempty"`
