@@ -32,8 +32,8 @@ func (t *Tree) Rename(string, string) error                                 { re
 func (t *Tree) Move(string, *Tree, string) error                            { return ErrUnsupported }
 func (t *Tree) MkdirAll(string, os.FileMode, int, int) error                { return ErrUnsupported }
 func (t *Tree) WriteFileAtomic(string, []byte, os.FileMode, int, int) error { return ErrUnsupported }
-func (t *Tree) ReplaceFile(string, []byte, os.FileMode) error               { return ErrUnsupported }
+func (t *Tree) ReplaceFile(string, []byte, os.FileMode, string) error       { return ErrUnsupported }
 func (t *Tree) Rewrite(string, []byte, bool) bool                           { return false }
-func (t *Tree) ReplaceSymlink(string, string) error                         { return ErrUnsupported }
+func (t *Tree) ReplaceSymlink(string, string, string) error                 { return ErrUnsupported }
 func (t *Tree) Lstat(string) (fs.FileInfo, error)                           { return nil, ErrUnsupported }
 func (t *Tree) ReadDir(string) ([]fs.DirEntry, error)                       { return nil, ErrUnsupported }

@@ -38,25 +38,25 @@ func TestReplaceFileAndSymlink(t *testing.T) {
 	must(err)
 	defer tr.Close()
 
-	must(tr.ReplaceFile("f", []byte("new\n"), 0o777))
+	must(tr.ReplaceFile("f", []byte("new\n"), 0o777, ""))
 	if fi, err := os.Lstat(filepath.Join(root, "f")); err != nil || fi.Mode()&0o100 == 0 {
 		t.Errorf("f after ReplaceFile 0777: %v %v", fi, err)
 	}
-	must(tr.ReplaceFile("planted", []byte("mine\n"), 0o666))
+	must(tr.ReplaceFile("planted", []byte("mine\n"), 0o666, ""))
 	if b, _ := os.ReadFile(secret); string(b) != "outside\n" {
 		t.Errorf("written through a planted link: %q", b)
 	}
 	if fi, err := os.Lstat(filepath.Join(root, "planted")); err != nil || !fi.Mode().IsRegular() {
 		t.Errorf("planted is not a file now: %v %v", fi, err)
 	}
-	must(tr.ReplaceSymlink("empty", "f"))
+	must(tr.ReplaceSymlink("empty", "f", ""))
 	if l, err := os.Readlink(filepath.Join(root, "empty")); err != nil || l != "f" {
 		t.Errorf("empty folder not replaced by a link: %q %v", l, err)
 	}
-	if err := tr.ReplaceFile("full", []byte("x"), 0o666); err == nil {
+	if err := tr.ReplaceFile("full", []byte("x"), 0o666, ""); err == nil {
 		t.Error("a folder holding files was replaced")
 	}
-	if err := tr.ReplaceFile("linkdir/secret", []byte("x"), 0o666); !errors.Is(err, ErrThroughLink) {
+	if err := tr.ReplaceFile("linkdir/secret", []byte("x"), 0o666, ""); !errors.Is(err, ErrThroughLink) {
 		t.Errorf("through a linked folder: %v, want ErrThroughLink", err)
 	}
 	if b, _ := os.ReadFile(secret); string(b) != "outside\n" {

@@ -21,10 +21,11 @@ import (
 
 // ReplaceFile writes data to rel through a temporary file created with
 // perm (0o666 or 0o777: the process's umask applies, as it does to git's
-// checkout) and renamed over rel. A folder at rel is removed first when it
-// is empty; one that is not fails (ENOTEMPTY, EISDIR).
-func (t *Tree) ReplaceFile(rel string, data []byte, perm os.FileMode) error {
-	return t.replace(rel, "write", func(pfd int, tmp string) error {
+// checkout), named with tag (TempPrefix), and renamed over rel. A folder at
+// rel is removed first when it is empty; one that is not fails (ENOTEMPTY,
+// EISDIR).
+func (t *Tree) ReplaceFile(rel string, data []byte, perm os.FileMode, tag string) error {
+	return t.replace(rel, "write", tag, func(pfd int, tmp string) error {
 		fd, err := openatMode(pfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
 		if err != nil {
 			return err
@@ -97,16 +98,17 @@ func rewritable(st *unix.Stat_t, size int, exec bool) bool {
 }
 
 // ReplaceSymlink makes rel a symbolic link to target (the link itself; the
-// target is never looked at) through a temporary link renamed over rel.
-func (t *Tree) ReplaceSymlink(rel, target string) error {
-	return t.replace(rel, "symlink", func(pfd int, tmp string) error {
+// target is never looked at) through a temporary link, named with tag
+// (TempPrefix), renamed over rel.
+func (t *Tree) ReplaceSymlink(rel, target, tag string) error {
+	return t.replace(rel, "symlink", tag, func(pfd int, tmp string) error {
 		return unix.Symlinkat(target, pfd, tmp)
 	})
 }
 
 // replace makes a new entry with mk under a temporary name in rel's folder
 // and renames it over rel.
-func (t *Tree) replace(rel, op string, mk func(pfd int, tmp string) error) error {
+func (t *Tree) replace(rel, op, tag string, mk func(pfd int, tmp string) error) error {
 	pfd, name, err := t.parent(rel, pathFlag)
 	if err != nil {
 		return t.pathErr(op, rel, err)
@@ -117,7 +119,10 @@ func (t *Tree) replace(rel, op string, mk func(pfd int, tmp string) error) error
 		// A short name of its own (rel's may be as long as a name can be),
 		// only new (O_EXCL, or symlinkat, checks it): the runtime's
 		// generator, not the kernel's.
-		tmp = ".cairn-" + strconv.FormatUint(rand.Uint64()>>16, 36)
+		tmp = TempPrefix + strconv.FormatUint(rand.Uint64()>>16, 36)
+		if tag != "" {
+			tmp = TempPrefix + tag + "-" + tmp[len(TempPrefix):]
+		}
 		err = mk(pfd, tmp)
 		if err != unix.EEXIST || i == 10 {
 			break
@@ -127,6 +132,7 @@ func (t *Tree) replace(rel, op string, mk func(pfd int, tmp string) error) error
 		_ = unix.Unlinkat(pfd, tmp, 0)
 		return t.pathErr(op, rel, err)
 	}
+	faultPoint("temp-made")
 	err = unix.Renameat(pfd, tmp, pfd, name)
 	if err == unix.EISDIR || err == unix.ENOTEMPTY || err == unix.EEXIST {
 		// A folder where the new entry goes: gone if it is empty (a

@@ -4,6 +4,7 @@ package snapshot
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -26,5 +27,15 @@ func TestFaultEnvIgnoredWithoutTag(t *testing.T) {
 		if _, err := st.Seal(ctx, SealRequest{Kind: ckpt.KindManual}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// Nor does a restore's write between its temporary entry and the
+	// rename (platform's fault point).
+	first := st.Records()[0]
+	if err := os.Remove(filepath.Join(ws, "a.txt")); err != nil { // made anew by the restore
+		t.Fatal(err)
+	}
+	t.Setenv(FaultEnv, "temp-made")
+	if res, err := st.Restore(ctx, ckpt.Request{Target: first.SHA}); err != nil || len(res.Write) != 1 {
+		t.Fatalf("restore: %v, writes %v", err, res.Write)
 	}
 }

@@ -547,7 +547,16 @@ func (r *ipRestore) applyInproc(ctx context.Context, ch []ipChange) error {
 				failed[d] = true // verify names the files not written
 			}
 		}
-		return gitobj.ForEachN(len(writes), restoreWriters, func(i int) error {
+		// Recorded before the first temporary entry is made, removed once
+		// the last is renamed (restorejournal.go).
+		tag, paths := newRestoreTag(), make([]string, len(writes))
+		for i, c := range writes {
+			paths[i] = c.path
+		}
+		if err := s.beginRestoreWrites(tag, paths); err != nil {
+			return err
+		}
+		err := gitobj.ForEachN(len(writes), restoreWriters, func(i int) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -563,18 +572,22 @@ func (r *ipRestore) applyInproc(ctx context.Context, ch []ipChange) error {
 			exec := c.mode == gitobj.ModeExec
 			switch {
 			case c.mode == gitobj.ModeSymlink:
-				err = t.ReplaceSymlink(rel, string(data))
+				err = t.ReplaceSymlink(rel, string(data), tag)
 			case c.was != nil && !c.was.IsTree() && t.Rewrite(rel, data, exec):
 				// A file the pre-restore checkpoint holds, rewritten in
 				// the blocks it has (platform.Tree.Rewrite says when).
 			case exec:
-				err = t.ReplaceFile(rel, data, 0o777)
+				err = t.ReplaceFile(rel, data, 0o777, tag)
 			default:
-				err = t.ReplaceFile(rel, data, 0o666)
+				err = t.ReplaceFile(rel, data, 0o666, tag)
 			}
 			_ = err // a path not written (a folder with files in its place, a link on the way) is verify's to name
 			return nil
 		})
+		if err != nil {
+			return err // the record stays: the next seal sweeps what a write may have left
+		}
+		return s.endRestoreWrites()
 	})
 }
 

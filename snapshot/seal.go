@@ -70,6 +70,13 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 	if err := validateRequest(req); err != nil {
 		return fail(err)
 	}
+	// What a restore killed while writing left in the work tree is not
+	// the user's: gone before anything looks at the tree.
+	if gone, err := s.sweepRestoreTemps(); err != nil {
+		s.note(ctx, err.Error())
+	} else if len(gone) > 0 {
+		s.note(ctx, fmt.Sprintf("removed %d temporary files a restore stopped while writing left in the work tree (%s)", len(gone), strings.Join(gone[:min(len(gone), 3)], ", ")))
+	}
 	if req.Changed != nil && len(s.reexamine) > 0 {
 		// What the last restore left that no event names.
 		req.Changed = slices.Compact(slices.Sorted(slices.Values(append(slices.Clip(req.Changed), s.reexamine...))))

@@ -1,5 +1,6 @@
 // Command faultseal seals one checkpoint of the workspace named by its first
-// argument (state in the second), for TestCrashAtEveryStep: that test builds
+// argument (state in the second), or restores it (FAULTSEAL_RESTORE), for
+// TestCrashAtEveryStep and TestRestoreKilledWhileWriting: they build
 // it with -tags cairnfault, so CAIRN_FAULT_AFTER stops it mid-seal. It lives
 // in testdata so that ./... never builds it into anything.
 package main
@@ -36,6 +37,15 @@ func main() {
 	var changed []string
 	if len(os.Args) > 3 {
 		changed = os.Args[3:]
+	}
+	// FAULTSEAL_RESTORE=<checkpoint> restores the work tree to it instead
+	// (its pre-restore checkpoint a full reconcile).
+	if target := os.Getenv("FAULTSEAL_RESTORE"); target != "" {
+		if _, err := st.Restore(ctx, ckpt.Request{Target: target}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
 	}
 	if _, err := st.Seal(ctx, snapshot.SealRequest{Kind: ckpt.KindManual, Label: "child", Changed: changed}); err != nil {
 		fmt.Fprintln(os.Stderr, err)

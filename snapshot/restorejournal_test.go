@@ -1,0 +1,205 @@
+//go:build unix
+
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cairn-dev/cairn/platform"
+	"github.com/cairn-dev/cairn/restore/ckpt"
+)
+
+// TestRestoreKilledWhileWriting: a restore killed between making a file
+// under its temporary name and renaming it over the path leaves that entry
+// in the work tree. The next seal of the store (a new process, as after a
+// restart; full or told) removes it before it looks at the tree, so no
+// checkpoint holds it, and says so; a file of the user's that only looks
+// like one (another tag) stays, as does anything in a folder the restore
+// did not write in.
+func TestRestoreKilledWhileWriting(t *testing.T) {
+	child := buildFaultSeal(t)
+	for _, told := range []bool{false, true} {
+		name := "full"
+		if told {
+			name = "told"
+		}
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			ws, state := t.TempDir(), t.TempDir()
+			opts := Options{Layout: LayoutPlain, StateDir: state, Engine: EngineInproc}
+			putFile(t, filepath.Join(ws, "a.txt"), "one\n")
+			putFile(t, filepath.Join(ws, "sub", "b.txt"), "b\n")
+			putFile(t, filepath.Join(ws, "sub", "c.txt"), "c\n")
+			lookalike := "sub/" + platform.TempPrefix + "0123456789abcdef-mine"
+			putFile(t, filepath.Join(ws, filepath.FromSlash(lookalike)), "mine\n")
+			putFile(t, filepath.Join(ws, "other", platform.TempPrefix+"x"), "other\n")
+			st, err := Open(ctx, ws, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c1, err := st.Seal(ctx, SealRequest{Kind: ckpt.KindBaseline})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The target holds files the work tree then lacks: the restore
+			// makes them anew (a temporary entry renamed over the path).
+			for _, p := range []string{"sub/b.txt", "sub/c.txt"} {
+				if err := os.Remove(filepath.Join(ws, filepath.FromSlash(p))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := st.Seal(ctx, SealRequest{Kind: ckpt.KindManual}); err != nil {
+				t.Fatal(err)
+			}
+			st.Close()
+
+			cmd := exec.Command(child, ws, state)
+			cmd.Env = append(os.Environ(), FaultEnv+"=temp-made", "FAULTSEAL_RESTORE="+c1.SHA)
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != FaultExitCode {
+				t.Fatalf("child: want exit %d at temp-made, got %v: %s", FaultExitCode, err, out)
+			}
+			left := tempsIn(t, filepath.Join(ws, "sub"))
+			if len(left) == 0 {
+				t.Fatal("the killed restore left no temporary entry: the test no longer stops it between making and renaming one")
+			}
+
+			st2, err := Open(ctx, ws, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st2.Close()
+			req := SealRequest{Kind: ckpt.KindManual}
+			if told {
+				req.Changed = []string{}
+			}
+			rec, err := st2.Seal(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tempsIn(t, filepath.Join(ws, "sub")); len(got) > 0 {
+				t.Fatalf("temporary entries %q still in the work tree after the next seal", got)
+			}
+			want := []string{"a.txt", lookalike, "other/" + platform.TempPrefix + "x"}
+			for _, p := range []string{"sub/b.txt", "sub/c.txt"} {
+				if _, err := os.Lstat(filepath.Join(ws, filepath.FromSlash(p))); err == nil {
+					want = append(want, p) // renamed before the kill
+				}
+			}
+			if told {
+				// Told nothing changed: the checkpoint is the last one's
+				// files; it must not name the entries the sweep removed.
+				want = []string{"a.txt", lookalike, "other/" + platform.TempPrefix + "x"}
+				for p := range lsTree(t, st2, rec.SHA) {
+					if strings.Contains(p, platform.TempPrefix) && !strings.HasSuffix(p, "-mine") && !strings.HasSuffix(p, "/"+platform.TempPrefix+"x") {
+						t.Fatalf("checkpoint %s holds %s", rec.ID, p)
+					}
+				}
+			} else {
+				assertTreeMatchesDisk(t, st2, rec.SHA, want)
+			}
+			notes := strings.Join(st2.TakeNotes(), "\n")
+			if !strings.Contains(notes, "temporary files a restore stopped while writing left") {
+				t.Errorf("the sweep was not said: notes %q", notes)
+			}
+			if _, err := os.Lstat(st2.restoreJournalPath()); err == nil {
+				t.Error("the restore's record outlived the sweep")
+			}
+			// And the restore itself, done again, completes.
+			res, err := st2.Restore(ctx, ckpt.Request{Target: c1.SHA})
+			if err != nil || len(res.Diff) > 0 {
+				t.Fatalf("restore again: %v, %v", err, res.Diff)
+			}
+			if got := tempsIn(t, filepath.Join(ws, "sub")); len(got) > 0 {
+				t.Fatalf("temporary entries %q after a whole restore", got)
+			}
+		})
+	}
+}
+
+// tempsIn lists the entries in dir a restore names as its temporary ones
+// (TempPrefix and a 16-digit tag).
+func tempsIn(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		n := e.Name()
+		if rest, ok := strings.CutPrefix(n, platform.TempPrefix); ok && len(rest) > 17 && rest[16] == '-' && journalTag.MatchString(rest[:16]) && !strings.HasSuffix(n, "-mine") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// TestSweepRestoreTempsStaysBeneath: the sweep removes, in the folders its
+// record names, only regular files and links with its tag; a folder swapped
+// for a link is not entered, a record naming a path outside the work tree
+// is not followed, and a folder, FIFO or other tag's entry stays.
+func TestSweepRestoreTempsStaysBeneath(t *testing.T) {
+	dir, st := newTestStore(t, Options{})
+	outside := t.TempDir()
+	const tag = "00112233445566ff"
+	tmp := func(n string) string { return platform.TempPrefix + tag + "-" + n }
+	putFile(t, filepath.Join(dir, "sub", tmp("file")), "x")
+	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "sub", tmp("link"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub", tmp("dir")), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mkfifo(t, dir, "sub/"+tmp("fifo"))
+	putFile(t, filepath.Join(dir, "sub", platform.TempPrefix+"0000000000000000-x"), "another tag")
+	putFile(t, filepath.Join(outside, tmp("out")), "outside")
+	if err := os.Symlink(outside, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, filepath.Join(dir, tmp("top")), "x")
+	j := `{"tag":"` + tag + `","folders":[".","sub","link","../` + filepath.Base(outside) + `","` + outside + `","gone"]}`
+	if err := os.WriteFile(st.restoreJournalPath(), []byte(j), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gone, err := st.sweepRestoreTemps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(gone)
+	if want := []string{tmp("top"), "sub/" + tmp("file"), "sub/" + tmp("link")}; strings.Join(gone, ",") != strings.Join(want, ",") {
+		t.Errorf("removed %q, want %q", gone, want)
+	}
+	for _, p := range []string{"sub/" + tmp("dir"), "sub/" + tmp("fifo"), "sub/" + platform.TempPrefix + "0000000000000000-x"} {
+		if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(p))); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(outside, tmp("out"))); err != nil {
+		t.Errorf("outside the work tree: %v", err)
+	}
+	if _, err := os.Stat("/etc/passwd"); err != nil {
+		t.Errorf("the link's target: %v", err)
+	}
+	if _, err := os.Lstat(st.restoreJournalPath()); err == nil {
+		t.Error("the record stays after the sweep")
+	}
+	// A torn record finds nothing and goes.
+	if err := os.WriteFile(st.restoreJournalPath(), []byte(`{"tag":"00`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if gone, err := st.sweepRestoreTemps(); err != nil || len(gone) > 0 {
+		t.Errorf("torn record: removed %q, %v", gone, err)
+	}
+	if _, err := os.Lstat(st.restoreJournalPath()); err == nil {
+		t.Error("a torn record stays")
+	}
+}
