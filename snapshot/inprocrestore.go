@@ -450,6 +450,20 @@ func (r *ipRestore) planInproc(ctx context.Context, res *ckpt.Outcome, work *res
 // name; an error is returned only when the restore cannot go on.
 func (r *ipRestore) applyInproc(ctx context.Context, ch []ipChange) error {
 	s := r.s
+	// The temporary names of the writes, recorded before anything in the
+	// work tree changes (a store that cannot take the record refuses the
+	// restore untouched), removed once the last is renamed
+	// (restorejournal.go).
+	tag := newRestoreTag()
+	var paths []string
+	for _, c := range ch {
+		if c.mode != 0 {
+			paths = append(paths, c.path)
+		}
+	}
+	if err := s.beginRestoreWrites(tag, paths); err != nil {
+		return err
+	}
 	return s.withWorkTree(func(t *platform.Tree) error {
 		// Deletions, deepest first, so a folder's files go before it.
 		var dels []string
@@ -546,15 +560,6 @@ func (r *ipRestore) applyInproc(ctx context.Context, ch []ipChange) error {
 			if err := r.makeDir(t, d); err != nil {
 				failed[d] = true // verify names the files not written
 			}
-		}
-		// Recorded before the first temporary entry is made, removed once
-		// the last is renamed (restorejournal.go).
-		tag, paths := newRestoreTag(), make([]string, len(writes))
-		for i, c := range writes {
-			paths[i] = c.path
-		}
-		if err := s.beginRestoreWrites(tag, paths); err != nil {
-			return err
 		}
 		err := gitobj.ForEachN(len(writes), restoreWriters, func(i int) error {
 			if err := ctx.Err(); err != nil {
