@@ -97,7 +97,6 @@ func TestRestoreKilledWhileWriting(t *testing.T) {
 			if told {
 				// Told nothing changed: the checkpoint is the last one's
 				// files; it must not name the entries the sweep removed.
-				want = []string{"a.txt", lookalike, "other/" + platform.TempPrefix + "x"}
 				for p := range lsTree(t, st2, rec.SHA) {
 					if strings.Contains(p, platform.TempPrefix) && !strings.HasSuffix(p, "-mine") && !strings.HasSuffix(p, "/"+platform.TempPrefix+"x") {
 						t.Fatalf("checkpoint %s holds %s", rec.ID, p)
