@@ -448,22 +448,8 @@ func (r *ipRestore) planInproc(ctx context.Context, res *ckpt.Outcome, work *res
 // does), then every write, several at once, each folder on its way made
 // beneath the work tree. A path it could not write is left for verify to
 // name; an error is returned only when the restore cannot go on.
-func (r *ipRestore) applyInproc(ctx context.Context, ch []ipChange) error {
+func (r *ipRestore) applyInproc(ctx context.Context, ch []ipChange, tag string) error {
 	s := r.s
-	// The temporary names of the writes, recorded before anything in the
-	// work tree changes (a store that cannot take the record refuses the
-	// restore untouched), removed once the last is renamed
-	// (restorejournal.go).
-	tag := newRestoreTag()
-	var paths []string
-	for _, c := range ch {
-		if c.mode != 0 {
-			paths = append(paths, c.path)
-		}
-	}
-	if err := s.beginRestoreWrites(tag, paths); err != nil {
-		return err
-	}
 	return s.withWorkTree(func(t *platform.Tree) error {
 		// Deletions, deepest first, so a folder's files go before it.
 		var dels []string
@@ -561,7 +547,7 @@ func (r *ipRestore) applyInproc(ctx context.Context, ch []ipChange) error {
 				failed[d] = true // verify names the files not written
 			}
 		}
-		err := gitobj.ForEachN(len(writes), restoreWriters, func(i int) error {
+		return gitobj.ForEachN(len(writes), restoreWriters, func(i int) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -589,10 +575,6 @@ func (r *ipRestore) applyInproc(ctx context.Context, ch []ipChange) error {
 			_ = err // a path not written (a folder with files in its place, a link on the way) is verify's to name
 			return nil
 		})
-		if err != nil {
-			return err // the record stays: the next seal sweeps what a write may have left
-		}
-		return s.endRestoreWrites()
 	})
 }
 

@@ -239,14 +239,24 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 	}
 
 	// 3. Apply. Until it ends well, cairn's index may not describe the
-	// work tree: the next seal reconciles it whole.
+	// work tree: the next seal reconciles it whole, in this process or,
+	// by the restore's record, another (restorejournal.go). A store that
+	// cannot take the record refuses the restore, the work tree untouched.
+	tag := newRestoreTag()
+	var writes []string
+	for _, w := range res.Write {
+		writes = append(writes, w.Path)
+	}
+	if err := s.beginRestore(tag, writes); err != nil {
+		return res, err
+	}
 	s.reexamine, s.restoreUnsure = nil, true
 	progress(3, fmt.Sprintf("writing %d files, deleting %d", len(res.Write), len(res.Delete)))
 	s.lastRestore = EngineGit
 	var stored chan error // the store's index and HEAD brought to the target
 	if ip != nil {
 		s.lastRestore = EngineInproc
-		if err := ip.applyInproc(ctx, ipChanges); err != nil {
+		if err := ip.applyInproc(ctx, ipChanges, tag); err != nil {
 			return res, err
 		}
 		if err := restoreApplied(); err != nil {
@@ -284,6 +294,11 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 		s.setPosition(target)
 	}
 	s.reexamine, s.restoreUnsure = afterRestore(&res, work), false
+	if err := s.endRestore(s.reexamine); err != nil {
+		// The record still says the restore is under way: the next seal
+		// reconciles the whole tree, which is exact too.
+		s.note(ctx, err.Error())
+	}
 	// The index now holds the target's files, a subset of the pre-restore's
 	// "**" selection it stays recorded under: a seal under "**" stages only
 	// what differs, one under other patterns reconciles in full.

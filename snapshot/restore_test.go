@@ -258,29 +258,49 @@ func TestDryRunBesideReaders(t *testing.T) {
 func TestToldSealAfterRestoreHoldsKeptFiles(t *testing.T) {
 	t.Parallel()
 	for _, eng := range []string{EngineInproc, EngineGit} {
-		t.Run(eng, func(t *testing.T) {
-			t.Parallel()
-			dir, st := newTestStore(t, Options{Engine: eng})
-			writeTree(t, dir, map[string]string{"a.txt": "a\n", "d/b.txt": "b\n"})
-			one := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
-			writeFile(t, dir, "a.txt", "a2\n", 0o644)
-			mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
-			writeFile(t, dir, "d/kept.txt", "k\n", 0o644)
-			res, err := st.Restore(context.Background(), ckpt.Request{Target: one.SHA, Changed: []string{"d/kept.txt"}})
-			if err != nil {
-				t.Fatal(err)
+		for _, reopen := range []bool{false, true} {
+			name := eng
+			if reopen {
+				// The told seal in another process (`cairn restore`, then
+				// `cairn checkpoint --path` with no daemon).
+				name += "/reopened"
 			}
-			if res.Kept != 1 {
-				t.Fatalf("kept %d, want d/kept.txt", res.Kept)
-			}
-			rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: []string{}})
-			if got := strings.Join(treePaths(t, st, rec.SHA), " "); got != "a.txt d/b.txt d/kept.txt" {
-				t.Fatalf("the told seal after the restore holds %s; want a.txt d/b.txt d/kept.txt", got)
-			}
-			// Sealed once, nothing is looked at again.
-			if len(st.reexamine) != 0 || st.restoreUnsure {
-				t.Fatalf("after a seal: still to look at %q (unsure %v)", st.reexamine, st.restoreUnsure)
-			}
-		})
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				dir, opts := t.TempDir(), Options{Engine: eng, StateDir: t.TempDir()}
+				st := openTestStore(t, dir, opts)
+				writeTree(t, dir, map[string]string{"a.txt": "a\n", "d/b.txt": "b\n"})
+				one := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+				writeFile(t, dir, "a.txt", "a2\n", 0o644)
+				mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+				writeFile(t, dir, "d/kept.txt", "k\n", 0o644)
+				res, err := st.Restore(context.Background(), ckpt.Request{Target: one.SHA, Changed: []string{"d/kept.txt"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Kept != 1 {
+					t.Fatalf("kept %d, want d/kept.txt", res.Kept)
+				}
+				if reopen {
+					st.Close()
+					st = openTestStore(t, dir, opts)
+				}
+				rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: []string{}})
+				if got := strings.Join(treePaths(t, st, rec.SHA), " "); got != "a.txt d/b.txt d/kept.txt" {
+					t.Fatalf("the told seal after the restore holds %s; want a.txt d/b.txt d/kept.txt", got)
+				}
+				// Sealed once, nothing is looked at again.
+				if len(st.reexamine) != 0 || st.restoreUnsure {
+					t.Fatalf("after a seal: still to look at %q (unsure %v)", st.reexamine, st.restoreUnsure)
+				}
+				if reopen {
+					st.Close()
+					st = openTestStore(t, dir, opts)
+					if len(st.reexamine) != 0 || st.restoreUnsure {
+						t.Fatalf("reopened after that seal: still to look at %q (unsure %v)", st.reexamine, st.restoreUnsure)
+					}
+				}
+			})
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -12,38 +13,50 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/cairn-dev/cairn/platform"
 )
 
-// The in-process restore writes each new file and link under a temporary
-// name beside its path, then renames it over the path (platform.Tree's
-// ReplaceFile). A process killed between the two (kill -9, the OOM killer, a
-// crash) leaves that temporary entry in the user's work tree, where the next
-// seal would hold it as the user's own file. So before its first write a
-// restore records, in the store, the tag its temporary names carry and the
-// folders it writes in (cairn/restoring, docs/cairn-formats.md); once its
-// writes end the record goes. The next seal or restore of the store (under
-// the store lock, so the record's writer is gone) that finds a record removes,
-// in those folders only, the entries named with that tag that are regular
-// files or links (what a restore makes), then the record. The tag is random:
-// no file of the user's bears it.
+// A restore's record (cairn/restoring, docs/cairn-formats.md) says, to the
+// next seal of the store in whatever process, what the restore left for it:
+//
+//   - While a restore writes (from just before its first change to the work
+//     tree until its index and stat cache describe what it wrote), the record
+//     says so, with the tag of the temporary names under which the
+//     in-process restore makes new files and links beside their paths (then
+//     renamed over them, platform.Tree.ReplaceFile) and the folders it
+//     writes in. A process killed meanwhile (kill -9, the OOM killer, a
+//     crash) leaves the record: the next seal removes, in those folders only,
+//     the regular files and links named with that tag (what the restore made;
+//     the tag is random, no file of the user's bears it), and reconciles the
+//     whole work tree (cairn's index may not describe what the restore wrote).
+//   - Once the restore has ended, the record lists what it left that cairn's
+//     index may not describe (the files it kept, those it wrote, deleted or
+//     could not bring to the target), which every seal told what changed adds
+//     to what it looks at (Store.reexamine), until one seals.
+//
+// The seal that has done what the record asks removes it. Each seal reads it
+// under the store lock, so a record found there is never one a live restore
+// is still writing.
 
-// restoreJournalName is the record's file, in the store's cairn folder.
-const restoreJournalName = "restoring"
+// restoreRecordName is the record's file, in the store's cairn folder.
+const restoreRecordName = "restoring"
 
-// restoreJournal is the record of a restore's writes under way.
-type restoreJournal struct {
-	Tag     string   `json:"tag"`
-	Folders []string `json:"folders"`
+// restoreRecord is the record; Done tells its two forms apart.
+type restoreRecord struct {
+	Tag       string   `json:"tag,omitempty"`
+	Folders   []string `json:"folders,omitempty"`
+	Done      bool     `json:"done,omitempty"`
+	Reexamine []string `json:"reexamine,omitempty"`
 }
 
-// journalTag is what a record's tag must look like (newRestoreTag).
-var journalTag = regexp.MustCompile(`^[0-9a-f]{16}$`)
+// recordTag is what a record's tag must look like (newRestoreTag).
+var recordTag = regexp.MustCompile(`^[0-9a-f]{16}$`)
 
-func (s *Store) restoreJournalPath() string {
-	return filepath.Join(s.gitDir, cairnSubdir, restoreJournalName)
+func (s *Store) restoreRecordPath() string {
+	return filepath.Join(s.gitDir, cairnSubdir, restoreRecordName)
 }
 
 // newRestoreTag is a fresh tag for one restore's temporary names.
@@ -53,22 +66,16 @@ func newRestoreTag() string {
 	return hex.EncodeToString(b[:])
 }
 
-// beginRestoreWrites records that the restore tagged tag writes in the
-// folders of paths. Not flushed: a process killed (the case it is for) leaves
-// it in the page cache; after a power loss the file system's journal, which
-// orders the record's rename before the temporary entries are made, keeps
-// either both or neither.
-func (s *Store) beginRestoreWrites(tag string, paths []string) error {
-	var dirs []string
-	for _, p := range paths {
-		dirs = append(dirs, path.Dir(p))
-	}
-	slices.Sort(dirs)
-	b, err := json.Marshal(restoreJournal{Tag: tag, Folders: slices.Compact(dirs)})
+// writeRestoreRecord replaces the record with r. Not flushed: a process
+// killed (the case it is for) leaves it in the page cache; after a power
+// loss the file system's journal, which orders the record's rename before
+// the work tree's changes that follow it, keeps it whenever it keeps them.
+func (s *Store) writeRestoreRecord(r restoreRecord) error {
+	b, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	p := s.restoreJournalPath()
+	p := s.restoreRecordPath()
 	tmp := fmt.Sprintf("%s.tmp-%d", p, os.Getpid())
 	if err := createNoFollowTrunc(tmp, b); err != nil {
 		os.Remove(tmp)
@@ -81,32 +88,78 @@ func (s *Store) beginRestoreWrites(tag string, paths []string) error {
 	return nil
 }
 
-// endRestoreWrites removes the record once the restore's writes have ended
-// (each temporary entry renamed, or removed when its write failed).
-func (s *Store) endRestoreWrites() error {
-	if err := os.Remove(s.restoreJournalPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+// beginRestore records that a restore tagged tag (temporary names) is about
+// to change the work tree, writing the paths given.
+func (s *Store) beginRestore(tag string, writes []string) error {
+	var dirs []string
+	for _, p := range writes {
+		dirs = append(dirs, path.Dir(p))
+	}
+	slices.Sort(dirs)
+	return s.writeRestoreRecord(restoreRecord{Tag: tag, Folders: slices.Compact(dirs)})
+}
+
+// endRestore records that the restore ended, leaving reexamine for the next
+// seals; none, and the record goes.
+func (s *Store) endRestore(reexamine []string) error {
+	if len(reexamine) == 0 {
+		return s.dropRestoreRecord()
+	}
+	return s.writeRestoreRecord(restoreRecord{Done: true, Reexamine: reexamine})
+}
+
+// dropRestoreRecord removes the record: a seal did what it asked.
+func (s *Store) dropRestoreRecord() error {
+	if err := os.Remove(s.restoreRecordPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("restore record: %w", err)
 	}
 	return nil
 }
 
-// sweepRestoreTemps removes what a restore killed while writing left (see
-// above), and its record; a record it cannot read whole is removed (nothing
-// can be found by it). It runs under the store lock, before a seal or a
-// restore looks at the work tree. It returns the paths removed.
-func (s *Store) sweepRestoreTemps() ([]string, error) {
-	p := s.restoreJournalPath()
-	b, err := readNoFollow(p, maxSmallFile)
+// takeRestoreRecord reads the record before a seal (under the store lock):
+// what an ended restore left joins s.reexamine; a restore stopped while it
+// wrote makes the seal reconcile the whole work tree (s.restoreUnsure), after
+// the temporaries it may have left are removed. A record that cannot be read
+// whole is taken as a stopped restore's, with nothing to remove.
+func (s *Store) takeRestoreRecord(ctx context.Context) {
+	b, err := readNoFollow(s.restoreRecordPath(), maxSmallFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return
 	}
-	var j restoreJournal
-	if err != nil || json.Unmarshal(b, &j) != nil || !journalTag.MatchString(j.Tag) {
-		return nil, s.endRestoreWrites()
+	var r restoreRecord
+	if err != nil || json.Unmarshal(b, &r) != nil {
+		s.restoreUnsure = true
+		return
 	}
+	if r.Done {
+		s.reexamine = slices.Compact(slices.Sorted(slices.Values(append(slices.Clip(s.reexamine), r.Reexamine...))))
+		return
+	}
+	s.restoreUnsure = true
+	if !recordTag.MatchString(r.Tag) {
+		return
+	}
+	gone, err := s.sweepRestoreTemps(r)
+	if len(gone) > 0 {
+		s.note(ctx, fmt.Sprintf("removed %d temporary files a restore stopped while writing left in the work tree (%s)", len(gone), strings.Join(gone[:min(len(gone), 3)], ", ")))
+	}
+	if err != nil {
+		s.note(ctx, err.Error())
+		return
+	}
+	// Swept: what is left to do is the whole reconcile.
+	if err := s.writeRestoreRecord(restoreRecord{}); err != nil {
+		s.note(ctx, err.Error())
+	}
+}
+
+// sweepRestoreTemps removes, in the folders r names, the regular files and
+// links named with r's tag, never through a link nor outside the work tree.
+// It returns the paths removed.
+func (s *Store) sweepRestoreTemps(r restoreRecord) ([]string, error) {
 	var gone []string
-	err = s.withWorkTree(func(t *platform.Tree) error {
-		for _, d := range j.Folders {
+	err := s.withWorkTree(func(t *platform.Tree) error {
+		for _, d := range r.Folders {
 			if d != "." {
 				if c, err := cleanRel(d); err != nil || c != d {
 					continue // not a folder a restore names
@@ -121,7 +174,7 @@ func (s *Store) sweepRestoreTemps() ([]string, error) {
 			}
 			for _, e := range ents {
 				name := e.Name()
-				if !platform.IsTempOf(name, j.Tag) || (e.Type() != 0 && e.Type() != fs.ModeSymlink) {
+				if !platform.IsTempOf(name, r.Tag) || (e.Type() != 0 && e.Type() != fs.ModeSymlink) {
 					continue // a file or link a restore makes, and only those
 				}
 				rel := name
@@ -139,5 +192,5 @@ func (s *Store) sweepRestoreTemps() ([]string, error) {
 	if err != nil {
 		return gone, fmt.Errorf("removing what a stopped restore left: %w", err)
 	}
-	return gone, s.endRestoreWrites()
+	return gone, nil
 }

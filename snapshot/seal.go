@@ -70,13 +70,9 @@ func (s *Store) sealLocked(ctx context.Context, req SealRequest) (ckpt.Record, e
 	if err := validateRequest(req); err != nil {
 		return fail(err)
 	}
-	// What a restore killed while writing left in the work tree is not
-	// the user's: gone before anything looks at the tree.
-	if gone, err := s.sweepRestoreTemps(); err != nil {
-		s.note(ctx, err.Error())
-	} else if len(gone) > 0 {
-		s.note(ctx, fmt.Sprintf("removed %d temporary files a restore stopped while writing left in the work tree (%s)", len(gone), strings.Join(gone[:min(len(gone), 3)], ", ")))
-	}
+	// What the last restore, in this process or another, left for the
+	// next seal (restorejournal.go).
+	s.takeRestoreRecord(ctx)
 	if req.Changed != nil && len(s.reexamine) > 0 {
 		// What the last restore left that no event names.
 		req.Changed = slices.Compact(slices.Sorted(slices.Values(append(slices.Clip(req.Changed), s.reexamine...))))
@@ -309,6 +305,9 @@ func (s *Store) recordSeal(ctx context.Context, eng engine, j *sealJob, out seal
 	if err == nil {
 		// What a restore left is in this checkpoint (a told seal was told it).
 		s.reexamine, s.restoreUnsure = nil, false
+		if err := s.dropRestoreRecord(); err != nil {
+			s.note(ctx, err.Error())
+		}
 		eng.sealed(ctx)
 	}
 	return rec, err
