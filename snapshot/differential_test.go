@@ -518,6 +518,16 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 				}
 				log[len(log)-1].seal += "; dirty sets forgotten"
 			}
+			// Now and then the next seal is another process's (`cairn
+			// checkpoint` after `cairn restore`, no daemon): what the
+			// restore left it comes from the store, not from memory.
+			if worlds[0].held == nil && worlds[1].held == nil && c.intn(4) == 0 {
+				for _, w := range worlds {
+					w.st.Close()
+					w.st = openTestStore(t, w.root, Options{Engine: w.engine, StateDir: w.stateDir, MaxFileSize: diffMaxFileSize, Patterns: diffPatterns})
+				}
+				log[len(log)-1].seal += "; stores closed and opened again"
+			}
 		}
 	}
 }
