@@ -647,9 +647,18 @@ func declined(p string, before, got map[string]diskEntry, issues []ckpt.PathIssu
 // for the log and, when they differ, why.
 func (w *diffWorld) restoreStep(t *testing.T, target string, watched bool, paths []string) (note, fail string) {
 	t.Helper()
+	pos := w.st.Position()
+	if paths != nil {
+		// The worlds may differ by now (a restore leaves, by design, what
+		// git's checkout would replace): only the paths this world's
+		// position or target holds something at, as git takes them.
+		paths = heldPaths(t, w.st, paths, pos, target)
+		if len(paths) == 0 {
+			return "no picked path held here: not restored", ""
+		}
+	}
 	ref := t.TempDir()
 	copyTree(t, w.root, ref)
-	pos := w.st.Position()
 	before := scanDisk(t, w.root)
 	req := ckpt.Request{Target: target, Label: "diff", Paths: paths}
 	if watched {
@@ -738,6 +747,33 @@ func (w *diffWorld) restoreStep(t *testing.T, target string, watched bool, paths
 	return note, ""
 }
 
+// heldPaths is paths without those that neither checkpoint holds a file
+// at or under.
+func heldPaths(t *testing.T, st *Store, paths []string, commits ...string) []string {
+	t.Helper()
+	var trees []map[string]treeEntry
+	for _, c := range commits {
+		if c != "" {
+			trees = append(trees, lsTree(t, st, c))
+		}
+	}
+	var out []string
+	for _, p := range paths {
+		held := false
+		for _, tr := range trees {
+			for q := range tr {
+				if q == p || strings.HasPrefix(q, p+"/") {
+					held = true
+				}
+			}
+		}
+		if held {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // pickRestorePaths picks one to three paths for a restore of paths: files
 // the target or the position holds, or a folder above one.
 func pickRestorePaths(t *testing.T, c chooser, w *diffWorld, target string) []string {
@@ -764,8 +800,17 @@ func pickRestorePaths(t *testing.T, c chooser, w *diffWorld, target string) []st
 		}
 		out = append(out, p)
 	}
+	// A path under another picked one adds nothing, and git's checkout
+	// --no-overlay then says the inner one matched nothing.
 	slices.Sort(out)
-	return slices.Compact(out)
+	out = slices.Compact(out)
+	var outer []string
+	for _, p := range out {
+		if !slices.ContainsFunc(out, func(q string) bool { return strings.HasPrefix(p, q+"/") }) {
+			outer = append(outer, p)
+		}
+	}
+	return outer
 }
 
 // tryTmpfs mounts a small tmpfs for the ENOSPC op, or returns "".
