@@ -44,9 +44,10 @@ var (
 	// left when a repack was killed before renaming them.
 	repackTmpName = regexp.MustCompile(`^\.tmp-[0-9]+-pack(-[0-9a-f]{40}|-[0-9a-f]{64})?\.(pack|idx|rev|mtimes|bitmap|promisor)$`)
 	packName      = regexp.MustCompile(`^pack-([0-9a-f]{40}|[0-9a-f]{64})\.pack$`)
-	// cairnTmpName is what notePosition and the stat cache's writer name
-	// their temporary files in cairn/: the file's name, ".tmp-" and a pid.
-	cairnTmpName = regexp.MustCompile(`^(position|statcache)\.tmp-[0-9]+$`)
+	// cairnTmpName is what notePosition, the stat cache's writer and the
+	// restore's record name their temporary files in cairn/: the file's
+	// name, ".tmp-" and a pid.
+	cairnTmpName = regexp.MustCompile(`^(position|statcache|restoring)\.tmp-[0-9]+$`)
 	looseName    = regexp.MustCompile(`^([0-9a-f]{38}|[0-9a-f]{62})$`)
 	hexDir       = regexp.MustCompile(`^[0-9a-f]{2}$`)
 )

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairn-dev/cairn/platform"
 	"github.com/cairn-dev/cairn/restore/ckpt"
@@ -190,5 +191,30 @@ func TestSweepRestoreTempsStaysBeneath(t *testing.T) {
 	mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: []string{}})
 	if _, err := os.Lstat(st.restoreRecordPath()); err == nil || st.restoreUnsure {
 		t.Errorf("the record stays after a seal (unsure %v)", st.restoreUnsure)
+	}
+}
+
+// TestSweepLeavesNoRecordTemp: the temporary file of a record write a
+// process was killed in (cairn/restoring.tmp-<pid>) is swept with cairn's
+// other temporary files once old; a young one (a live writer's) stays.
+func TestSweepLeavesNoRecordTemp(t *testing.T) {
+	_, st := newTestStore(t, Options{})
+	dir := filepath.Join(st.GitDir(), cairnSubdir)
+	old, young := filepath.Join(dir, "restoring.tmp-4194304"), filepath.Join(dir, "restoring.tmp-4194305")
+	for _, p := range []string{old, young} {
+		if err := os.WriteFile(p, []byte(`{"done":true}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	then := time.Now().Add(-2 * staleTmpAge)
+	if err := os.Chtimes(old, then, then); err != nil {
+		t.Fatal(err)
+	}
+	st.sweepTmpObjects(0)
+	if _, err := os.Lstat(old); err == nil {
+		t.Error("an old restoring.tmp-<pid> stays")
+	}
+	if _, err := os.Lstat(young); err != nil {
+		t.Errorf("a young one went: %v", err)
 	}
 }

@@ -418,9 +418,10 @@ const staleTmpAge = 5 * time.Minute
 // fsck warns), and the temporary files cairn writes beside its position and
 // stat cache. Only files whose whole name is such a temporary file's
 // (tmp_obj_*, tmp_pack_*, tmp_idx_*, tmp_rev_*, tmp_mtimes_*, tmp_bitmap_*,
-// cairn/position.tmp-<pid>, cairn/statcache.tmp-<pid>) and that are older
-// than minAge go: another git may be writing younger ones. Nothing else is
-// removed: a pack without its index is indexed at open (recoverOrphanPacks).
+// cairn/position.tmp-<pid>, cairn/statcache.tmp-<pid>, cairn/restoring.tmp-<pid>)
+// and that are older than minAge go: another git may be writing younger ones.
+// Nothing else is removed: a pack without its index is indexed at open
+// (recoverOrphanPacks).
 func (s *Store) sweepTmpObjects(minAge time.Duration) {
 	objects := filepath.Join(s.gitDir, "objects")
 	sweep := func(dir string, name *regexp.Regexp, age time.Duration) {
