@@ -146,11 +146,10 @@ func (g *gitEngine) seal(ctx context.Context, j *sealJob) (sealOutcome, error) {
 	faultPoint("commit-tree")
 
 	beforeUpdateRef()
-	// Objects must be on disk before a ref names them.
-	if err := platform.SyncFS(s.gitDir); err != nil {
-		return sealOutcome{}, err
-	}
-	// The counts for the record are read while the ref moves.
+	// The counts for the record are read while the objects are flushed,
+	// and before the ref moves: a parent whose trees cannot be read (another
+	// program deleted one) fails the seal with the ref where it was, never
+	// after it names a checkpoint the ledger would record as failed.
 	type counts struct {
 		added, changed, removed int
 		err                     error
@@ -165,6 +164,15 @@ func (g *gitEngine) seal(ctx context.Context, j *sealJob) (sealOutcome, error) {
 		c.added, c.changed, c.removed, c.err = s.diffCounts(ctx, from, sha)
 		countC <- c
 	}()
+	// Objects must be on disk before a ref names them.
+	if err := platform.SyncFS(s.gitDir); err != nil {
+		<-countC
+		return sealOutcome{}, err
+	}
+	c := <-countC
+	if c.err != nil {
+		return sealOutcome{}, s.damageHint(c.err)
+	}
 	if strings.HasPrefix(ref, "refs/cairn/") || strings.HasPrefix(ref, "refs/heads/run-") {
 		// Under the store lock no cairn runs, nor any git one started (each
 		// holds the store lock while it lives: proc.go), so in a plain store
@@ -180,7 +188,6 @@ func (g *gitEngine) seal(ctx context.Context, j *sealJob) (sealOutcome, error) {
 		}
 	}
 	if _, err := s.git.Run(ctx, nil, "update-ref", "-m", "cairn: "+string(req.Kind)+" "+rec.ID, ref, sha, oldTip); err != nil {
-		<-countC
 		return sealOutcome{}, fmt.Errorf("ref %s moved while sealing (another writer?); not overwritten: %w", ref, err)
 	}
 	if !s.git.Version.AtLeast(Version{2, 36, 0}) {
@@ -190,10 +197,6 @@ func (g *gitEngine) seal(ctx context.Context, j *sealJob) (sealOutcome, error) {
 	}
 	faultPoint("update-ref")
 
-	c := <-countC
-	if c.err != nil {
-		return sealOutcome{}, c.err
-	}
 	return sealOutcome{sha: sha, parent: parent, counts: [3]int{c.added, c.changed, c.removed}}, nil
 }
 

@@ -226,6 +226,13 @@ func (s *Store) recoverFromGit(ctx context.Context) error {
 	out, err := s.git.Run(ctx, nil, "log", "--branches", "--glob=refs/cairn/*",
 		"--format=%H%x1f%P%x1f%cI%x1f%B%x1e")
 	if err != nil {
+		if derr := s.damageHint(err); errors.Is(derr, ErrDamaged) {
+			// A checkpoint's objects another program deleted: the store
+			// still opens, as above; the records it lacks stay unrecovered
+			// until the damage is repaired (cairn doctor --fsck).
+			zerologCtx(ctx).Warn().Err(derr).Str("store", s.gitDir).Msg("store damaged; ledger recovery skipped")
+			return nil
+		}
 		return err
 	}
 	var found []ckpt.Record
