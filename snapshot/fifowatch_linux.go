@@ -102,11 +102,7 @@ func blockedOnFIFO(pid int) string {
 // openingPath is the path the process behind dir (/proc/<pid>) is opening,
 // read from its memory through the open's arguments ("" when unknown).
 func openingPath(dir string) string {
-	b, err := os.ReadFile(dir + "/syscall")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
+	f := procSyscall(dir)
 	if len(f) < 3 {
 		return ""
 	}
@@ -140,11 +136,7 @@ func openingPath(dir string) string {
 // reading, by the read's descriptor ("" when it is not reading one: an
 // unnamed pipe, such as the one cairn feeds git's input through, is none).
 func readingFIFO(dir string) string {
-	b, err := os.ReadFile(dir + "/syscall")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
+	f := procSyscall(dir)
 	if len(f) < 2 {
 		return ""
 	}
@@ -166,4 +158,15 @@ func readingFIFO(dir string) string {
 		return ""
 	}
 	return name
+}
+
+// procSyscall is the system call the process behind dir (/proc/<pid>) is
+// blocked in: its number, then its arguments, in hexadecimal (nil when
+// unknown, or when it is running).
+func procSyscall(dir string) []string {
+	b, err := os.ReadFile(dir + "/syscall")
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(b))
 }

@@ -115,27 +115,24 @@ func copyTree(t *testing.T, src, dst string) {
 // cairn tracked: git deletes only those of its files the target lacks).
 func gitCheckoutRef(t *testing.T, st *Store, dir, pos, target string) {
 	t.Helper()
-	repo := t.TempDir()
-	hostGit(t, repo, "init", "-q")
-	alt := filepath.Join(repo, ".git", "objects", "info", "alternates")
-	if err := os.WriteFile(alt, []byte(filepath.Join(st.GitDir(), "objects")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	g := func(args ...string) {
-		t.Helper()
-		hostGit(t, repo, append([]string{"--work-tree=" + dir}, args...)...)
-	}
-	if pos != "" {
-		g("update-ref", "--no-deref", "HEAD", pos)
-		g("read-tree", pos)
-	}
-	g("checkout", "-q", "--force", "--detach", target)
+	gitCheckoutAt(t, st, dir, pos, "--detach", target)
 }
 
-// gitCheckoutPaths is gitCheckoutRef for a restore of paths: git's index at
-// pos, then `checkout --no-overlay` of target for the paths (what the
-// target lacks under them and the index tracks is deleted).
+// gitCheckoutPaths is gitCheckoutRef for a restore of paths: `checkout
+// --no-overlay` of target for the paths (what the target lacks under them
+// and the index tracks is deleted).
 func gitCheckoutPaths(t *testing.T, st *Store, dir, pos, target string, paths []string) {
+	t.Helper()
+	args := []string{"--no-overlay", target, "--"}
+	for _, p := range paths {
+		args = append(args, ":(literal)"+p)
+	}
+	gitCheckoutAt(t, st, dir, pos, args...)
+}
+
+// gitCheckoutAt runs `git checkout -q --force args…` on the work tree dir
+// with git's index at pos (gitCheckoutRef).
+func gitCheckoutAt(t *testing.T, st *Store, dir, pos string, args ...string) {
 	t.Helper()
 	repo := t.TempDir()
 	hostGit(t, repo, "init", "-q")
@@ -151,11 +148,7 @@ func gitCheckoutPaths(t *testing.T, st *Store, dir, pos, target string, paths []
 		g("update-ref", "--no-deref", "HEAD", pos)
 		g("read-tree", pos)
 	}
-	args := []string{"checkout", "-q", "--force", "--no-overlay", target, "--"}
-	for _, p := range paths {
-		args = append(args, ":(literal)"+p)
-	}
-	g(args...)
+	g(append([]string{"checkout", "-q", "--force"}, args...)...)
 }
 
 // restoreAgainstGit restores st's work tree to target (whole, or paths),
