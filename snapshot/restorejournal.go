@@ -44,6 +44,10 @@ import (
 // restoreRecordName is the record's file, in the store's cairn folder.
 const restoreRecordName = "restoring"
 
+// maxRestoreRecord bounds what is read of the record: a restore of a whole
+// large tree names tens of thousands of folders and paths.
+const maxRestoreRecord = 256 << 20
+
 // restoreRecord is the record; Done tells its two forms apart.
 type restoreRecord struct {
 	Tag       string   `json:"tag,omitempty"`
@@ -122,7 +126,7 @@ func (s *Store) dropRestoreRecord() error {
 // the temporaries it may have left are removed. A record that cannot be read
 // whole is taken as a stopped restore's, with nothing to remove.
 func (s *Store) takeRestoreRecord(ctx context.Context) {
-	b, err := readNoFollow(s.restoreRecordPath(), maxSmallFile)
+	b, err := readNoFollow(s.restoreRecordPath(), maxRestoreRecord)
 	if errors.Is(err, fs.ErrNotExist) {
 		return
 	}

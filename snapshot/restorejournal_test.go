@@ -5,6 +5,7 @@ package snapshot
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -216,5 +217,33 @@ func TestSweepLeavesNoRecordTemp(t *testing.T) {
 	}
 	if _, err := os.Lstat(young); err != nil {
 		t.Errorf("a young one went: %v", err)
+	}
+}
+
+// TestLargeRestoreRecordRead: the record of a restore writing in tens of
+// thousands of folders (over a MiB) is read whole, so a killed one's
+// temporaries are still found.
+func TestLargeRestoreRecordRead(t *testing.T) {
+	dir, st := newTestStore(t, Options{})
+	var paths []string
+	for i := range 60000 {
+		paths = append(paths, fmt.Sprintf("folder-number-%06d/file.txt", i))
+	}
+	paths = append(paths, "zz/file.txt")
+	const tag = "0123456789abcdef"
+	if err := st.beginRestore(tag, paths); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(st.restoreRecordPath()); err != nil || fi.Size() <= 1<<20 {
+		t.Fatalf("record of %d paths: %v, %v bytes; want over a MiB", len(paths), err, fi.Size())
+	}
+	left := "zz/" + platform.TempPrefix + tag + "-x"
+	putFile(t, filepath.Join(dir, filepath.FromSlash(left)), "temp")
+	st.takeRestoreRecord(context.Background())
+	if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(left))); err == nil {
+		t.Errorf("%s stays: the record was not read", left)
+	}
+	if !st.restoreUnsure {
+		t.Error("the next seal is not a full reconcile")
 	}
 }
