@@ -554,7 +554,7 @@ func (e *inproc) scanDir(t *platform.Tree, dir string, sp span, parentDirty bool
 				f.indexed = x
 			}
 		}
-		sc.cands = append(sc.cands, walkCand{walkFile: f, asked: untracked, under: run.span}) // asked, once the folder's rules are known
+		sc.cands = append(sc.cands, walkCand{walkFile: f, asked: untracked || e.reask[rel], under: run.span}) // asked, once the folder's rules are known
 	})
 	if err != nil {
 		sc.err = errWalkFallback("folder %s: %v", dir, err)
@@ -1018,7 +1018,18 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 	// checkpoint stages the files it overwrites even when ignored).
 	global = global || len(indexEntries) > 0 && !s.indexTiedBy(e.cache)
 	k := loadKnown(indexEntries, e.cache.pending)
+	// What the last restore left to look at is judged again too: a restore
+	// of paths keeps, as the target's, files that ignore rules outside
+	// those paths cover (restoreWork.forced).
+	e.reask = nil
+	if len(s.rejudge) > 0 {
+		e.reask = make(map[string]bool, len(s.rejudge))
+		for _, p := range s.rejudge {
+			e.reask[p] = true
+		}
+	}
 	w, err := e.walk(ctx, sel, k, idxTime, global)
+	e.reask = nil
 	if err != nil {
 		return sealOutcome{}, err
 	}

@@ -29,6 +29,11 @@ import (
 type restoreWork struct {
 	kept  []string          // the untracked paths the target lacks: checkout must leave them
 	wrote map[string]blobID // path → the blob the target holds, for verification
+	// forced are the files on disk the pre-restore checkpoint left out
+	// (ignored) where the target adds a path: staged into a second
+	// pre-restore checkpoint, they stay in cairn's index as the target's
+	// though ignore rules may cover them, so the next seal judges them.
+	forced []string
 }
 
 type blobID struct{ sha, mode string }
@@ -202,7 +207,7 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 					return res, fmt.Errorf("pre-restore checkpoint: %w", err)
 				}
 				res.Write, res.Delete, res.Kept = nil, nil, 0
-				work = &restoreWork{wrote: map[string]blobID{}}
+				work = &restoreWork{wrote: map[string]blobID{}, forced: over}
 				ch, err = ip.planInproc(ctx, &res, work, before)
 			}
 		}
@@ -250,7 +255,7 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 	if err := s.beginRestore(tag, writes); err != nil {
 		return res, err
 	}
-	s.reexamine, s.restoreUnsure = nil, true
+	s.reexamine, s.rejudge, s.restoreUnsure = nil, nil, true
 	progress(3, fmt.Sprintf("writing %d files, deleting %d", len(res.Write), len(res.Delete)))
 	s.lastRestore = EngineGit
 	var stored chan error // the store's index and HEAD brought to the target
@@ -294,7 +299,17 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 		s.setPosition(target)
 	}
 	s.reexamine, s.restoreUnsure = afterRestore(&res, work), false
-	if err := s.endRestore(s.reexamine); err != nil {
+	// Files the index now holds as the target's that ignore rules may
+	// cover: those a second pre-restore checkpoint staged though ignored,
+	// and, for a restore of paths, what it wrote (rules outside the paths
+	// were not brought to the target's).
+	s.rejudge = slices.Clone(work.forced)
+	if len(prefixes) > 0 {
+		for _, w := range res.Write {
+			s.rejudge = append(s.rejudge, w.Path)
+		}
+	}
+	if err := s.endRestore(s.reexamine, s.rejudge); err != nil {
 		// The record still says the restore is under way: the next seal
 		// reconciles the whole tree, which is exact too.
 		s.note(ctx, err.Error())
@@ -306,13 +321,15 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 }
 
 // afterRestore lists what a restore leaves that cairn's index, now the
-// target's, may not describe, for the next seal told what changed to look
-// at: the paths it kept (on disk, held by the pre-restore checkpoint, not
-// by the target: out of the index), those it could not bring to the target
+// target's, may not describe, for the next seal to look at (told what
+// changed, it adds them; a full one asks check-ignore about them): the
+// paths it kept (on disk, held by the pre-restore checkpoint, not by the
+// target: out of the index), the ignored files a second pre-restore
+// checkpoint staged (forced), those it could not bring to the target
 // (Diff), and those it wrote and deleted (a watch reports these, unless its
 // events were dropped).
 func afterRestore(res *ckpt.Outcome, work *restoreWork) []string {
-	out := slices.Clone(work.kept)
+	out := append(slices.Clone(work.kept), work.forced...)
 	for _, l := range [][]ckpt.PlanFile{res.Write, res.Delete} {
 		for _, f := range l {
 			out = append(out, f.Path)

@@ -304,3 +304,41 @@ func TestToldSealAfterRestoreHoldsKeptFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreOfPathsIntoIgnoredFolder: a restore of paths under a folder
+// that an ignore rule outside those paths now covers finds the target's
+// file on disk, ignored, left out of the pre-restore checkpoint; a second
+// pre-restore checkpoint stages it, and it stays in cairn's index as the
+// target's. The next seal (full, or told nothing changed) judges it again
+// and leaves it out, as git's own view of the tree does.
+func TestRestoreOfPathsIntoIgnoredFolder(t *testing.T) {
+	t.Parallel()
+	for _, told := range []bool{false, true} {
+		name := "full"
+		if told {
+			name = "told"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir, st := newTestStore(t, Options{})
+			writeTree(t, dir, map[string]string{"a/b/f1": "x\n", "a/x.txt": "y\n"})
+			one := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+			writeFile(t, dir, "a/.gitignore", "b/\n", 0o644)
+			two := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+			if got := strings.Join(treePaths(t, st, two.SHA), " "); got != "a/.gitignore a/x.txt" {
+				t.Fatalf("with a/b/ ignored the checkpoint holds %s", got)
+			}
+			if _, err := st.Restore(context.Background(), ckpt.Request{Target: one.SHA, Paths: []string{"a/b"}}); err != nil {
+				t.Fatal(err)
+			}
+			req := SealRequest{Kind: ckpt.KindManual}
+			if told {
+				req.Changed = []string{}
+			}
+			rec := mustSeal(t, st, req)
+			if got := strings.Join(treePaths(t, st, rec.SHA), " "); got != "a/.gitignore a/x.txt" {
+				t.Fatalf("the seal after the restore holds %s; want a/.gitignore a/x.txt (a/b/ is ignored)", got)
+			}
+		})
+	}
+}

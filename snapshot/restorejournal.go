@@ -35,7 +35,9 @@ import (
 //   - Once the restore has ended, the record lists what it left that cairn's
 //     index may not describe (the files it kept, those it wrote, deleted or
 //     could not bring to the target), which every seal told what changed adds
-//     to what it looks at (Store.reexamine), until one seals.
+//     to what it looks at (Store.reexamine), and the files of those that
+//     ignore rules may cover though cairn's index holds them, which a full
+//     seal asks check-ignore about (Store.rejudge), until one seals.
 //
 // The seal that has done what the record asks removes it. Each seal reads it
 // under the store lock, so a record found there is never one a live restore
@@ -54,6 +56,7 @@ type restoreRecord struct {
 	Folders   []string `json:"folders,omitempty"`
 	Done      bool     `json:"done,omitempty"`
 	Reexamine []string `json:"reexamine,omitempty"`
+	Rejudge   []string `json:"rejudge,omitempty"`
 }
 
 // recordTag is what a record's tag must look like (newRestoreTag).
@@ -103,13 +106,13 @@ func (s *Store) beginRestore(tag string, writes []string) error {
 	return s.writeRestoreRecord(restoreRecord{Tag: tag, Folders: slices.Compact(dirs)})
 }
 
-// endRestore records that the restore ended, leaving reexamine for the next
-// seals; none, and the record goes.
-func (s *Store) endRestore(reexamine []string) error {
-	if len(reexamine) == 0 {
+// endRestore records that the restore ended, leaving reexamine and rejudge
+// (Store) for the next seals; none, and the record goes.
+func (s *Store) endRestore(reexamine, rejudge []string) error {
+	if len(reexamine) == 0 && len(rejudge) == 0 {
 		return s.dropRestoreRecord()
 	}
-	return s.writeRestoreRecord(restoreRecord{Done: true, Reexamine: reexamine})
+	return s.writeRestoreRecord(restoreRecord{Done: true, Reexamine: reexamine, Rejudge: rejudge})
 }
 
 // dropRestoreRecord removes the record: a seal did what it asked.
@@ -137,6 +140,7 @@ func (s *Store) takeRestoreRecord(ctx context.Context) {
 	}
 	if r.Done {
 		s.reexamine = slices.Compact(slices.Sorted(slices.Values(append(slices.Clip(s.reexamine), r.Reexamine...))))
+		s.rejudge = slices.Compact(slices.Sorted(slices.Values(append(slices.Clip(s.rejudge), r.Rejudge...))))
 		return
 	}
 	s.restoreUnsure = true

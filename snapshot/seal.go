@@ -304,7 +304,7 @@ func (s *Store) recordSeal(ctx context.Context, eng engine, j *sealJob, out seal
 	rec, err := s.complete(j.req, *j.rec, out.sha, out.parent, out.counts, start)
 	if err == nil {
 		// What a restore left is in this checkpoint (a told seal was told it).
-		s.reexamine, s.restoreUnsure = nil, false
+		s.reexamine, s.rejudge, s.restoreUnsure = nil, nil, false
 		if err := s.dropRestoreRecord(); err != nil {
 			s.note(ctx, err.Error())
 		}

@@ -127,7 +127,11 @@ type Store struct {
 	// looks at these too, until one seals. restoreUnsure: a restore began
 	// writing and did not finish; until a seal, every seal reconciles the
 	// whole work tree.
-	reexamine     []string
+	reexamine []string
+	// rejudge names, of those, the files cairn's index holds as the
+	// target's that ignore rules may cover: a full seal asks check-ignore
+	// about them too (restoreWork.forced; a restore of paths' writes).
+	rejudge       []string
 	restoreUnsure bool
 	// notes are what the store repaired by itself, for the workspace's
 	// status (TakeNotes).
