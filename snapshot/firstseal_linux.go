@@ -156,6 +156,9 @@ type knownEntries struct {
 	sorted  []idxEntry // the index's entries, sorted by path (readGitIndex)
 	pending map[string]pendEntry
 	pdirs   map[string]bool // the folders of pending additions
+	// reask are paths a walk asks check-ignore about though the index
+	// holds them (what the last restore left: Store.rejudge).
+	reask map[string]bool
 }
 
 // span is a run of knownEntries.sorted: everything the index holds under
@@ -554,7 +557,7 @@ func (e *inproc) scanDir(t *platform.Tree, dir string, sp span, parentDirty bool
 				f.indexed = x
 			}
 		}
-		sc.cands = append(sc.cands, walkCand{walkFile: f, asked: untracked || e.reask[rel], under: run.span}) // asked, once the folder's rules are known
+		sc.cands = append(sc.cands, walkCand{walkFile: f, asked: untracked || k.reask[rel], under: run.span}) // asked, once the folder's rules are known
 	})
 	if err != nil {
 		sc.err = errWalkFallback("folder %s: %v", dir, err)
@@ -1018,18 +1021,15 @@ func (e *inproc) sealFull(ctx context.Context, j *sealJob) (sealOutcome, error) 
 	// checkpoint stages the files it overwrites even when ignored).
 	global = global || len(indexEntries) > 0 && !s.indexTiedBy(e.cache)
 	k := loadKnown(indexEntries, e.cache.pending)
-	// What the last restore left to look at is judged again too: a restore
-	// of paths keeps, as the target's, files that ignore rules outside
-	// those paths cover (restoreWork.forced).
-	e.reask = nil
-	if len(s.rejudge) > 0 {
-		e.reask = make(map[string]bool, len(s.rejudge))
-		for _, p := range s.rejudge {
-			e.reask[p] = true
+	// What the last restore left to judge is asked of check-ignore too: it
+	// keeps, as the target's, files ignore rules may cover (Store.rejudge).
+	for _, p := range s.rejudge {
+		if k.reask == nil {
+			k.reask = make(map[string]bool, len(s.rejudge))
 		}
+		k.reask[p] = true
 	}
 	w, err := e.walk(ctx, sel, k, idxTime, global)
-	e.reask = nil
 	if err != nil {
 		return sealOutcome{}, err
 	}

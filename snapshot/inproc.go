@@ -50,11 +50,8 @@ type inproc struct {
 	// longer the same file (edited, replaced, its folder swapped, gone)
 	// restarts the checker, which would answer from the old rules.
 	ignSrc map[string]ignoreSource
-	// reask are paths a full seal's walk asks check-ignore about even when
-	// cairn's index holds them (what the last restore left: Store.rejudge).
-	reask map[string]bool
-	cat   *catFile
-	empty string // the empty tree's id
+	cat    *catFile
+	empty  string // the empty tree's id
 	// known answers whether an object is stored; whole holds the trees
 	// whose every object was found stored, under the packs known has seen
 	// (cleared when one is gone or changed). A seal names no object

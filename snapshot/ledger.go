@@ -160,6 +160,19 @@ func parseLedger(data []byte) (recs []ckpt.Record, marks []pruneLine, good int) 
 	return recs, marks, good
 }
 
+// recoveryFailed is what a git read of recoverFromGit failing with err
+// means for the open: objects another program deleted leave the store
+// opening (its listing stays readable, a seal refuses to build on it), the
+// records it lacks unrecovered until the damage is repaired (cairn doctor
+// --fsck), said in the log; anything else fails it.
+func (s *Store) recoveryFailed(ctx context.Context, err error) error {
+	if derr := s.damageHint(err); errors.Is(derr, ErrDamaged) {
+		zerologCtx(ctx).Warn().Err(derr).Str("store", s.gitDir).Msg("store damaged; ledger recovery skipped")
+		return nil
+	}
+	return err
+}
+
 // recoverFromGit appends records for cairn commits on refs the ledger does not know.
 func (s *Store) recoverFromGit(ctx context.Context) error {
 	known := make(map[string]bool, len(s.records))
@@ -199,13 +212,7 @@ func (s *Store) recoverFromGit(ctx context.Context) error {
 		msgs, err := s.git.Run(ctx, strings.NewReader(strings.Join(unknown, "\n")+"\n"),
 			"log", "--no-walk=unsorted", "--stdin", "--format=%H%x00%B%x1e")
 		if err != nil {
-			if derr := s.damageHint(err); errors.Is(derr, ErrDamaged) {
-				// Objects another program deleted: the store still opens (its
-				// listing stays readable); a seal refuses to build on it.
-				zerologCtx(ctx).Warn().Err(derr).Str("store", s.gitDir).Msg("store damaged; ledger recovery skipped")
-				return nil
-			}
-			return err
+			return s.recoveryFailed(ctx, err)
 		}
 		for _, tip := range strings.Split(string(msgs), "\x1e") {
 			_, msg, ok := strings.Cut(strings.TrimLeft(tip, "\n"), "\x00")
@@ -226,14 +233,7 @@ func (s *Store) recoverFromGit(ctx context.Context) error {
 	out, err := s.git.Run(ctx, nil, "log", "--branches", "--glob=refs/cairn/*",
 		"--format=%H%x1f%P%x1f%cI%x1f%B%x1e")
 	if err != nil {
-		if derr := s.damageHint(err); errors.Is(derr, ErrDamaged) {
-			// A checkpoint's objects another program deleted: the store
-			// still opens, as above; the records it lacks stay unrecovered
-			// until the damage is repaired (cairn doctor --fsck).
-			zerologCtx(ctx).Warn().Err(derr).Str("store", s.gitDir).Msg("store damaged; ledger recovery skipped")
-			return nil
-		}
-		return err
+		return s.recoveryFailed(ctx, err)
 	}
 	var found []ckpt.Record
 	for _, c := range strings.Split(string(out), "\x1e") {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -95,15 +94,7 @@ func (s *Store) setPosition(sha string) {
 // "Files"). A crash between the two leaves the position on a checkpoint whose
 // ref moved, which the next open records as recovered.
 func (s *Store) notePosition(sha string) {
-	path := filepath.Join(s.gitDir, cairnSubdir, "position")
-	tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
-	if err := createNoFollowTrunc(tmp, []byte(sha+"\n")); err != nil {
-		os.Remove(tmp)
-		return
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-	}
+	_ = replaceUnflushed(filepath.Join(s.gitDir, cairnSubdir, "position"), []byte(sha+"\n"))
 }
 
 // refTip reads a full ref name from the store's files (a loose ref, else

@@ -82,14 +82,7 @@ func (s *Store) writeRestoreRecord(r restoreRecord) error {
 	if err != nil {
 		return err
 	}
-	p := s.restoreRecordPath()
-	tmp := fmt.Sprintf("%s.tmp-%d", p, os.Getpid())
-	if err := createNoFollowTrunc(tmp, b); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("restore record: %w", err)
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		os.Remove(tmp)
+	if err := replaceUnflushed(s.restoreRecordPath(), b); err != nil {
 		return fmt.Errorf("restore record: %w", err)
 	}
 	return nil

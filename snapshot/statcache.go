@@ -430,12 +430,7 @@ func (s *Store) saveStatCache(c *statCache) error {
 	}
 	if whole {
 		data := c.encode()
-		tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
-		if err := createNoFollowTrunc(tmp, data); err != nil {
-			return fmt.Errorf("write the stat cache: %w", err)
-		}
-		if err := os.Rename(tmp, path); err != nil {
-			os.Remove(tmp)
+		if err := replaceUnflushed(path, data); err != nil {
 			return fmt.Errorf("write the stat cache: %w", err)
 		}
 		c.file, _ = stampFile(path)
@@ -487,6 +482,24 @@ func createNoFollowTrunc(path string, data []byte) error {
 		err = cerr
 	}
 	return err
+}
+
+// replaceUnflushed replaces the file at path in cairn's own folder with
+// data through path.tmp-<pid> (createNoFollowTrunc) renamed over it, not
+// flushed: what it writes (the position, the stat cache, a restore's
+// record) is flushed with the next fsync of the store, or is rebuilt.
+// A temporary file a killed writer leaves is swept (cairnTmpName).
+func replaceUnflushed(path string, data []byte) error {
+	tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
+	if err := createNoFollowTrunc(tmp, data); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 // statCacheFresh reports whether the file on disk is the one c was read
