@@ -503,6 +503,33 @@ func TestLifecycleBrokenWorkspaceFailsAlone(t *testing.T) {
 	}
 }
 
+// TestLifecycleMarkerBeforeFirstPass: a marker written while the daemon
+// watches but before its watch's first lifecycle pass (the first seal was
+// still running) was made under the watch, so its checkpoint is sealed as
+// any other: ok, not "sealed late". The test daemon holds that first pass
+// until the test has written the marker (CAIRN_TEST_STARTUP_GATE).
+func TestLifecycleMarkerBeforeFirstPass(t *testing.T) {
+	exec, sim := newHankExec(t, stopPlan())
+	state := t.TempDir()
+	gate := filepath.Join(t.TempDir(), "gate")
+	t.Setenv("CAIRN_TEST_STARTUP_GATE", gate)
+	startDaemon(t, state, "--config", configFile(t, noAutosave), "--watch", exec)
+	gitDir := hwStore(exec)
+	waitBaseline(t, exec, state)
+	main := mainTip(t, gitDir)
+
+	run := sim.StartRun()
+	sim.StartCodon("plan")
+	sim.WriteFile("plan.md", "the plan\n")
+	sim.CompleteCodon("plan")
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan := waitMarker(t, exec, state, markerKey{ckpt.KindCompleted, run, "plan", 0})
+	checkCheckpoint(t, gitDir, plan, wantCkpt{Name: "Plan", Parent: main, Files: []string{"plan.md"}, State: ckpt.StateOK,
+		Duration: recordDurations(t, exec)[markerKey{RunID: run, CodonID: "plan"}]})
+}
+
 // TestLifecycleSigkillAndRestart: markers that happen while the daemon is
 // dead (SIGKILL) and are still on disk in state.json are sealed after a
 // restart on the same state directory — late, so racy with the 'sealed late'

@@ -202,7 +202,7 @@ func (l *hankLayout) lifecycle(ctx context.Context, wt *watcher.Watcher, startup
 		if have[m.Key()] || predates(m, since) {
 			continue
 		}
-		s := h.sight(m.Key(), floor, first, now, startup)
+		s := h.sight(m.Key(), floor, first, now, startup && !stampedAfter(m, w.watchingSince))
 		keep[m.Key()] = true
 		if held[m.RunID] {
 			continue
@@ -375,16 +375,30 @@ func predates(m hankweave.Marker, since time.Time) bool {
 	if since.IsZero() {
 		return false
 	}
-	var t time.Time
+	t := markerTime(m)
+	return !t.IsZero() && t.Before(since)
+}
+
+// stampedAfter reports whether marker m's time is later than since, so the
+// watch that began at since saw what followed it: the first pass of a watch
+// seals such a marker as any other, not "sealed late". A marker with no
+// time, or one in the watch's own millisecond, counts as late.
+func stampedAfter(m hankweave.Marker, since time.Time) bool {
+	t := markerTime(m)
+	return !since.IsZero() && !t.IsZero() && t.After(since)
+}
+
+// markerTime is when marker m happened, by the runtime's clock: an exit
+// when the runtime ended its run, else when the codon ended or started.
+func markerTime(m hankweave.Marker) time.Time {
 	switch {
 	case m.Kind == hankweave.KindExit:
-		t = m.Stopped
+		return m.Stopped
 	case !m.EndTime.IsZero():
-		t = m.EndTime
+		return m.EndTime
 	default:
-		t = m.StartTime
+		return m.StartTime
 	}
-	return !t.IsZero() && t.Before(since)
 }
 
 // sealMarker adopts the runtime's own checkpoint when git confirms it, and

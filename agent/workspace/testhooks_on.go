@@ -3,8 +3,10 @@
 package workspace
 
 import (
+	"context"
 	"os"
 	"strconv"
+	"time"
 )
 
 // testMaxWatchesEnv is for tests only, and only a build with -tags
@@ -17,4 +19,24 @@ const testMaxWatchesEnv = "CAIRN_TEST_MAX_WATCHES"
 func testMaxWatches() int {
 	n, _ := strconv.Atoi(os.Getenv(testMaxWatchesEnv))
 	return max(n, 0)
+}
+
+// testStartupGateEnv is for tests only (testhooks_off.go): set to a path,
+// each watch waits after its first seal, before its first lifecycle pass,
+// until that path exists (at most a minute), so a test can write a marker
+// between the two.
+const testStartupGateEnv = "CAIRN_TEST_STARTUP_GATE"
+
+func testStartupGate(ctx context.Context) {
+	gate := os.Getenv(testStartupGateEnv)
+	if gate == "" {
+		return
+	}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if _, err := os.Stat(gate); err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

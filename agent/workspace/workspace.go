@@ -101,6 +101,10 @@ type Workspace struct {
 	racyCarry map[string]time.Time
 	// fg are the folders in and above the workspace others can write (foreign.go).
 	fg foreignState
+	// watchingSince is when the current watch was complete: a marker
+	// stamped after it was made while the daemon watched, even when the
+	// watch's first lifecycle pass is the one that sees it.
+	watchingSince time.Time
 
 	mu     sync.Mutex
 	status api.WorkspaceStatus
@@ -450,6 +454,7 @@ func (w *Workspace) serve(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", root, err)
 	}
+	w.watchingSince = time.Now()
 	w.setStatus(func(*api.WorkspaceStatus) { w.wt = wt })
 	defer func() {
 		w.setStatus(func(*api.WorkspaceStatus) { w.wt = nil })
@@ -476,6 +481,7 @@ func (w *Workspace) serve(ctx context.Context) error {
 	w.initialSeal(ctx)
 	// Replication (replication.go) starts after the first seal; it is stopped and waited for at the end.
 	defer w.startReplication(ctx)()
+	testStartupGate(ctx)
 	lifecycleTimer := w.lay.pass(ctx, wt, true)
 
 	for {
