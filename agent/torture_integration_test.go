@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/client"
 	"github.com/cairn-dev/cairn/snapshot"
 
@@ -107,6 +108,7 @@ func TestKill9Torture(t *testing.T) {
 // tortureFigures are what one run counts.
 type tortureFigures struct {
 	kills, early, orphans, stuck                          int
+	restores, restoresDone                                int
 	records, ok, partial, racy, failed, recovered, pruned int
 	writes                                                int64
 	// orphanLife is the longest a git child outlived the daemon (polled).
@@ -186,6 +188,9 @@ func tortureRun(t *testing.T, u *testUser, engine string, seed int64, kills int,
 	}()
 
 	var f tortureFigures
+	var restores sync.WaitGroup // restores asked of a daemon, ended by it or by its kill
+	var restoresDone atomic.Int64
+	var restoreErrs sync.Map // why the others did not end ok, logged
 	rng := rand.New(rand.NewSource(seed + 1))
 	start := time.Now()
 	lastSealed := maxSealed(ledgerFile(home))
@@ -204,6 +209,34 @@ func tortureRun(t *testing.T, u *testUser, engine string, seed int64, kills int,
 			}
 			d.orphansGone(fmt.Sprintf("kill %d", f.kills))
 		}
+		// A third of the lifetimes ask for a restore (or an undo) first, so
+		// that kills land in restores too: the pre-restore checkpoint, the
+		// writes under temporary names, the verification.
+		if rng.Intn(3) == 0 {
+			f.restores++
+			req := api.RestoreRequest{Workspace: ws}
+			if recs := okRecords(ledgerFile(home)); len(recs) > 0 {
+				req.Target = recs[rng.Intn(len(recs))].ID
+			}
+			undo := req.Target == "" || rng.Intn(4) == 0
+			restores.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				c := client.New(d.socket)
+				defer c.Close()
+				var err error
+				if undo {
+					_, err = c.Undo(ctx, ws)
+				} else {
+					_, err = c.Restore(ctx, req)
+				}
+				if err == nil {
+					restoresDone.Add(1)
+				} else {
+					restoreErrs.Store(err.Error(), true)
+				}
+			})
+		}
 		// Not a wait: the kill lands at a random point of the daemon's work.
 		time.Sleep(time.Duration(50+rng.Intn(1951)) * time.Millisecond)
 		n, life, escaped := d.kill()
@@ -219,6 +252,8 @@ func tortureRun(t *testing.T, u *testUser, engine string, seed int64, kills int,
 	}
 	close(stop)
 	wg.Wait()
+	restores.Wait()
+	f.restoresDone = int(restoresDone.Load())
 	f.writes = writes.Load()
 	elapsed := time.Since(start)
 
@@ -237,6 +272,12 @@ func tortureRun(t *testing.T, u *testUser, engine string, seed int64, kills int,
 		return final.State == ckpt.StateOK
 	})
 	d.orphansGone("after the final checkpoint")
+	// A restore killed while writing leaves files under its temporary names
+	// (.cairn-<tag>-<random>); the seals after it remove them. None may be
+	// left, or the final checkpoint holds them as the user's files.
+	if left := restoreTemps(t, ws); len(left) > 0 {
+		t.Errorf("a killed restore's temporary files are still in the work tree after the final checkpoint: %v (seed %d)", left, seed)
+	}
 	// The daemon is stopped cleanly before the store is examined.
 	d.term()
 
@@ -360,6 +401,11 @@ func tortureRun(t *testing.T, u *testUser, engine string, seed int64, kills int,
 				final.ID, tree, disk, len(lines), strings.Join(lines[:min(20, len(lines))], "\n"), seed)
 		}
 	}
+	t.Logf("%d restores or undos asked for, %d ended ok", f.restores, f.restoresDone)
+	restoreErrs.Range(func(k, _ any) bool {
+		t.Logf("a restore ended: %s", k)
+		return true
+	})
 	t.Logf("%s engine, daemon as %s: %d kills (%d without waiting for a seal), %d git children outlived the daemon (the longest by %s; bound %s), %d stuck; "+
 		"%d writes in %s (%.0f/s); %d records: %d ok, %d partial, %d racy, %d failed, %d pruned, %d recovered; ids c1..c%d; lock files left %v",
 		engine, d.who(), f.kills, f.early, f.orphans, f.orphanLife.Round(time.Millisecond), orphanGrace, f.stuck, f.writes, elapsed.Round(time.Millisecond), float64(f.writes)/elapsed.Seconds(),
@@ -400,6 +446,43 @@ func ledgerFile(home string) []ckpt.Record {
 	}
 	sort.SliceStable(recs, func(i, j int) bool { return idNumOf(recs[i].ID) < idNumOf(recs[j].ID) })
 	return recs
+}
+
+// okRecords are the records a restore can go to: sealed, ok.
+func okRecords(recs []ckpt.Record) []ckpt.Record {
+	var ok []ckpt.Record
+	for _, r := range recs {
+		if r.SHA != "" && r.State == ckpt.StateOK {
+			ok = append(ok, r)
+		}
+	}
+	return ok
+}
+
+// restoreTempName is the name an in-process restore writes a file under
+// before renaming it over the path (platform.TempPrefix and a restore's tag).
+var restoreTempName = regexp.MustCompile(`^\.cairn-[0-9a-f]{16}-`)
+
+// restoreTemps lists the work tree's files named as a restore's temporary files.
+func restoreTemps(t *testing.T, ws string) []string {
+	t.Helper()
+	var left []string
+	err := filepath.WalkDir(ws, func(p string, de os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if de.IsDir() && de.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if restoreTempName.MatchString(de.Name()) {
+			left = append(left, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("walking the work tree: %v", err)
+	}
+	return left
 }
 
 func idNumOf(id string) int {
