@@ -780,15 +780,29 @@ func (r *ipRestore) holds(t *platform.Tree, rel string, was *gitobj.TreeEntry) b
 	return err == nil && id == was.ID && exec == (mode == gitobj.ModeExec)
 }
 
+// overwritten lists the files on disk the plan ch replaces that the
+// pre-restore checkpoint does not hold (ignored, over the size limit,
+// written since): a file where the target adds a path, or where it needs a
+// folder. A second pre-restore checkpoint stages them before any is replaced.
 func (r *ipRestore) overwritten(ch []ipChange) []string {
-	var out []string
+	held := map[string]bool{} // what the pre-restore checkpoint holds and the target lacks
 	for _, c := range ch {
-		if !c.add || Excluded(c.path) {
+		if c.mode == 0 {
+			held[c.path] = true
+		}
+	}
+	var out []string
+	folders, seen := map[string]bool{}, map[string]bool{}
+	for _, c := range ch {
+		if !c.add {
 			continue
 		}
-		if fi, err := r.s.lstatWork(c.path); err == nil && fi.Mode().IsRegular() {
-			out = append(out, c.path)
+		p := r.s.fileInTheWay(c.path, folders)
+		if p == "" || held[p] || seen[p] || Excluded(p) {
+			continue
 		}
+		seen[p] = true
+		out = append(out, p)
 	}
 	return out
 }

@@ -500,8 +500,11 @@ func TestInprocRestoreLeavesFoldersOfFilesGoneWithTheirFolder(t *testing.T) {
 }
 
 // TestInprocRestoreKeepsUnsealedInTheWay: an ignored file (never sealed)
-// standing where the target needs a folder is not deleted (git's checkout
-// would delete it); the restore names the path it could not write.
+// standing, outside the paths a restore of paths names, where the target
+// needs a folder is not deleted (git's checkout would delete it); the
+// restore names the path it could not write. (A whole restore replaces it
+// once a second pre-restore checkpoint holds it:
+// TestRestoreReplacesUnsealedFileWhereFolderGoes.)
 func TestInprocRestoreKeepsUnsealedInTheWay(t *testing.T) {
 	ws, st := newTestStore(t, Options{})
 	writeTree(t, ws, map[string]string{".gitignore": "*.tmp\n", "d.log/f.txt": "f\n"})
@@ -509,7 +512,7 @@ func TestInprocRestoreKeepsUnsealedInTheWay(t *testing.T) {
 	writeFile(t, ws, ".gitignore", "*.log\n", 0o644)
 	removeAll(t, ws, "d.log")
 	writeFile(t, ws, "d.log", "an ignored file, never sealed\n", 0o644)
-	res, err := st.Restore(context.Background(), ckpt.Request{Target: one.SHA})
+	res, err := st.Restore(context.Background(), ckpt.Request{Target: one.SHA, Paths: []string{"d.log/f.txt"}})
 	if err != nil {
 		t.Fatal(err)
 	}

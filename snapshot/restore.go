@@ -385,13 +385,23 @@ func (s *Store) addOverwritten(ctx context.Context, g *Git, target string) error
 	}
 	var add []string
 	lo := s.left()
+	held := map[string]bool{} // paths the staged tree holds that the target lacks
 	for _, c := range missing {
-		if c.status != "A" || Excluded(c.path) || lo.covers(c.path) {
+		if c.status == "D" {
+			held[c.path] = true
+		}
+	}
+	folders, added := map[string]bool{}, map[string]bool{}
+	for _, c := range missing {
+		if c.status != "A" {
 			continue
 		}
-		if fi, err := s.lstatWork(c.path); err == nil && fi.Mode().IsRegular() {
-			add = append(add, c.path)
+		p := s.fileInTheWay(c.path, folders)
+		if p == "" || held[p] || added[p] || Excluded(p) || lo.covers(p) {
+			continue
 		}
+		added[p] = true
+		add = append(add, p)
 	}
 	if len(add) == 0 {
 		return nil
@@ -399,6 +409,38 @@ func (s *Store) addOverwritten(ctx context.Context, g *Git, target string) error
 	sort.Strings(add)
 	_, _, err = g.runMapped(ctx, nulBytes(add), "update-index", "-z", "--add", "--stdin")
 	return err
+}
+
+// fileInTheWay returns the regular file on disk that a restore writing p
+// replaces: the file at p, or a file at a folder above it (git's checkout
+// removes a file standing where the target needs a folder). "" when there
+// is none, or a link or anything else stands in the way (never followed).
+// folders remembers the folders seen on disk, so that each is looked at once.
+func (s *Store) fileInTheWay(p string, folders map[string]bool) string {
+	for i := 0; i < len(p); i++ {
+		if p[i] != '/' {
+			continue
+		}
+		d := p[:i]
+		if folders[d] {
+			continue
+		}
+		fi, err := s.lstatWork(d)
+		switch {
+		case err != nil:
+			return ""
+		case fi.IsDir():
+			folders[d] = true
+		case fi.Mode().IsRegular():
+			return d
+		default:
+			return ""
+		}
+	}
+	if fi, err := s.lstatWork(p); err == nil && fi.Mode().IsRegular() {
+		return p
+	}
+	return ""
 }
 
 // dryTree writes the tree of the whole visible work tree through a copy of

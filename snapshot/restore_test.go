@@ -182,6 +182,66 @@ func TestRestoreFileFolderSwap(t *testing.T) {
 	}
 }
 
+// TestRestoreReplacesUnsealedFileWhereFolderGoes: a file no checkpoint
+// holds (over the size limit, ignored) stands where the target needs a
+// folder. git's checkout --force removes such a file to make the folder; the
+// git way lost it, since the pre-restore checkpoint did not hold it, and the
+// in-process way left it and wrote none of the target's files under it. Both
+// now stage it in a second pre-restore checkpoint first, as they do a file
+// the restore overwrites at its own path, then make the folder: the undo
+// brings the file back.
+func TestRestoreReplacesUnsealedFileWhereFolderGoes(t *testing.T) {
+	const limit = 1 << 10
+	big := strings.Repeat("big file no checkpoint holds\n", 2*limit/29)
+	for _, engine := range []string{EngineInproc, EngineGit} {
+		for _, tc := range []struct {
+			name  string
+			block string // what stands at x when the restore begins
+			extra map[string]string
+		}{
+			{"over the size limit", big, nil},
+			{"ignored", "ignored file\n", map[string]string{".gitignore": "x\n!x/\n"}},
+		} {
+			t.Run(engine+"/"+tc.name, func(t *testing.T) {
+				ctx := context.Background()
+				ws := t.TempDir()
+				st := openTestStore(t, ws, Options{Engine: engine, MaxFileSize: limit})
+				files := map[string]string{"x/a.txt": "a\n", "x/sub/b.txt": "b\n", "keep.txt": "k\n"}
+				for p, c := range tc.extra {
+					files[p] = c
+				}
+				writeTree(t, ws, files)
+				target := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "target"})
+				wantTarget := hashTree(t, ws)
+				removeAll(t, ws, "x")
+				writeTree(t, ws, map[string]string{"x": tc.block})
+				mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "start"})
+				wantStart := hashTree(t, ws)
+
+				res, err := st.Restore(ctx, ckpt.Request{Target: target.SHA, Label: target.ID})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(res.Diff) != 0 {
+					t.Errorf("restore reports differences %v", res.Diff)
+				}
+				if got := hashTree(t, ws); got != wantTarget {
+					t.Errorf("after the restore the tree is not the target's: %v", regularFiles(t, ws))
+				}
+				if got, err := st.git.Run(ctx, nil, "cat-file", "blob", res.PreRestore.SHA+":x"); err != nil || string(got) != tc.block {
+					t.Errorf("the pre-restore checkpoint holds x = %.40q (%v), want the file the restore replaced", got, err)
+				}
+				if _, err := st.Restore(ctx, ckpt.Request{Target: res.PreRestore.SHA, Label: res.PreRestore.ID}); err != nil {
+					t.Fatal(err)
+				}
+				if got := hashTree(t, ws); got != wantStart {
+					t.Errorf("after the undo the tree is not the one before the restore: %v", regularFiles(t, ws))
+				}
+			})
+		}
+	}
+}
+
 // TestDryRunBesideReaders: a dry-run restore (which stages through a copy of
 // the index) runs beside the questions readers ask from other goroutines
 // (the daemon's HTTP handlers resolving a target). The store's runner used to
