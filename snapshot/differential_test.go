@@ -358,6 +358,7 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 			s.seal += fmt.Sprintf(", changed %q (+ paths still dirty)", recent)
 		}
 		log = append(log, s)
+		failed := map[string]bool{} // the worlds whose seal failed
 		for _, w := range worlds {
 			for p := range changed {
 				w.dirty[p] = true
@@ -394,6 +395,7 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 			switch {
 			case rec.State == ckpt.StateFailed:
 				// No checkpoint; the paths stay dirty for the next seal.
+				failed[w.engine] = true
 				if rec.SHA != "" {
 					fail(w, "seal %s failed (%v) yet names checkpoint %s", rec.ID, err, rec.SHA)
 				}
@@ -444,6 +446,10 @@ func diffSequence(t *testing.T, base string, c chooser, replay string, steps int
 					op.after(t, w)
 				}
 			}
+		}
+		if len(failed) == 1 && slices.ContainsFunc(ops, func(op diffOp) bool { return op.uneven }) {
+			log[len(log)-1].seal += "; the worlds' ledgers differ from here by design: the sequence ends"
+			break
 		}
 		// Now and then, a restore of each world to one of its earlier
 		// checkpoints (the same one in each), compared with git's checkout.
@@ -1049,6 +1055,12 @@ type diffOp struct {
 	desc  string
 	do    func(t *testing.T, w *diffWorld) []string
 	after func(t *testing.T, w *diffWorld)
+	// uneven: the op may fail one world's seal and not the other's (objects
+	// deleted from a store, whose two engines lay them out differently; a
+	// full disk, where what fits differs). After such a failure in one world
+	// only, their ledgers and positions differ, and so would their restores:
+	// the sequence ends there.
+	uneven bool
 }
 
 var (
@@ -1535,7 +1547,7 @@ func makeOp(t *testing.T, c chooser, name string, tr diffTree, w0 *diffWorld, re
 				}
 			}
 			w.stash = nil
-		}}, true
+		}, uneven: true}, true
 	case "enospc":
 		if !w0.full {
 			return diffOp{}, false
@@ -1567,7 +1579,7 @@ func makeOp(t *testing.T, c chooser, name string, tr diffTree, w0 *diffWorld, re
 				os.Remove(w.filler)
 				w.filler = ""
 			}
-		}}, true
+		}, uneven: true}, true
 	case "newstore":
 		if w0.filler != "" {
 			// Not on a disk this step filled: opening a store writes its
