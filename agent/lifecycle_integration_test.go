@@ -530,6 +530,45 @@ func TestLifecycleMarkerBeforeFirstPass(t *testing.T) {
 		Duration: recordDurations(t, exec)[markerKey{RunID: run, CodonID: "plan"}]})
 }
 
+// TestLifecycleWithoutBarrierMissesNothing: when the daemon can make no
+// barrier (its marks folder is unusable) and its watch reports changes late
+// (as on a loaded machine: CAIRN_TEST_WATCH_LAG), a marker read before the
+// changes made before it still gets a checkpoint that holds them: a full
+// reconcile, recorded racy since changes made after the marker cannot be
+// told apart. Before, it was sealed from the changes the watch had
+// reported so far, and recorded ok without plan.md.
+func TestLifecycleWithoutBarrierMissesNothing(t *testing.T) {
+	// Two codons with one selection: the second's checkpoint is incremental.
+	exec, sim := newHankExec(t, hwsim.Plan(
+		hwsim.Codon{ID: "a", Name: "Codon A", Files: []string{"**"}},
+		hwsim.Codon{ID: "b", Name: "Codon B", Files: []string{"**"}},
+	))
+	state := t.TempDir()
+	// A file where the marks folder goes: no barrier can be made.
+	if err := os.WriteFile(filepath.Join(state, "marks"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CAIRN_TEST_WATCH_LAG", "200ms")
+	startDaemon(t, state, "--config", configFile(t, noAutosave), "--watch", exec)
+	gitDir := hwStore(exec)
+	waitBaseline(t, exec, state)
+
+	run := sim.StartRun()
+	sim.StartCodon("a")
+	sim.WriteFile("a.txt", "a\n")
+	sim.CompleteCodon("a")
+	a := waitMarker(t, exec, state, markerKey{ckpt.KindCompleted, run, "a", 0})
+	sim.StartCodon("b")
+	sim.WriteFile("b.txt", "b\n")
+	sim.CompleteCodon("b")
+	b := waitMarker(t, exec, state, markerKey{ckpt.KindCompleted, run, "b", 0})
+	checkCheckpoint(t, gitDir, b, wantCkpt{Name: "Codon B", Parent: a.SHA, Files: []string{"a.txt", "b.txt"}, State: ckpt.StateRacy,
+		Duration: recordDurations(t, exec)[markerKey{RunID: run, CodonID: "b"}]})
+	if !slices.ContainsFunc(b.Issues, func(is ckpt.PathIssue) bool { return is.Path == "." && strings.Contains(is.Reason, "no barrier") }) {
+		t.Errorf("checkpoint without a barrier: issues %v, want one naming the missing barrier", b.Issues)
+	}
+}
+
 // TestLifecycleSigkillAndRestart: markers that happen while the daemon is
 // dead (SIGKILL) and are still on disk in state.json are sealed after a
 // restart on the same state directory — late, so racy with the 'sealed late'

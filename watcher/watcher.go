@@ -42,6 +42,11 @@ type Options struct {
 	// watch limit were this many folders (ENOSPC past it). 0: the kernel's.
 	MaxWatches int
 
+	// Lag, for tests only, handles each inotify event this long after it is
+	// read, so that a reader of Changes learns of changes late, as on a
+	// loaded machine. 0: at once.
+	Lag time.Duration
+
 	// Marks is a folder outside Root, private to the caller, where Mark
 	// makes its files: it is watched by the same inotify instance as the
 	// tree, so a mark is reported after every change made to the tree before
@@ -166,6 +171,7 @@ type Watcher struct {
 	markSeq  atomic.Uint64
 	marksErr error
 
+	lag     time.Duration // Options.Lag
 	watches atomic.Int64
 	mu      sync.Mutex
 	status  Status // Watches is kept in watches
@@ -234,6 +240,7 @@ func start(ctx context.Context, opts Options, add func(*fsnotify.Watcher, string
 		stop:     make(chan struct{}),
 		dirs:     make(map[string]*dir),
 		queue:    queue{max: maxQueue},
+		lag:      opts.Lag,
 	}
 	if opts.MaxWatches > 0 {
 		w.add = func(fw *fsnotify.Watcher, p string) error {
@@ -460,6 +467,9 @@ func (w *Watcher) loop(ctx context.Context) {
 		case ev, ok := <-w.fw.Events:
 			if !ok {
 				return
+			}
+			if w.lag > 0 {
+				time.Sleep(w.lag)
 			}
 			w.handle(ctx, ev, time.Now())
 		case out <- next:

@@ -80,6 +80,7 @@ type sighting struct {
 	stateTime       time.Time // mtime of the state.json that first showed it
 	seen            time.Time // when cairn first saw it
 	late            bool      // first seen as the daemon started watching
+	unbarred        bool      // sealed with no barrier: a full reconcile, racy
 	waited          bool      // held back for the runtime's own checkpoint
 }
 
@@ -253,8 +254,21 @@ func (l *hankLayout) lifecycle(ctx context.Context, wt *watcher.Watcher, startup
 	}
 	rerun := false
 	if slices.ContainsFunc(due, func(m hankweave.Marker) bool { return h.holds[m.Key()] == nil }) {
-		// Every change made before the state was read is taken in before anything is sealed.
-		rerun, _ = w.barrier(wt)
+		// Every change made before the state was read is taken in before
+		// anything is sealed. Without a barrier (none could be made, or its
+		// mark was not read in time) the changes the watch reported so far
+		// cannot vouch for that: the checkpoints are full reconciles, and
+		// racy, since what changed after the marker cannot be told apart.
+		var sure bool
+		rerun, sure = w.barrier(wt)
+		if !sure {
+			w.needFull = true
+			for _, m := range due {
+				if s := h.sights[m.Key()]; s != nil {
+					s.unbarred = true
+				}
+			}
+		}
 	}
 	for _, m := range due {
 		switch hd := h.holds[m.Key()]; {
@@ -437,9 +451,12 @@ func (w *Workspace) markerRequest(st *hankweave.State, m hankweave.Marker, s *si
 	if run := st.Run(m.RunID); run != nil && run.StartingConditions.Source != nil {
 		req.StartSHA = run.StartingConditions.Source.CheckpointSHA
 	}
-	if s.late {
+	switch {
+	case s.late:
 		req.Racy = []ckpt.PathIssue{{Path: ".", Reason: "sealed late: the daemon was not watching at the marker; files may have changed since"}}
-	} else {
+	case s.unbarred:
+		req.Racy = append(w.changedAfter(m, s), ckpt.PathIssue{Path: ".", Reason: "sealed with no barrier: the whole tree reconciled, and changes made after the marker cannot be told from those before it"})
+	default:
 		req.Racy = w.changedAfter(m, s)
 	}
 	return req
@@ -600,7 +617,7 @@ func (w *Workspace) barrier(wt *watcher.Watcher) (control, sure bool) {
 	if err != nil && err.Error() != w.markErr {
 		// Said once per reason: every lifecycle pass makes a barrier.
 		w.markErr = err.Error()
-		w.log.Warn().Err(err).Msg("no barrier: restores reconcile the whole work tree, lifecycle checkpoints may take in fewer late writes")
+		w.log.Warn().Err(err).Msg("no barrier: restores and lifecycle checkpoints reconcile the whole work tree, lifecycle checkpoints are recorded racy")
 	}
 	_, control, sure = w.drain(wt, mark)
 	return control, sure

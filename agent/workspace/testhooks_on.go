@@ -40,3 +40,13 @@ func testStartupGate(ctx context.Context) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// testWatchLagEnv is for tests only (testhooks_off.go): set to a duration,
+// every workspace's watch handles each event that much late (watcher.Options.Lag),
+// so a test can have the daemon read a marker before the changes made before it.
+const testWatchLagEnv = "CAIRN_TEST_WATCH_LAG"
+
+func testWatchLag() time.Duration {
+	d, _ := time.ParseDuration(os.Getenv(testWatchLagEnv))
+	return max(d, 0)
+}

@@ -448,7 +448,7 @@ func (w *Workspace) serve(ctx context.Context) error {
 	}
 	root, skip := w.lay.watch()
 	skip = w.foreignSkip(root, skip) // foreign.go: folders others can write
-	opts := watcher.Options{Root: root, Skip: skip, MaxWatches: testMaxWatches(),
+	opts := watcher.Options{Root: root, Skip: skip, MaxWatches: testMaxWatches(), Lag: testWatchLag(),
 		Marks: filepath.Join(w.stateDir, "marks", snapshot.PlainStoreName(w.dir))}
 	wt, err := watcher.Start(ctx, opts)
 	if err != nil {
