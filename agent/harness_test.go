@@ -98,6 +98,13 @@ func startDaemon(t testing.TB, state string, args ...string) *daemon {
 	if state == "" {
 		state = t.TempDir()
 	}
+	if os.Geteuid() == 0 {
+		// As under /var/lib: a root daemon's workers (other users) pass
+		// through the folders above its state directory to their own
+		// (users/<uid>, their barrier marks). The test's temporary folder
+		// above it is 0700.
+		_ = os.Chmod(filepath.Dir(state), 0o711)
+	}
 	d := &daemon{t: t, state: state, socket: filepath.Join(state, "cairn.sock"), log: &syncBuffer{}, args: args}
 	d.start()
 	t.Cleanup(func() {

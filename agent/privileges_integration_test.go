@@ -130,4 +130,9 @@ func TestRootDaemonWritesAsWorkspaceOwner(t *testing.T) {
 		t.Errorf("a.txt after the restore to %s (a at %s): %q %v", cb.ID, ca.ID, b, err)
 	}
 	assertOwned("after a restore")
+	// The owner's worker made its barriers (its marks folder in its own
+	// state directory): its lifecycle checkpoints were not sealed without.
+	if strings.Contains(d.log.String(), "no barrier") {
+		t.Errorf("the worker made no barrier:\n%s", d.log.String())
+	}
 }
