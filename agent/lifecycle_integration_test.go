@@ -3,6 +3,7 @@
 package agent_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/agent/client"
 	"github.com/cairn-dev/cairn/agent/hankweave/hwsim"
 	"github.com/cairn-dev/cairn/agent/hankweave/hwsim/hwsimtest"
 	"github.com/cairn-dev/cairn/platform"
@@ -549,7 +551,7 @@ func TestLifecycleWithoutBarrierMissesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("CAIRN_TEST_WATCH_LAG", "200ms")
-	startDaemon(t, state, "--config", configFile(t, noAutosave), "--watch", exec)
+	d := startDaemon(t, state, "--config", configFile(t, noAutosave), "--watch", exec)
 	gitDir := hwStore(exec)
 	waitBaseline(t, exec, state)
 
@@ -566,6 +568,14 @@ func TestLifecycleWithoutBarrierMissesNothing(t *testing.T) {
 		Duration: recordDurations(t, exec)[markerKey{RunID: run, CodonID: "b"}]})
 	if !slices.ContainsFunc(b.Issues, func(is ckpt.PathIssue) bool { return is.Path == "." && strings.Contains(is.Reason, "no barrier") }) {
 		t.Errorf("checkpoint without a barrier: issues %v, want one naming the missing barrier", b.Issues)
+	}
+	// And cairn status says so.
+	st, err := client.New(d.socket).Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Workspaces) != 1 || !strings.Contains(st.Workspaces[0].Notice, "no barrier") {
+		t.Errorf("status without a barrier: %+v, want a notice naming it", st.Workspaces)
 	}
 }
 

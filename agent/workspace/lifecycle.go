@@ -617,7 +617,10 @@ func (w *Workspace) barrier(wt *watcher.Watcher) (control, sure bool) {
 	if err != nil && err.Error() != w.markErr {
 		// Said once per reason: every lifecycle pass makes a barrier.
 		w.markErr = err.Error()
-		w.log.Warn().Err(err).Msg("no barrier: restores and lifecycle checkpoints reconcile the whole work tree, lifecycle checkpoints are recorded racy")
+		const why = "no barrier: restores and lifecycle checkpoints reconcile the whole work tree, lifecycle checkpoints are recorded racy"
+		w.log.Warn().Err(err).Msg(why)
+		at := time.Now().Format(time.RFC3339)
+		w.setStatus(func(s *api.WorkspaceStatus) { s.Notice = at + ": " + why + ": " + err.Error() })
 	}
 	_, control, sure = w.drain(wt, mark)
 	return control, sure
