@@ -5,6 +5,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cairn-dev/cairn/restore/ckpt"
@@ -62,6 +64,10 @@ func TestSealOnDamagedParentMovesNoRef(t *testing.T) {
 	st3, err := Open(ctx, dir2, Options{Layout: LayoutPlain, Engine: EngineGit, StateDir: opts2.StateDir})
 	if err != nil {
 		t.Fatalf("a store whose history names a deleted commit does not open: %v", err)
+	}
+	// The skipped recovery is said where cairn status shows it (a note).
+	if notes := st3.TakeNotes(); !slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "store damaged") }) {
+		t.Errorf("notes after opening a damaged store: %q, want one saying the recovery was skipped", notes)
 	}
 	st3.Close()
 }

@@ -164,10 +164,10 @@ func parseLedger(data []byte) (recs []ckpt.Record, marks []pruneLine, good int) 
 // means for the open: objects another program deleted leave the store
 // opening (its listing stays readable, a seal refuses to build on it), the
 // records it lacks unrecovered until the damage is repaired (cairn doctor
-// --fsck), said in the log; anything else fails it.
+// --fsck), said in the log and cairn status (a note); anything else fails it.
 func (s *Store) recoveryFailed(ctx context.Context, err error) error {
 	if derr := s.damageHint(err); errors.Is(derr, ErrDamaged) {
-		zerologCtx(ctx).Warn().Err(derr).Str("store", s.gitDir).Msg("store damaged; ledger recovery skipped")
+		s.note(ctx, "store damaged; the ledger records of its newest checkpoints were not recovered: "+derr.Error())
 		return nil
 	}
 	return err
