@@ -37,3 +37,4 @@ func (t *Tree) Rewrite(string, []byte, bool) bool                           { re
 func (t *Tree) ReplaceSymlink(string, string, string) error                 { return ErrUnsupported }
 func (t *Tree) Lstat(string) (fs.FileInfo, error)                           { return nil, ErrUnsupported }
 func (t *Tree) ReadDir(string) ([]fs.DirEntry, error)                       { return nil, ErrUnsupported }
+func (t *Tree) EachEntry(string, func(fs.DirEntry)) error                   { return ErrUnsupported }

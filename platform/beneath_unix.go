@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -413,4 +414,28 @@ func (t *Tree) ReadDir(rel string) ([]fs.DirEntry, error) {
 	f := os.NewFile(uintptr(fd), t.abs(rel))
 	defer f.Close()
 	return f.ReadDir(-1)
+}
+
+// EachEntry calls fn for each entry of the folder rel beneath the Tree (as
+// ReadDir, unsorted), reading a bounded batch at a time: a folder of any
+// size costs the caller only what fn keeps.
+func (t *Tree) EachEntry(rel string, fn func(fs.DirEntry)) error {
+	fd, err := t.open(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return t.pathErr("open", rel, err)
+	}
+	f := os.NewFile(uintptr(fd), t.abs(rel))
+	defer f.Close()
+	for {
+		ents, err := f.ReadDir(1024)
+		for _, e := range ents {
+			fn(e)
+		}
+		if errors.Is(err, io.EOF) || (err == nil && len(ents) == 0) {
+			return nil
+		}
+		if err != nil {
+			return t.pathErr("readdir", rel, err)
+		}
+	}
 }

@@ -79,3 +79,41 @@ func TestTreeScanDir(t *testing.T) {
 		}
 	})
 }
+
+// TestTreeEachEntry: every entry of a folder of more entries than one batch
+// is given once, with its type from the listing (a link is a link); a folder
+// reached through a link is refused.
+func TestTreeEachEntry(t *testing.T) {
+	eachResolver(t, func(t *testing.T) {
+		ws := t.TempDir()
+		dir := filepath.Join(ws, "d")
+		must(t, os.MkdirAll(filepath.Join(dir, "sub"), 0o755))
+		for i := range 2500 {
+			must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d", i)), nil, 0o644))
+		}
+		must(t, os.Symlink(t.TempDir(), filepath.Join(dir, "link")))
+		must(t, os.Symlink(dir, filepath.Join(ws, "via")))
+		tree, err := OpenTree(ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tree.Close()
+		seen := map[string]os.FileMode{}
+		if err := tree.EachEntry("d", func(e os.DirEntry) {
+			if _, dup := seen[e.Name()]; dup {
+				t.Fatalf("%q given twice", e.Name())
+			}
+			seen[e.Name()] = e.Type()
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) != 2502 || seen["link"] != os.ModeSymlink || seen["sub"] != os.ModeDir || seen["f2499"] != 0 {
+			t.Fatalf("%d entries (link %v, sub %v), want 2502", len(seen), seen["link"], seen["sub"])
+		}
+		for _, rel := range []string{"via", "d/link"} {
+			if err := tree.EachEntry(rel, func(os.DirEntry) { t.Fatal("an entry through a link") }); err == nil {
+				t.Fatalf("listed %s, a folder through a link", rel)
+			}
+		}
+	})
+}

@@ -166,18 +166,20 @@ func (s *Store) sweepRestoreTemps(r restoreRecord) ([]string, error) {
 					continue // not a folder a restore names
 				}
 			}
-			ents, err := t.ReadDir(filepath.FromSlash(d))
+			// Only the tagged names are kept: the folder may hold any number of others.
+			var tagged []string
+			err := t.EachEntry(filepath.FromSlash(d), func(e fs.DirEntry) {
+				if platform.IsTempOf(e.Name(), r.Tag) && (e.Type() == 0 || e.Type() == fs.ModeSymlink) {
+					tagged = append(tagged, e.Name()) // a file or link a restore makes, and only those
+				}
+			})
 			switch {
 			case errors.Is(err, fs.ErrNotExist), errors.Is(err, platform.ErrThroughLink), errors.Is(err, syscall.ENOTDIR):
 				continue // the folder is gone, or no longer one: nothing of the restore's is reachable there
 			case err != nil:
 				return err
 			}
-			for _, e := range ents {
-				name := e.Name()
-				if !platform.IsTempOf(name, r.Tag) || (e.Type() != 0 && e.Type() != fs.ModeSymlink) {
-					continue // a file or link a restore makes, and only those
-				}
+			for _, name := range tagged {
 				rel := name
 				if d != "." {
 					rel = d + "/" + name
