@@ -56,8 +56,15 @@ func TestMain(m *testing.M) {
 	if out, err := exec.Command("go", build...).CombinedOutput(); err != nil {
 		panic(string(out))
 	}
+	tmpBefore, _ := os.Lstat(os.TempDir())
 	code := m.Run()
 	os.RemoveAll(dir)
+	// The tests loosen only folders of their own: the machine's temporary
+	// folder keeps its mode.
+	if tmpAfter, err := os.Lstat(os.TempDir()); tmpBefore != nil && err == nil && tmpAfter.Mode() != tmpBefore.Mode() {
+		fmt.Fprintf(os.Stderr, "the tests changed %s from %v to %v\n", os.TempDir(), tmpBefore.Mode(), tmpAfter.Mode())
+		code = 1
+	}
 	os.Exit(code)
 }
 
@@ -98,12 +105,14 @@ func startDaemon(t testing.TB, state string, args ...string) *daemon {
 	if state == "" {
 		state = t.TempDir()
 	}
-	if os.Geteuid() == 0 {
+	if parent := filepath.Dir(state); os.Geteuid() == 0 && parent != filepath.Clean(os.TempDir()) {
 		// As under /var/lib: a root daemon's workers (other users) pass
 		// through the folders above its state directory to their own
-		// (users/<uid>, their barrier marks). The test's temporary folder
-		// above it is 0700.
-		_ = os.Chmod(filepath.Dir(state), 0o711)
+		// (users/<uid>, their barrier marks). The test's own temporary
+		// folder above it (t.TempDir's) is 0700; nothing else is changed.
+		if fi, err := os.Lstat(parent); err == nil && fi.IsDir() && fi.Mode().Perm() == 0o700 && fi.Mode()&(os.ModeSticky|os.ModeSymlink) == 0 {
+			_ = os.Chmod(parent, 0o711)
+		}
 	}
 	d := &daemon{t: t, state: state, socket: filepath.Join(state, "cairn.sock"), log: &syncBuffer{}, args: args}
 	d.start()
