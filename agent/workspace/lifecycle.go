@@ -263,10 +263,10 @@ func (l *hankLayout) lifecycle(ctx context.Context, wt *watcher.Watcher, startup
 		rerun, sure = w.barrier(wt)
 		if !sure {
 			w.needFull = true
-			for _, m := range due {
-				if s := h.sights[m.Key()]; s != nil {
-					s.unbarred = true
-				}
+		}
+		for _, m := range due {
+			if s := h.sights[m.Key()]; s != nil {
+				s.unbarred = !sure // this pass's: a seal tried again in a later pass has that pass's barrier
 			}
 		}
 	}
