@@ -4,7 +4,6 @@ package snapshot
 
 import (
 	"cmp"
-	"compress/zlib"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/klauspost/compress/zlib"
 	"golang.org/x/sys/unix"
 
 	"github.com/cairn-dev/cairn/platform"
