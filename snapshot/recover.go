@@ -247,10 +247,10 @@ func (c *Checkup) LockStore(ctx context.Context) (unlock func(), err error) {
 const staleLockAge = time.Minute
 
 // Locks reports lock files git or cairn left: cairn's index.lock,
-// packed-refs.lock and refs/**/*.lock. One no process holds open (looked up
+// packed-refs.lock, HEAD.lock and refs/**/*.lock. One no process holds open (looked up
 // in /proc where there is one) and older than a minute is removed by Fix.
 func (c *Checkup) Locks() []Problem {
-	paths := []string{filepath.Join(c.gitDir, cairnSubdir, "index.lock"), filepath.Join(c.gitDir, "packed-refs.lock")}
+	paths := []string{filepath.Join(c.gitDir, cairnSubdir, "index.lock"), filepath.Join(c.gitDir, "packed-refs.lock"), filepath.Join(c.gitDir, "HEAD.lock")}
 	_ = filepath.WalkDir(filepath.Join(c.gitDir, "refs"), func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".lock") {
 			paths = append(paths, p)

@@ -83,6 +83,10 @@ type Store struct {
 	// orphansOnce kills, before the store lock is first taken, what a
 	// cairn that is gone left running on the store (killOrphans).
 	orphansOnce sync.Once
+	// locksSwept is set (under mu) once the ref locks in the store have
+	// been looked at under the store lock, and cleared when a locked
+	// operation fails (a git it ran may have been killed holding one).
+	locksSwept bool
 	// lockWaiters counts callers waiting for mu in withLock: maintenance
 	// lets them go before its next locked step.
 	lockWaiters atomic.Int32
@@ -358,7 +362,47 @@ func (s *Store) withLock(ctx context.Context, fn func() error) error {
 	s.held.set(lk.File())
 	defer s.held.set(nil)
 	defer s.inproc.release() // held for one operation, not between them
-	return fn()
+	s.clearDeadLocks(ctx)
+	err = fn()
+	if err != nil {
+		s.locksSwept = false
+	}
+	return err
+}
+
+// clearDeadLocks removes the lock files a killed git left in the store:
+// HEAD.lock (a restore's detached HEAD) at every locked operation, and the
+// refs' locks (a checkpoint's, a pre-restore checkpoint's recovery ref) once
+// per Store and after an operation that failed. Left, HEAD.lock failed
+// every later restore, and a ref's lock every later move of that ref.
+// Called under the store lock: every git cairn starts holds that lock while
+// it lives (proc.go), so in a plain store, where only cairn writes, a lock
+// file found now has no live holder. In a Hankweave store the runtime
+// writes refs too: only a lock over a minute old counts as dead there.
+func (s *Store) clearDeadLocks(ctx context.Context) {
+	dead := func(p string) {
+		fi, err := os.Lstat(p)
+		if err != nil || !fi.Mode().IsRegular() {
+			return
+		}
+		if s.layout != LayoutPlain && time.Since(fi.ModTime()) < staleLockAge {
+			return
+		}
+		if err := os.Remove(p); err == nil {
+			zerologCtx(ctx).Warn().Str("lock", p).Msg("removed a lock file a killed git left in the store")
+		}
+	}
+	dead(filepath.Join(s.gitDir, "HEAD.lock"))
+	if s.locksSwept {
+		return
+	}
+	s.locksSwept = true
+	_ = filepath.WalkDir(filepath.Join(s.gitDir, "refs"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() && strings.HasSuffix(p, ".lock") {
+			dead(p)
+		}
+		return nil
+	})
 }
 
 // ensure creates, migrates or completes the store. Callers hold the init lock.
