@@ -72,7 +72,7 @@ func (s *Store) DiffWith(ctx context.Context, a, b string, o DiffOptions) (DiffR
 		return s.diffTrees(ctx, ta, tb, o)
 	}
 	err = s.withLock(ctx, func() error {
-		tb, err := s.dryTree(ctx, ta)
+		tb, err := s.dryTree(ctx, ta, nil)
 		if err != nil {
 			return err
 		}

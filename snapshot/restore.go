@@ -127,7 +127,7 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 	progress(1, "sealing a pre-restore checkpoint of the work tree")
 	var before string
 	if opts.DryRun {
-		tree, err := s.dryTree(ctx, target)
+		tree, err := s.dryTree(ctx, target, prefixes)
 		if err != nil {
 			return res, err
 		}
@@ -136,8 +136,11 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 		req := SealRequest{
 			Kind: ckpt.KindPreRestore, Label: "before restore to " + orDefault(opts.Label, short7(target)),
 			Patterns: []string{"**"}, Ref: recoveryRef(opts.Label), StartSHA: pos, Changed: opts.Changed,
-			subject:    "Recovery snapshot before rollback to " + target,
-			afterStage: func() error { return s.addOverwritten(ctx, s.git, target) },
+			subject: "Recovery snapshot before rollback to " + target,
+			afterStage: func() error {
+				_, err := s.addOverwritten(ctx, s.git, target, prefixes)
+				return err
+			},
 		}
 		if ip == nil {
 			// The git way checks no file it overwrites against the
@@ -195,8 +198,13 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 					Patterns: []string{"**"}, Ref: res.PreRestore.Ref, StartSHA: res.PreRestore.SHA, Changed: append([]string{}, unseen...),
 					subject: "Recovery snapshot before rollback to " + target,
 				}
+				var staged []string // what the second checkpoint staged though left out: judged again by the next seal
 				if len(over) > 0 {
-					req.afterStage = func() error { return s.addOverwritten(ctx, s.git, target) }
+					req.afterStage = func() error {
+						var err error
+						staged, err = s.addOverwritten(ctx, s.git, target, prefixes)
+						return err
+					}
 				}
 				rec, serr := s.sealLocked(ctx, req)
 				if serr != nil {
@@ -207,7 +215,7 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 					return res, fmt.Errorf("pre-restore checkpoint: %w", err)
 				}
 				res.Write, res.Delete, res.Kept = nil, nil, 0
-				work = &restoreWork{wrote: map[string]blobID{}, forced: over}
+				work = &restoreWork{wrote: map[string]blobID{}, forced: slices.Compact(slices.Sorted(slices.Values(slices.Concat(over, staged))))}
 				ch, err = ip.planInproc(ctx, &res, work, before)
 			}
 		}
@@ -371,17 +379,20 @@ func recoveryRef(label string) string {
 
 // addOverwritten stages files that exist on disk at paths the target holds
 // but that the pre-restore staging left out (ignored): the restore will
-// overwrite them, so the pre-restore checkpoint must hold them.
-func (s *Store) addOverwritten(ctx context.Context, g *Git, target string) error {
+// overwrite them, so the pre-restore checkpoint must hold them. Only paths
+// under prefixes (all, when there are none) count: a restore of paths
+// touches nothing else, and a file staged though ignored must be judged
+// again by the next seal (it returns what it staged, for Store.rejudge).
+func (s *Store) addOverwritten(ctx context.Context, g *Git, target string, prefixes []string) ([]string, error) {
 	// The paths the target holds that the staged tree lacks: a tree diff,
 	// which skips every unchanged folder, instead of listing both in full.
 	out, _, err := g.runMapped(ctx, nil, "write-tree")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	missing, err := s.rawDiff(ctx, strings.TrimSpace(string(out)), target)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var add []string
 	lo := s.left()
@@ -393,7 +404,7 @@ func (s *Store) addOverwritten(ctx context.Context, g *Git, target string) error
 	}
 	folders, added := map[string]bool{}, map[string]bool{}
 	for _, c := range missing {
-		if c.status != "A" {
+		if c.status != "A" || !under(c.path, prefixes) {
 			continue
 		}
 		p := s.fileInTheWay(c.path, folders)
@@ -404,11 +415,11 @@ func (s *Store) addOverwritten(ctx context.Context, g *Git, target string) error
 		add = append(add, p)
 	}
 	if len(add) == 0 {
-		return nil
+		return nil, nil
 	}
 	sort.Strings(add)
 	_, _, err = g.runMapped(ctx, nulBytes(add), "update-index", "-z", "--add", "--stdin")
-	return err
+	return add, err
 }
 
 // fileInTheWay returns the regular file on disk that a restore writing p
@@ -447,7 +458,7 @@ func (s *Store) fileInTheWay(p string, folders map[string]bool) string {
 // the index, touching no ref and not the index itself. The copy has its own
 // runner: the store's is never swapped, so readers beside a dry run (Diff,
 // the resolver's questions) always see the store's own index.
-func (s *Store) dryTree(ctx context.Context, target string) (string, error) {
+func (s *Store) dryTree(ctx context.Context, target string, prefixes []string) (string, error) {
 	if err := s.inproc.syncIndex(ctx); err != nil {
 		return "", err
 	}
@@ -470,7 +481,7 @@ func (s *Store) dryTree(ctx context.Context, target string) (string, error) {
 	if _, err := s.stage(ctx, &dry, sel, nil); err != nil {
 		return "", err
 	}
-	if err := s.addOverwritten(ctx, &dry, target); err != nil {
+	if _, err := s.addOverwritten(ctx, &dry, target, prefixes); err != nil {
 		return "", err
 	}
 	out, _, err := dry.runMapped(ctx, nil, "write-tree")

@@ -2,11 +2,13 @@ package snapshot
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cairn-dev/cairn/restore/ckpt"
 )
@@ -445,5 +447,57 @@ func TestLocksLeftByAKilledRestore(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRestoreOfPathsStagesNothingElse: the second pre-restore checkpoint of
+// a restore of paths stages the ignored files the restore overwrites, and
+// only those: it staged every ignored file on disk that the target holds,
+// under the paths or not, and those outside them were never judged again,
+// so the next full seal held ignored files (sub/.gitignore and sub/keep.log,
+// under a "*" rule) as tracked. The differential replay
+// CAIRN_DIFF_SEED=1796314377893774112 fails without the fix; this test, its
+// shape in small, passes on the old code too (here the next seal asks about
+// them for another reason I did not find), and is kept for the behaviour.
+func TestRestoreOfPathsStagesNothingElse(t *testing.T) {
+	for _, engine := range []string{EngineInproc, EngineGit} {
+		for _, told := range []bool{false, true} {
+			for _, reopen := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/told=%v/reopened=%v", engine, told, reopen), func(t *testing.T) {
+					ctx := context.Background()
+					dir, state := t.TempDir(), t.TempDir()
+					st := openTestStore(t, dir, Options{Engine: engine, StateDir: state})
+					writeTree(t, dir, map[string]string{"keep.txt": "k\n", "sub/.gitignore": "x\n", "sub/keep.log": "keep me\n"})
+					one := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+					writeTree(t, dir, map[string]string{"sub/other.log": "o\n"})
+					two := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+					_ = one
+					// Not sealed: sub/ now ignores all it holds.
+					writeFile(t, dir, "sub/.gitignore", "*\n", 0o644)
+					writeFile(t, dir, "sub/other.log", "o2\n", 0o644)
+					// Written well before the index: its stat data vouches for them (git's racy rule).
+					past := time.Now().Add(-time.Hour)
+					for _, p := range []string{"keep.txt", "sub/.gitignore", "sub/keep.log", "sub/other.log"} {
+						if err := os.Chtimes(filepath.Join(dir, p), past, past); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if reopen { // as `cairn restore` with no daemon
+						st.Close()
+						st = openTestStore(t, dir, Options{Engine: engine, StateDir: state})
+					}
+					req := ckpt.Request{Target: two.SHA, Paths: []string{"sub/other.log"}}
+					if told {
+						req.Changed = []string{"sub/.gitignore", "sub/other.log"}
+					}
+					if _, err := st.Restore(ctx, req); err != nil {
+						t.Fatal(err)
+					}
+					if got := strings.Join(treePaths(t, st, mustSeal(t, st, SealRequest{Kind: ckpt.KindManual}).SHA), " "); got != "keep.txt" {
+						t.Errorf("the seal after the restore holds %s; want keep.txt (sub/ ignores all it holds)", got)
+					}
+				})
+			}
+		}
 	}
 }
