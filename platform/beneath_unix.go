@@ -407,13 +407,9 @@ func (t *Tree) Lstat(rel string) (fs.FileInfo, error) {
 // ReadDir lists the folder rel beneath the Tree (as os.ReadDir, unsorted):
 // the entries' types are the directory's, nothing is followed.
 func (t *Tree) ReadDir(rel string) ([]fs.DirEntry, error) {
-	fd, err := t.open(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-	if err != nil {
-		return nil, t.pathErr("open", rel, err)
-	}
-	f := os.NewFile(uintptr(fd), t.abs(rel))
-	defer f.Close()
-	return f.ReadDir(-1)
+	var ents []fs.DirEntry
+	err := t.EachEntry(rel, func(e fs.DirEntry) { ents = append(ents, e) })
+	return ents, err
 }
 
 // EachEntry calls fn for each entry of the folder rel beneath the Tree (as

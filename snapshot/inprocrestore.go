@@ -783,7 +783,9 @@ func (r *ipRestore) holds(t *platform.Tree, rel string, was *gitobj.TreeEntry) b
 // overwritten lists the files on disk the plan ch replaces that the
 // pre-restore checkpoint does not hold (ignored, over the size limit,
 // written since): a file where the target adds a path, or where it needs a
-// folder. A second pre-restore checkpoint stages them before any is replaced.
+// folder. A second pre-restore checkpoint stages them (stageFiles) before
+// any is replaced; the plan is of the restore's paths only, so nothing
+// outside them is staged.
 func (r *ipRestore) overwritten(ch []ipChange) []string {
 	held := map[string]bool{} // what the pre-restore checkpoint holds and the target lacks
 	for _, c := range ch {

@@ -138,7 +138,8 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 			Patterns: []string{"**"}, Ref: recoveryRef(opts.Label), StartSHA: pos, Changed: opts.Changed,
 			subject: "Recovery snapshot before rollback to " + target,
 			afterStage: func() error {
-				_, err := s.addOverwritten(ctx, s.git, target, prefixes)
+				var err error
+				work.forced, err = s.addOverwritten(ctx, s.git, target, prefixes)
 				return err
 			},
 		}
@@ -198,13 +199,9 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 					Patterns: []string{"**"}, Ref: res.PreRestore.Ref, StartSHA: res.PreRestore.SHA, Changed: append([]string{}, unseen...),
 					subject: "Recovery snapshot before rollback to " + target,
 				}
-				var staged []string // what the second checkpoint staged though left out: judged again by the next seal
 				if len(over) > 0 {
-					req.afterStage = func() error {
-						var err error
-						staged, err = s.addOverwritten(ctx, s.git, target, prefixes)
-						return err
-					}
+					// The plan found them: staged as they are, no second diff.
+					req.afterStage = func() error { return stageFiles(ctx, s.git, over) }
 				}
 				rec, serr := s.sealLocked(ctx, req)
 				if serr != nil {
@@ -215,7 +212,7 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 					return res, fmt.Errorf("pre-restore checkpoint: %w", err)
 				}
 				res.Write, res.Delete, res.Kept = nil, nil, 0
-				work = &restoreWork{wrote: map[string]blobID{}, forced: slices.Compact(slices.Sorted(slices.Values(slices.Concat(over, staged))))}
+				work = &restoreWork{wrote: map[string]blobID{}, forced: over}
 				ch, err = ip.planInproc(ctx, &res, work, before)
 			}
 		}
@@ -381,8 +378,8 @@ func recoveryRef(label string) string {
 // but that the pre-restore staging left out (ignored): the restore will
 // overwrite them, so the pre-restore checkpoint must hold them. Only paths
 // under prefixes (all, when there are none) count: a restore of paths
-// touches nothing else, and a file staged though ignored must be judged
-// again by the next seal (it returns what it staged, for Store.rejudge).
+// touches nothing else. It returns what it staged: files staged though
+// ignored, which the next seal must judge again (restoreWork.forced).
 func (s *Store) addOverwritten(ctx context.Context, g *Git, target string, prefixes []string) ([]string, error) {
 	// The paths the target holds that the staged tree lacks: a tree diff,
 	// which skips every unchanged folder, instead of listing both in full.
@@ -414,12 +411,18 @@ func (s *Store) addOverwritten(ctx context.Context, g *Git, target string, prefi
 		added[p] = true
 		add = append(add, p)
 	}
-	if len(add) == 0 {
-		return nil, nil
-	}
 	sort.Strings(add)
-	_, _, err = g.runMapped(ctx, nulBytes(add), "update-index", "-z", "--add", "--stdin")
-	return add, err
+	return add, stageFiles(ctx, g, add)
+}
+
+// stageFiles adds the work-tree files paths to g's index as they are on
+// disk, ignore rules or not.
+func stageFiles(ctx context.Context, g *Git, paths []string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	_, _, err := g.runMapped(ctx, nulBytes(paths), "update-index", "-z", "--add", "--stdin")
+	return err
 }
 
 // fileInTheWay returns the regular file on disk that a restore writing p
