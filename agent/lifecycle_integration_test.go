@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/agent/api"
 	"github.com/cairn-dev/cairn/agent/client"
 	"github.com/cairn-dev/cairn/agent/hankweave/hwsim"
 	"github.com/cairn-dev/cairn/agent/hankweave/hwsim/hwsimtest"
@@ -928,5 +929,60 @@ func TestLifecycleBarrierTakesInWritesBeforeMarker(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("b's checkpoint (%s, %s) lacks %d files written before its marker, e.g. %v",
 			rb.ID, rb.State, len(missing), missing[:min(5, len(missing))])
+	}
+}
+
+// TestLifecycleMarkerTakenByARestore: a codon ends and the runtime exits an
+// instant before a restore is asked, while the watch has not reported
+// either yet (it handles each event late here). The restore's barrier takes
+// their state.json events from the watch. The codon's checkpoint must be
+// sealed all the same, and before the restore: it holds the file the codon
+// wrote, which the restore then takes back. Once, only the lifecycle pass's
+// own reads asked for another pass: the marker waited for the runtime's lock
+// check, 10 s later, and was sealed from the restored tree.
+func TestLifecycleMarkerTakenByARestore(t *testing.T) {
+	exec, sim := newHankExec(t, hwsim.Plan(
+		hwsim.Codon{ID: "a", Name: "Codon A", Files: []string{"**"}},
+		hwsim.Codon{ID: "b", Name: "Codon B", Files: []string{"**"}},
+	))
+	state := t.TempDir()
+	t.Setenv("CAIRN_TEST_WATCH_LAG", "50ms")
+	d := startDaemon(t, state, "--config", configFile(t, noAutosave), "--watch", exec)
+	gitDir := hwStore(exec)
+	waitBaseline(t, exec, state)
+
+	run := sim.StartRun()
+	sim.StartCodon("a")
+	sim.WriteFile("a.txt", "a\n")
+	sim.CompleteCodon("a")
+	a := waitMarker(t, exec, state, markerKey{ckpt.KindCompleted, run, "a", 0})
+	sim.StartCodon("b")
+	sim.WriteFile("a.txt", "b\n")
+	// Every event up to the write taken: only the codon's end and the
+	// shutdown are still to come when the restore is asked.
+	waitFor(t, 20*time.Second, "the write reported", func() bool {
+		ws, ok := d.workspace(exec)
+		return ok && ws.Pending > 0
+	})
+	sim.CompleteCodon("b")
+	sim.Shutdown()
+	asked := time.Now()
+	c := client.New(d.socket)
+	defer c.Close()
+	if _, err := c.Restore(context.Background(), api.RestoreRequest{Workspace: exec, Target: a.ID}); err != nil {
+		t.Fatal(err)
+	}
+	b := waitMarker(t, exec, state, markerKey{ckpt.KindCompleted, run, "b", 0})
+	if late := time.Since(asked); late > 8*time.Second {
+		t.Errorf("codon b's checkpoint sealed %v after the restore was asked: it waited for the lock check", late)
+	}
+	if got, _ := blobIf(t, gitDir, b.SHA, "a.txt"); got != "b" {
+		t.Errorf("codon b's checkpoint holds a.txt %q, want %q (what the codon wrote, not what the restore put back)", got, "b")
+	}
+	recs := ledger(t, exec, state)
+	pre := slices.IndexFunc(recs, func(r ckpt.Record) bool { return r.Kind == ckpt.KindPreRestore })
+	ib := slices.IndexFunc(recs, func(r ckpt.Record) bool { return r.ID == b.ID })
+	if pre < 0 || ib > pre {
+		t.Errorf("ledger %s: codon b's checkpoint must come before the pre-restore one", kinds(recs))
 	}
 }

@@ -76,8 +76,12 @@ type Workspace struct {
 	// were lost, or nothing says what changed).
 	dirty    map[string]time.Time
 	needFull bool
-	markErr  string             // the last reason no barrier mark could be made, said once
-	deb      *watcher.Debouncer // autosave timing (when, not what); nil until watching
+	// controlTaken: a runtime control file's change was taken from the
+	// watch since the last lifecycle pass (a seal's or a restore's drain
+	// may take it): a pass is due, or a marker would wait for the next event.
+	controlTaken bool
+	markErr      string             // the last reason no barrier mark could be made, said once
+	deb          *watcher.Debouncer // autosave timing (when, not what); nil until watching
 
 	// Owned by the workspace's goroutine: degraded mode, seal retries, health.
 	degraded       bool              // the watch limit was hit: part of the tree is unwatched
@@ -482,9 +486,21 @@ func (w *Workspace) serve(ctx context.Context) error {
 	// Replication (replication.go) starts after the first seal; it is stopped and waited for at the end.
 	defer w.startReplication(ctx)()
 	testStartupGate(ctx)
-	lifecycleTimer := w.lay.pass(ctx, wt, true)
+	// A pass reads the runtime's state after every control change taken so
+	// far, and its timer asks for another when one comes during it.
+	pass := func(startup bool) <-chan time.Time {
+		t := w.lay.pass(ctx, wt, startup)
+		w.controlTaken = false
+		return t
+	}
+	lifecycleTimer := pass(true)
 
 	for {
+		if w.controlTaken {
+			// Taken by a drain outside a pass (an autosave's, a manual
+			// checkpoint's, a restore's barrier).
+			lifecycleTimer = pass(false)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -493,7 +509,7 @@ func (w *Workspace) serve(ctx context.Context) error {
 				return nil // the watcher stopped: the workspace is shutting down
 			}
 			if _, k := w.take(c); k == changeControl {
-				lifecycleTimer = w.lay.pass(ctx, wt, false)
+				lifecycleTimer = pass(false)
 			}
 		case <-wt.Overflow():
 			w.met.Overflow()
@@ -503,9 +519,9 @@ func (w *Workspace) serve(ctx context.Context) error {
 				break // the root went with its folder: nothing to seal
 			}
 			w.autosaveSoon()
-			lifecycleTimer = w.lay.pass(ctx, wt, false) // a lost event may have been a marker
+			lifecycleTimer = pass(false) // a lost event may have been a marker
 		case <-lifecycleTimer:
-			lifecycleTimer = w.lay.pass(ctx, wt, false)
+			lifecycleTimer = pass(false)
 		case <-deb.C():
 			deb.Take()
 			w.autosave(ctx, wt)
@@ -523,7 +539,13 @@ func (w *Workspace) serve(ctx context.Context) error {
 			// is reconciled. Either way the restore reads every file it
 			// overwrites or deletes that the set does not name (snapshot,
 			// inprocrestore.go: unvouched) before writing any.
-			_, sure := w.barrier(wt)
+			control, sure := w.barrier(wt)
+			if control {
+				// A marker that landed before the restore was asked: its
+				// checkpoint first, from the tree as the codon left it.
+				lifecycleTimer = pass(false)
+				_, sure = w.barrier(wt)
+			}
 			var changed []string
 			if sure && !w.needFull && !w.incomplete() {
 				changed = w.changed()
@@ -569,7 +591,7 @@ func (w *Workspace) serve(ctx context.Context) error {
 		case <-w.retry.C():
 			w.retry.stop()
 			w.retrySeal(ctx, wt)
-			lifecycleTimer = w.lay.pass(ctx, wt, false) // a lifecycle checkpoint that failed is due again
+			lifecycleTimer = pass(false) // a lifecycle checkpoint that failed is due again
 			w.refreshStatus()
 		case <-maintTick.C:
 			w.maybeMaintain(ctx)
@@ -790,9 +812,12 @@ func (w *Workspace) take(c watcher.Change) (string, changeKind) {
 		return "", changeNone // a barrier's, read after it gave up waiting
 	}
 	rel, k := w.lay.take(c)
-	if k == changeWork {
+	switch k {
+	case changeWork:
 		w.dirty[rel] = c.Time
 		w.autosaveSoon()
+	case changeControl:
+		w.controlTaken = true
 	}
 	return rel, k
 }
