@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -31,5 +34,34 @@ func TestRunRestoreTiny(t *testing.T) {
 		if op.Runs != 1 {
 			t.Errorf("%s: %d runs, want 1", op.Name, op.Runs)
 		}
+	}
+}
+
+// TestWalkFloorCountsEveryEntry: the floor walk stats every entry that is
+// not a folder, at every depth, and follows no link.
+func TestWalkFloorCountsEveryEntry(t *testing.T) {
+	root := t.TempDir()
+	want := 0
+	for _, d := range []string{"a", "a/b", "a/b/c", "d", "e/f/g/h"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if err := os.WriteFile(filepath.Join(root, d, fmt.Sprint("f", i)), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			want++
+		}
+	}
+	if err := os.Symlink(filepath.Join(root, "a"), filepath.Join(root, "d", "link")); err != nil {
+		t.Fatal(err)
+	}
+	want++ // the link itself, not what it points to
+	n, err := walkFloor(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != want {
+		t.Errorf("walkFloor stat'ed %d entries, want %d", n, want)
 	}
 }
