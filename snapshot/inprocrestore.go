@@ -782,29 +782,45 @@ func (r *ipRestore) holds(t *platform.Tree, rel string, was *gitobj.TreeEntry) b
 
 // overwritten lists the files on disk the plan ch replaces that the
 // pre-restore checkpoint does not hold (ignored, over the size limit,
-// written since): a file where the target adds a path, or where it needs a
-// folder. A second pre-restore checkpoint stages them (stageFiles) before
+// written since): a file where the target adds a path or needs a folder,
+// and the files in a folder where the target adds a file. blocked are the
+// folders where the target adds a file that hold what no checkpoint can. A second pre-restore checkpoint stages them (stageFiles) before
 // any is replaced; the plan is of the restore's paths only, so nothing
 // outside them is staged.
-func (r *ipRestore) overwritten(ch []ipChange) []string {
+func (r *ipRestore) overwritten(ch []ipChange) (out, blocked []string) {
 	held := map[string]bool{} // what the pre-restore checkpoint holds and the target lacks
 	for _, c := range ch {
 		if c.mode == 0 {
 			held[c.path] = true
 		}
 	}
-	var out []string
 	folders, seen := map[string]bool{}, map[string]bool{}
 	for _, c := range ch {
 		if !c.add {
 			continue
 		}
-		p := r.s.fileInTheWay(c.path, folders)
-		if p == "" || held[p] || seen[p] || Excluded(p) {
-			continue
+		var in []string
+		if fi, err := r.s.lstatWork(c.path); err == nil && fi.IsDir() && c.mode != 0 {
+			// A folder where the target writes a file: its files, when
+			// a checkpoint can hold all it holds; else it stays as it
+			// is, and verify names the path not written (blocked: git's
+			// way, if the restore falls back to it, would remove it).
+			files, whole := r.s.filesInFolder(c.path)
+			if !whole {
+				blocked = append(blocked, c.path)
+				continue
+			}
+			in = files
+		} else if p := r.s.fileInTheWay(c.path, folders); p != "" {
+			in = []string{p}
 		}
-		seen[p] = true
-		out = append(out, p)
+		for _, p := range in {
+			if held[p] || seen[p] || Excluded(p) {
+				continue
+			}
+			seen[p] = true
+			out = append(out, p)
+		}
 	}
-	return out
+	return out, blocked
 }

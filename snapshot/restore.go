@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -34,7 +35,17 @@ type restoreWork struct {
 	// pre-restore checkpoint, they stay in cairn's index as the target's
 	// though ignore rules may cover them, so the next seal judges them.
 	forced []string
+	// blocked are folders standing where the target writes a file that
+	// hold what no checkpoint can (a link, a nested repository): git's
+	// checkout would remove them, so the git way refuses the restore.
+	blocked []string
 }
+
+// ErrCannotHoldInTheWay refuses a restore that goes the git way when a
+// folder stands where the target writes a file and holds what no checkpoint
+// can hold (a link, a FIFO, a nested repository): git's checkout would
+// remove it all. Nothing in the work tree has changed then.
+var ErrCannotHoldInTheWay = errors.New("a folder where the target has a file holds what no checkpoint can hold (a link, a special file or a nested repository); move it away and restore again")
 
 type blobID struct{ sha, mode string }
 
@@ -139,7 +150,7 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 			subject: "Recovery snapshot before rollback to " + target,
 			afterStage: func() error {
 				var err error
-				work.forced, err = s.addOverwritten(ctx, s.git, target, prefixes)
+				work.forced, work.blocked, err = s.addOverwritten(ctx, s.git, target, prefixes)
 				return err
 			},
 		}
@@ -179,6 +190,7 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 		// The writes the check could not foresee (files changed since the
 		// last seal) are read here, before the first file is written.
 		ch, err := ip.planInproc(ctx, &res, work, before)
+		var blocked []string // folders in the way the in-process way leaves, git's would remove
 		if err == nil || errors.Is(err, errFallback) {
 			// Files on disk where the target adds a path that the
 			// pre-restore checkpoint left out (ignored, over the size
@@ -192,7 +204,8 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 			if opts.Changed != nil {
 				unseen = ip.unvouched(ch, opts.Changed)
 			}
-			over := ip.overwritten(ch)
+			var over []string
+			over, blocked = ip.overwritten(ch)
 			if len(over) > 0 || len(unseen) > 0 {
 				req := SealRequest{
 					Kind: ckpt.KindPreRestore, Label: "before restore to " + orDefault(opts.Label, short7(target)) + ", with the files it overwrites",
@@ -219,7 +232,7 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 		if errors.Is(err, errFallback) {
 			// A blob too large to hold: git checks it out.
 			res.Write, res.Delete, res.Kept = nil, nil, 0
-			work = &restoreWork{wrote: map[string]blobID{}}
+			work = &restoreWork{wrote: map[string]blobID{}, forced: work.forced, blocked: blocked}
 			ip, tc = nil, &targetCheck{target: target, files: map[string]treeFile{}, read: map[string]bool{}}
 		} else if err != nil {
 			var dmg *ckpt.TargetDamagedError
@@ -282,6 +295,8 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 			}
 			stored <- err
 		}()
+	} else if len(work.blocked) > 0 {
+		return res, fmt.Errorf("%w: %s", ErrCannotHoldInTheWay, strings.Join(work.blocked, ", "))
 	} else if err := s.checkoutTarget(ctx, &res, work, target, prefixes); err != nil {
 		return res, err
 	} else if err := restoreApplied(); err != nil {
@@ -380,16 +395,16 @@ func recoveryRef(label string) string {
 // under prefixes (all, when there are none) count: a restore of paths
 // touches nothing else. It returns what it staged: files staged though
 // ignored, which the next seal must judge again (restoreWork.forced).
-func (s *Store) addOverwritten(ctx context.Context, g *Git, target string, prefixes []string) ([]string, error) {
+func (s *Store) addOverwritten(ctx context.Context, g *Git, target string, prefixes []string) (forced, blocked []string, err error) {
 	// The paths the target holds that the staged tree lacks: a tree diff,
 	// which skips every unchanged folder, instead of listing both in full.
 	out, _, err := g.runMapped(ctx, nil, "write-tree")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	missing, err := s.rawDiff(ctx, strings.TrimSpace(string(out)), target)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var add []string
 	lo := s.left()
@@ -404,15 +419,31 @@ func (s *Store) addOverwritten(ctx context.Context, g *Git, target string, prefi
 		if c.status != "A" || !under(c.path, prefixes) {
 			continue
 		}
-		p := s.fileInTheWay(c.path, folders)
-		if p == "" || held[p] || added[p] || Excluded(p) || lo.covers(p) {
-			continue
+		// A folder where the target writes a file: git's checkout removes
+		// it, ignored files and all, so every file in it goes into the
+		// checkpoint first; one holding what no checkpoint can hold
+		// blocks the restore (ErrCannotHoldInTheWay).
+		var in []string
+		if fi, err := s.lstatWork(c.path); err == nil && fi.IsDir() {
+			files, whole := s.filesInFolder(c.path)
+			if !whole {
+				blocked = append(blocked, c.path)
+				continue
+			}
+			in = files
+		} else if p := s.fileInTheWay(c.path, folders); p != "" {
+			in = []string{p}
 		}
-		added[p] = true
-		add = append(add, p)
+		for _, p := range in {
+			if held[p] || added[p] || Excluded(p) || lo.covers(p) {
+				continue
+			}
+			added[p] = true
+			add = append(add, p)
+		}
 	}
 	sort.Strings(add)
-	return add, stageFiles(ctx, g, add)
+	return add, blocked, stageFiles(ctx, g, add)
 }
 
 // stageFiles adds the work-tree files paths to g's index as they are on
@@ -457,6 +488,46 @@ func (s *Store) fileInTheWay(p string, folders map[string]bool) string {
 	return ""
 }
 
+// filesInFolder lists the regular files under the work-tree folder rel, at
+// every depth, beneath the work tree and following nothing: what a restore
+// must hold before it replaces the folder with the target's file. whole is
+// false when the folder holds anything else (a link, a FIFO, a socket, a
+// name cairn never enters, such as a nested repository's .git) or could not
+// be read all through: what stands there cannot all be held in a checkpoint.
+func (s *Store) filesInFolder(rel string) (files []string, whole bool) {
+	whole = true
+	err := s.withWorkTree(func(t *platform.Tree) error {
+		var walk func(dir string) error
+		walk = func(dir string) error {
+			var subs []string
+			err := t.EachEntry(filepath.FromSlash(dir), func(d fs.DirEntry) {
+				p := dir + "/" + d.Name()
+				switch {
+				case Excluded(p):
+					whole = false
+				case d.IsDir():
+					subs = append(subs, p)
+				case d.Type().IsRegular():
+					files = append(files, p)
+				default:
+					whole = false
+				}
+			})
+			if err != nil {
+				return err
+			}
+			for _, sub := range subs {
+				if err := walk(sub); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return walk(rel)
+	})
+	return files, whole && err == nil
+}
+
 // dryTree writes the tree of the whole visible work tree through a copy of
 // the index, touching no ref and not the index itself. The copy has its own
 // runner: the store's is never swapped, so readers beside a dry run (Diff,
@@ -484,7 +555,7 @@ func (s *Store) dryTree(ctx context.Context, target string, prefixes []string) (
 	if _, err := s.stage(ctx, &dry, sel, nil); err != nil {
 		return "", err
 	}
-	if _, err := s.addOverwritten(ctx, &dry, target, prefixes); err != nil {
+	if _, _, err := s.addOverwritten(ctx, &dry, target, prefixes); err != nil {
 		return "", err
 	}
 	out, _, err := dry.runMapped(ctx, nil, "write-tree")

@@ -2,11 +2,13 @@ package snapshot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -241,6 +243,120 @@ func TestRestoreReplacesUnsealedFileWhereFolderGoes(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestRestoreReplacesFolderWhereFileGoes: the mirror of the test above. A
+// folder stands where the target has a file, holding files no checkpoint
+// holds (ignored, over the size limit). git's checkout removed the folder,
+// those files with it, and the git way's pre-restore checkpoint did not
+// hold them: lost for good (differential seed 1796321356900766736 found the
+// in-process way's side: it left the folder and did not write the file).
+// Both ways now put every file in the folder into a second pre-restore
+// checkpoint first, then replace the folder, and the undo brings it back.
+// A folder holding something no checkpoint can hold (a link) stays as it
+// is with the in-process way, which names the path it did not write.
+func TestRestoreReplacesFolderWhereFileGoes(t *testing.T) {
+	const limit = 1 << 10
+	big := strings.Repeat("big file no checkpoint holds\n", 2*limit/29)
+	for _, engine := range []string{EngineInproc, EngineGit} {
+		for _, paths := range [][]string{nil, {"a"}} {
+			t.Run(fmt.Sprintf("%s/paths=%v", engine, paths), func(t *testing.T) {
+				ctx := context.Background()
+				ws := t.TempDir()
+				st := openTestStore(t, ws, Options{Engine: engine, MaxFileSize: limit})
+				writeTree(t, ws, map[string]string{"a": "a file\n", ".gitignore": "*.log\n", "k.txt": "k\n"})
+				target := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "target"})
+				wantTarget := hashTree(t, ws)
+				removeAll(t, ws, "a")
+				writeTree(t, ws, map[string]string{"a/t.txt": "tracked\n", "a/x.log": "ignored, mine\n",
+					"a/deep/y.log": "ignored too\n", "a/deep/big.bin": big})
+				mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "start"})
+				wantStart := hashTree(t, ws)
+
+				res, err := st.Restore(ctx, ckpt.Request{Target: target.SHA, Label: target.ID, Paths: paths})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(res.Diff) != 0 {
+					t.Errorf("restore reports differences %v", res.Diff)
+				}
+				if got := hashTree(t, ws); got != wantTarget {
+					t.Errorf("after the restore the tree is not the target's: %v", regularFiles(t, ws))
+				}
+				for _, p := range []string{"a/x.log", "a/deep/y.log", "a/deep/big.bin"} {
+					if _, err := st.git.Run(ctx, nil, "cat-file", "-e", res.PreRestore.SHA+":"+p); err != nil {
+						t.Errorf("the pre-restore checkpoint lacks %s, which the restore removed", p)
+					}
+				}
+				if _, err := st.Restore(ctx, ckpt.Request{Target: res.PreRestore.SHA, Label: res.PreRestore.ID}); err != nil {
+					t.Fatal(err)
+				}
+				if got := hashTree(t, ws); got != wantStart {
+					t.Errorf("after the undo the tree is not the one before the restore: %v", regularFiles(t, ws))
+				}
+			})
+		}
+	}
+	t.Run("inproc/a link in the folder", func(t *testing.T) {
+		ctx := context.Background()
+		ws := t.TempDir()
+		st := openTestStore(t, ws, Options{Engine: EngineInproc})
+		writeTree(t, ws, map[string]string{"a": "a file\n", ".gitignore": "*.log\n"})
+		target := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "target"})
+		removeAll(t, ws, "a")
+		writeTree(t, ws, map[string]string{"a/x.log": "ignored, mine\n"})
+		if err := os.Symlink("x.log", filepath.Join(ws, "a", "link")); err != nil {
+			t.Fatal(err)
+		}
+		mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "start"})
+		res, err := st.Restore(ctx, ckpt.Request{Target: target.SHA, Label: target.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Diff) != 1 || res.Diff[0].Path != "a" {
+			t.Errorf("restore differences %v, want a named as not written", res.Diff)
+		}
+		if b, err := os.ReadFile(filepath.Join(ws, "a", "x.log")); err != nil || string(b) != "ignored, mine\n" {
+			t.Errorf("a/x.log = %q, %v: the folder must stay as it was", b, err)
+		}
+		if _, err := os.Readlink(filepath.Join(ws, "a", "link")); err != nil {
+			t.Errorf("the link in the folder: %v", err)
+		}
+	})
+	// The git way cannot leave it: git's checkout would remove the folder,
+	// a nested repository's history with it (or a FIFO, never opened). It
+	// refuses, nothing changed.
+	for _, special := range []string{"a nested repository", "a FIFO"} {
+		t.Run("git/"+special+" in the folder", func(t *testing.T) {
+			ctx := context.Background()
+			ws := t.TempDir()
+			st := openTestStore(t, ws, Options{Engine: EngineGit})
+			writeTree(t, ws, map[string]string{"a": "a file\n"})
+			target := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "target"})
+			removeAll(t, ws, "a")
+			writeTree(t, ws, map[string]string{"a/repo/.git/HEAD": "ref: refs/heads/main\n", "a/repo/main.go": "package main\n"})
+			if special == "a FIFO" {
+				removeAll(t, ws, "a/repo/.git")
+				if err := syscall.Mkfifo(filepath.Join(ws, "a", "repo", "pipe"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Label: "start"})
+			before := hashTree(t, ws)
+			_, err := st.Restore(ctx, ckpt.Request{Target: target.SHA, Label: target.ID})
+			if !errors.Is(err, ErrCannotHoldInTheWay) {
+				t.Fatalf("restore: %v, want ErrCannotHoldInTheWay", err)
+			}
+			if got := hashTree(t, ws); got != before {
+				t.Errorf("the refused restore changed the work tree: %v", regularFiles(t, ws))
+			}
+			if special == "a FIFO" {
+				if fi, err := os.Lstat(filepath.Join(ws, "a", "repo", "pipe")); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+					t.Errorf("the FIFO: %v, %v", fi, err)
+				}
+			}
+		})
 	}
 }
 
