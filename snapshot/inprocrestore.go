@@ -799,20 +799,12 @@ func (r *ipRestore) overwritten(ch []ipChange) (out, blocked []string) {
 		if !c.add {
 			continue
 		}
-		var in []string
-		if fi, err := r.s.lstatWork(c.path); err == nil && fi.IsDir() && c.mode != 0 {
-			// A folder where the target writes a file: its files, when
-			// a checkpoint can hold all it holds; else it stays as it
-			// is, and verify names the path not written (blocked: git's
-			// way, if the restore falls back to it, would remove it).
-			files, whole := r.s.filesInFolder(c.path)
-			if !whole {
-				blocked = append(blocked, c.path)
-				continue
-			}
-			in = files
-		} else if p := r.s.fileInTheWay(c.path, folders); p != "" {
-			in = []string{p}
+		// A folder that holds what no checkpoint can stays as it is, and
+		// verify names the path not written (blocked: git's way, should
+		// the restore fall back to it, would remove it).
+		in, block := r.s.standingAt(c.path, folders)
+		if block {
+			blocked = append(blocked, c.path)
 		}
 		for _, p := range in {
 			if held[p] || seen[p] || Excluded(p) {

@@ -419,20 +419,12 @@ func (s *Store) addOverwritten(ctx context.Context, g *Git, target string, prefi
 		if c.status != "A" || !under(c.path, prefixes) {
 			continue
 		}
-		// A folder where the target writes a file: git's checkout removes
-		// it, ignored files and all, so every file in it goes into the
-		// checkpoint first; one holding what no checkpoint can hold
-		// blocks the restore (ErrCannotHoldInTheWay).
-		var in []string
-		if fi, err := s.lstatWork(c.path); err == nil && fi.IsDir() {
-			files, whole := s.filesInFolder(c.path)
-			if !whole {
-				blocked = append(blocked, c.path)
-				continue
-			}
-			in = files
-		} else if p := s.fileInTheWay(c.path, folders); p != "" {
-			in = []string{p}
+		// git's checkout removes what stands there, ignored files and all:
+		// a folder holding what no checkpoint can hold blocks the restore
+		// (ErrCannotHoldInTheWay).
+		in, block := s.standingAt(c.path, folders)
+		if block {
+			blocked = append(blocked, c.path)
 		}
 		for _, p := range in {
 			if held[p] || added[p] || Excluded(p) || lo.covers(p) {
@@ -486,6 +478,25 @@ func (s *Store) fileInTheWay(p string, folders map[string]bool) string {
 		return p
 	}
 	return ""
+}
+
+// standingAt lists the regular files on disk a restore replaces when it
+// writes the target's file at rel: the file at rel or in place of one of its
+// folders, or every file of a folder at rel. blocked: a folder at rel holds
+// what no checkpoint can hold (filesInFolder), and nothing is listed.
+// folders caches the folders found on the way.
+func (s *Store) standingAt(rel string, folders map[string]bool) (files []string, blocked bool) {
+	if fi, err := s.lstatWork(rel); err == nil && fi.IsDir() {
+		files, whole := s.filesInFolder(rel)
+		if !whole {
+			return nil, true
+		}
+		return files, false
+	}
+	if p := s.fileInTheWay(rel, folders); p != "" {
+		return []string{p}, false
+	}
+	return nil, false
 }
 
 // filesInFolder lists the regular files under the work-tree folder rel, at
