@@ -865,8 +865,19 @@ func tryTmpfs(t *testing.T, size string) string {
 		return ""
 	}
 	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
+		// A git child of a store closed an instant ago may still hold a
+		// file there while it exits: the mount is busy until it is gone.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			out, err := exec.Command("umount", dir).CombinedOutput()
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) || !strings.Contains(string(out), "busy") {
+				t.Errorf("umount %s: %v: %s", dir, err, out)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 	})
 	return dir
