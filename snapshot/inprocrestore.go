@@ -783,10 +783,11 @@ func (r *ipRestore) holds(t *platform.Tree, rel string, was *gitobj.TreeEntry) b
 // overwritten lists the files on disk the plan ch replaces that the
 // pre-restore checkpoint does not hold (ignored, over the size limit,
 // written since): a file where the target adds a path or needs a folder,
-// and the files in a folder where the target adds a file. blocked are the
-// folders where the target adds a file that hold what no checkpoint can. A second pre-restore checkpoint stages them (stageFiles) before
-// any is replaced; the plan is of the restore's paths only, so nothing
-// outside them is staged.
+// and the files in a folder where the target adds a file. A second
+// pre-restore checkpoint stages them (stageFiles) before any is replaced;
+// the plan is of the restore's paths only, so nothing outside them is
+// staged. blocked are the folders where the target adds a file that hold
+// what no checkpoint can.
 func (r *ipRestore) overwritten(ch []ipChange) (out, blocked []string) {
 	held := map[string]bool{} // what the pre-restore checkpoint holds and the target lacks
 	for _, c := range ch {

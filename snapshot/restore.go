@@ -260,6 +260,11 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 	if opts.DryRun {
 		return res, nil
 	}
+	if ip == nil && len(work.blocked) > 0 {
+		// Before anything is written or recorded: git's checkout would
+		// remove what no checkpoint holds.
+		return res, fmt.Errorf("%w: %s", ErrCannotHoldInTheWay, strings.Join(work.blocked, ", "))
+	}
 
 	// 3. Apply. Until it ends well, cairn's index may not describe the
 	// work tree: the next seal reconciles it whole, in this process or,
@@ -295,8 +300,6 @@ func (s *Store) restoreLocked(ctx context.Context, opts ckpt.Request) (ckpt.Outc
 			}
 			stored <- err
 		}()
-	} else if len(work.blocked) > 0 {
-		return res, fmt.Errorf("%w: %s", ErrCannotHoldInTheWay, strings.Join(work.blocked, ", "))
 	} else if err := s.checkoutTarget(ctx, &res, work, target, prefixes); err != nil {
 		return res, err
 	} else if err := restoreApplied(); err != nil {

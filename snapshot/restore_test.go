@@ -351,6 +351,9 @@ func TestRestoreReplacesFolderWhereFileGoes(t *testing.T) {
 			if got := hashTree(t, ws); got != before {
 				t.Errorf("the refused restore changed the work tree: %v", regularFiles(t, ws))
 			}
+			if _, err := os.Lstat(st.restoreRecordPath()); st.restoreUnsure || err == nil {
+				t.Errorf("the refused restore is recorded as under way (%v, %v)", st.restoreUnsure, err)
+			}
 			if special == "a FIFO" {
 				if fi, err := os.Lstat(filepath.Join(ws, "a", "repo", "pipe")); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
 					t.Errorf("the FIFO: %v, %v", fi, err)
