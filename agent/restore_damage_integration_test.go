@@ -106,3 +106,40 @@ func TestRestoreDamagedTargetRefused(t *testing.T) {
 	}
 	fileIs(t, filepath.Join(ws, "a/f05.txt"), "two 05\n")
 }
+
+// TestRestoreRefusedWhereFolderCannotBeHeld: through the real daemon, with
+// the git engine, a restore whose target has a file where a folder holding
+// a nested repository stands is refused with IN_THE_WAY (409), naming the
+// folder; the work tree is as it was, the nested repository with it.
+func TestRestoreRefusedWhereFolderCannotBeHeld(t *testing.T) {
+	ws := t.TempDir()
+	write(t, filepath.Join(ws, "a"), "a file\n")
+	write(t, filepath.Join(ws, "k.txt"), "k\n")
+	d := startDaemon(t, "", "--config", configFile(t, noAutosave+"engine = \"git\"\n"), "--watch", ws)
+	waitFor(t, 30*time.Second, "a baseline", func() bool {
+		st, ok := d.workspace(ws)
+		return ok && st.Last != "" && st.State == "watching"
+	})
+	ctx := context.Background()
+	c := client.New(d.socket)
+	defer c.Close()
+	one := ledger(t, ws, d.state)[0]
+	if err := os.Remove(filepath.Join(ws, "a")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(ws, "a/repo/.git/HEAD"), "ref: refs/heads/main\n")
+	write(t, filepath.Join(ws, "a/repo/main.go"), "package main\n")
+	if _, err := c.Checkpoint(ctx, api.CheckpointRequest{Workspace: ws, Label: "two"}); err != nil {
+		t.Fatal(err)
+	}
+	before := hashTree(t, ws)
+	_, err := c.Restore(ctx, api.RestoreRequest{Workspace: ws, Target: one.ID})
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Code != "IN_THE_WAY" || ce.Status != 409 || !strings.Contains(ce.Message, "a") {
+		t.Fatalf("API restore: %v, want 409 IN_THE_WAY naming a", err)
+	}
+	sameTree(t, "the refused restore", hashTree(t, ws), before)
+	if _, err := os.Stat(filepath.Join(ws, "a/repo/.git/HEAD")); err != nil {
+		t.Errorf("the nested repository: %v", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/cairn-dev/cairn/agent/autodev"
 	"github.com/cairn-dev/cairn/restore"
 	"github.com/cairn-dev/cairn/restore/ckpt"
+	"github.com/cairn-dev/cairn/snapshot"
 )
 
 // A workspace's errors, and the one mapping of them to what a client is
@@ -128,6 +129,8 @@ func Classify(err error, fallback string) (Class, string) {
 		return Conflict, "NOTHING_TO_UNDO"
 	case errors.As(err, &damaged):
 		return Conflict, api.CodeTargetDamaged
+	case errors.Is(err, snapshot.ErrCannotHoldInTheWay):
+		return Conflict, "IN_THE_WAY"
 	}
 	return Failed, fallback
 }
