@@ -21,6 +21,7 @@ import (
 	"github.com/cairn-dev/cairn/platform/printable"
 	"github.com/cairn-dev/cairn/restore"
 	"github.com/cairn-dev/cairn/restore/ckpt"
+	"github.com/cairn-dev/cairn/snapshot"
 )
 
 func init() {
@@ -64,7 +65,8 @@ func refusal(err error) error {
 	var amb *restore.AmbiguousError
 	var un *restore.UnusableError
 	var dmg *ckpt.TargetDamagedError
-	if errors.Is(err, restore.ErrCodonRunning) || restore.IsNotFound(err) || errors.As(err, &amb) || errors.As(err, &un) || errors.As(err, &dmg) {
+	if errors.Is(err, restore.ErrCodonRunning) || restore.IsNotFound(err) || errors.As(err, &amb) || errors.As(err, &un) || errors.As(err, &dmg) ||
+		errors.Is(err, snapshot.ErrCannotHoldInTheWay) {
 		return &exitError{ExitRefused, err}
 	}
 	return err
