@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cairn-dev/cairn/platform"
@@ -94,4 +95,42 @@ func TestNoWriteThroughOwnerSymlinks(t *testing.T) {
 		t.Errorf("open with checkpoints/ linked elsewhere: %v, want a refusal", err)
 	}
 	check("checkpoints folder")
+}
+
+// TestTrackedFolderBecomesLinkLeaves: a tracked folder replaced by a
+// symbolic link to another folder holding files of the same names and
+// contents. The checkpoint must hold nothing under the link (git's own
+// `add -A` finds those paths gone; cairn never follows a link). The git
+// engine's full plan read them through the link (ls-files -d and -m) and kept
+// them in an ok checkpoint; told the paths with a .gitignore among them, a
+// seal takes that plan too (differential seed 1796324310238603515).
+func TestTrackedFolderBecomesLinkLeaves(t *testing.T) {
+	for _, engine := range []string{EngineGit, EngineInproc} {
+		for _, told := range [][]string{nil, {"-x", "-x/.gitignore", "-x/keep.log"}, {"-x", "-x/keep.log"}} {
+			t.Run(engine+"/told="+strings.Join(told, ","), func(t *testing.T) {
+				ws := t.TempDir()
+				st := openTestStore(t, ws, Options{Engine: engine})
+				same := map[string]string{".gitignore": "*.log\n!keep.log\n", "keep.log": "k\n", "other.log": "o\n"}
+				files := map[string]string{"f0": "zero\n", ".gitignore": "*.log\n"}
+				for n, c := range same {
+					files["a/"+n], files["-x/"+n] = c, c
+				}
+				writeTree(t, ws, files)
+				mustSeal(t, st, SealRequest{Kind: ckpt.KindManual})
+				removeAll(t, ws, "-x")
+				if err := os.Symlink("a", filepath.Join(ws, "-x")); err != nil {
+					t.Fatal(err)
+				}
+				rec := mustSeal(t, st, SealRequest{Kind: ckpt.KindManual, Changed: told})
+				if rec.State != ckpt.StateOK {
+					t.Errorf("checkpoint %s: %+v", rec.State, rec.Issues)
+				}
+				for p := range lsTree(t, st, rec.SHA) {
+					if strings.HasPrefix(p, "-x") {
+						t.Errorf("the checkpoint holds %s, under a folder that is a link now", p)
+					}
+				}
+			})
+		}
+	}
 }

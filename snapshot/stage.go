@@ -224,14 +224,24 @@ func (s *Store) planFull(ctx context.Context, g *Git, sel *Selector, all bool) (
 	if all {
 		args = append(args, "-c")
 	}
-	var ignoredOut []byte
-	var ignoredErr error
+	var ignoredOut, trackedOut []byte
+	var ignoredErr, trackedErr error
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { // tracked files that an ignore rule now covers leave the checkpoint
 		defer wg.Done()
 		ignoredOut, ignoredErr = g.Run(ctx, nil, "ls-files", "-z", "-c", "-i", "--exclude-standard")
 	}()
+	if !all {
+		// Every tracked path, for those under a folder that is a link now:
+		// ls-files reads them through the link (-d, -m), where git's own
+		// `add -A` finds them gone. With all, -c lists them already.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			trackedOut, trackedErr = g.Run(ctx, nil, "ls-files", "-z", "-c")
+		}()
+	}
 	// -m hashes racily clean files: a bus error is a file changed meanwhile.
 	out, warn, err := g.runMapped(ctx, nil, args...)
 	wg.Wait()
@@ -240,6 +250,9 @@ func (s *Store) planFull(ctx context.Context, g *Git, sel *Selector, all bool) (
 	}
 	if ignoredErr != nil {
 		return nil, ignoredErr
+	}
+	if trackedErr != nil {
+		return nil, trackedErr
 	}
 	p := &stagePlan{stat: map[string]fileID{}, issues: unreadableDirs(warn)}
 	links := &linkCache{}
@@ -266,6 +279,12 @@ func (s *Store) planFull(ctx context.Context, g *Git, sel *Selector, all bool) (
 		}
 	}
 	p.remove = append(p.remove, splitNul(ignoredOut)...)
+	for _, rel := range splitNul(trackedOut) {
+		if !seen[rel] && links.underLink(s, rel) {
+			seen[rel] = true
+			p.remove = append(p.remove, rel) // never read through the link
+		}
+	}
 	// A tracked file that is a folder now is listed as changed, and what is
 	// in it as untracked, except when the folder is a repository: git then
 	// lists nothing under it, so it is walked like one cloned in.
