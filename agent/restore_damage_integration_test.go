@@ -135,10 +135,16 @@ func TestRestoreRefusedWhereFolderCannotBeHeld(t *testing.T) {
 	before := hashTree(t, ws)
 	_, err := c.Restore(ctx, api.RestoreRequest{Workspace: ws, Target: one.ID})
 	var ce *client.Error
-	if !errors.As(err, &ce) || ce.Code != "IN_THE_WAY" || ce.Status != 409 || !strings.Contains(ce.Message, "a") {
+	if !errors.As(err, &ce) || ce.Code != "IN_THE_WAY" || ce.Status != 409 || !strings.HasSuffix(ce.Message, ": a") {
 		t.Fatalf("API restore: %v, want 409 IN_THE_WAY naming a", err)
 	}
 	sameTree(t, "the refused restore", hashTree(t, ws), before)
+	out, err := runCairn(t, "restore", ws, one.ID, "--socket", d.socket)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 5 || !strings.Contains(out, "no checkpoint can hold") {
+		t.Errorf("cairn restore: %v, want exit 5 (refused) saying why\n%s", err, out)
+	}
+	sameTree(t, "the refused cairn restore", hashTree(t, ws), before)
 	if _, err := os.Stat(filepath.Join(ws, "a/repo/.git/HEAD")); err != nil {
 		t.Errorf("the nested repository: %v", err)
 	}

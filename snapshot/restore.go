@@ -451,53 +451,47 @@ func stageFiles(ctx context.Context, g *Git, paths []string) error {
 	return err
 }
 
-// fileInTheWay returns the regular file on disk that a restore writing p
-// replaces: the file at p, or a file at a folder above it (git's checkout
-// removes a file standing where the target needs a folder). "" when there
-// is none, or a link or anything else stands in the way (never followed).
-// folders remembers the folders seen on disk, so that each is looked at once.
-func (s *Store) fileInTheWay(p string, folders map[string]bool) string {
-	for i := 0; i < len(p); i++ {
-		if p[i] != '/' {
+// standingAt lists the regular files on disk a restore replaces when it
+// writes the target's file at rel: a file at a folder above it (git's
+// checkout removes a file standing where the target needs a folder), the
+// file at rel, or every file of a folder at rel. Nothing is listed when a
+// link or anything else stands in the way (never followed); blocked: a
+// folder at rel holds what no checkpoint can hold (filesInFolder). folders
+// remembers the folders seen on disk, so that each is looked at once, and
+// rel itself is looked at once.
+func (s *Store) standingAt(rel string, folders map[string]bool) (files []string, blocked bool) {
+	for i := 0; i < len(rel); i++ {
+		if rel[i] != '/' {
 			continue
 		}
-		d := p[:i]
+		d := rel[:i]
 		if folders[d] {
 			continue
 		}
 		fi, err := s.lstatWork(d)
 		switch {
 		case err != nil:
-			return ""
+			return nil, false
 		case fi.IsDir():
 			folders[d] = true
 		case fi.Mode().IsRegular():
-			return d
+			return []string{d}, false
 		default:
-			return ""
+			return nil, false
 		}
 	}
-	if fi, err := s.lstatWork(p); err == nil && fi.Mode().IsRegular() {
-		return p
-	}
-	return ""
-}
-
-// standingAt lists the regular files on disk a restore replaces when it
-// writes the target's file at rel: the file at rel or in place of one of its
-// folders, or every file of a folder at rel. blocked: a folder at rel holds
-// what no checkpoint can hold (filesInFolder), and nothing is listed.
-// folders caches the folders found on the way.
-func (s *Store) standingAt(rel string, folders map[string]bool) (files []string, blocked bool) {
-	if fi, err := s.lstatWork(rel); err == nil && fi.IsDir() {
+	fi, err := s.lstatWork(rel)
+	switch {
+	case err != nil:
+		return nil, false
+	case fi.Mode().IsRegular():
+		return []string{rel}, false
+	case fi.IsDir():
 		files, whole := s.filesInFolder(rel)
 		if !whole {
 			return nil, true
 		}
 		return files, false
-	}
-	if p := s.fileInTheWay(rel, folders); p != "" {
-		return []string{p}, false
 	}
 	return nil, false
 }
